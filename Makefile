@@ -1,0 +1,43 @@
+# Run `make help` for the list of targets.
+GO ?= go
+
+.PHONY: help run build generate check-generated vet test test-go test-sdk bench fuzz
+
+help:
+	@echo "run              serve ./langgraph.json on 127.0.0.1:2024 (data in ./data)"
+	@echo "test             everything CI runs: generated code, vet, Go tests (-race), SDK suite"
+	@echo "generate         regenerate api/*.gen.go from api/openapi.yaml"
+	@echo "bench            storage and HTTP benchmarks (see docs/benchmarks.md)"
+
+run:
+	$(GO) run ./cmd/server
+
+build:
+	$(GO) build -o bin/server ./cmd/server
+	$(GO) build -o bin/loadgen ./cmd/loadgen
+
+generate:
+	$(GO) generate ./api/...
+
+check-generated:
+	./scripts/check-generated.sh
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+
+test-go:
+	$(GO) test -race -count=1 ./...
+
+test-sdk:
+	bash tests/sdk/run.sh
+
+test: check-generated vet test-go test-sdk
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/storage/ ./internal/httpapi/
+	$(GO) run ./cmd/loadgen -scenario all
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzRequestDecoding -fuzztime 60s ./internal/httpapi/

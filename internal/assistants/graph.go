@@ -1,0 +1,88 @@
+package assistants
+
+import (
+	"context"
+
+	"agentserver/internal/graphs"
+	"agentserver/internal/jsonx"
+	"agentserver/internal/storage"
+)
+
+// Graph is the drawable structure of an assistant's graph.
+type Graph struct {
+	Nodes []graphs.Node `json:"nodes"`
+	Edges []graphs.Edge `json:"edges"`
+}
+
+// GraphSchema holds the JSON Schemas of a graph.
+type GraphSchema struct {
+	GraphID       string         `json:"graph_id"`
+	InputSchema   map[string]any `json:"input_schema"`
+	OutputSchema  map[string]any `json:"output_schema"`
+	StateSchema   map[string]any `json:"state_schema"`
+	ConfigSchema  map[string]any `json:"config_schema"`
+	ContextSchema map[string]any `json:"context_schema"`
+}
+
+// definition returns the assistant ref names and the definition of its graph.
+func (s *Service) definition(ref string) (Assistant, *graphs.Definition, error) {
+	var a Assistant
+	err := s.db.View(func(tx *storage.Tx) error {
+		var err error
+		a, err = s.get(tx, ref)
+		return err
+	})
+	if err != nil {
+		return Assistant{}, nil, err
+	}
+	d, ok := s.graphs.Get(a.GraphID)
+	if !ok {
+		return Assistant{}, nil, graphNotFound(a.GraphID)
+	}
+	return a, d, nil
+}
+
+// Graph returns the nodes and edges of an assistant's graph. xray is the
+// depth to which subgraphs are expanded (0: none, negative: all); no served
+// graph has subgraphs yet, so it changes nothing.
+func (s *Service) Graph(ctx context.Context, ref string, xray int) (Graph, error) {
+	_, d, err := s.definition(ref)
+	if err != nil {
+		return Graph{}, err
+	}
+	return Graph{
+		Nodes: append([]graphs.Node{}, d.Nodes...),
+		Edges: append([]graphs.Edge{}, d.Edges...),
+	}, nil
+}
+
+// Schemas returns the JSON Schemas of an assistant's graph.
+func (s *Service) Schemas(ctx context.Context, ref string) (GraphSchema, error) {
+	_, d, err := s.definition(ref)
+	if err != nil {
+		return GraphSchema{}, err
+	}
+	return schemaOf(d), nil
+}
+
+func schemaOf(d *graphs.Definition) GraphSchema {
+	return GraphSchema{
+		GraphID:       d.ID,
+		InputSchema:   jsonx.CloneMap(d.InputSchema),
+		OutputSchema:  jsonx.CloneMap(d.OutputSchema),
+		StateSchema:   jsonx.CloneMap(d.StateSchema),
+		ConfigSchema:  jsonx.CloneMap(d.ConfigSchema),
+		ContextSchema: jsonx.CloneMap(d.ContextSchema),
+	}
+}
+
+// Subgraphs returns the schemas of the subgraphs of an assistant's graph,
+// keyed by namespace, starting below namespace ("" for the root) and
+// descending through nested subgraphs when recurse is set. No served graph
+// has subgraphs yet, so the map is empty (also for an unknown namespace).
+func (s *Service) Subgraphs(ctx context.Context, ref, namespace string, recurse bool) (map[string]GraphSchema, error) {
+	if _, _, err := s.definition(ref); err != nil {
+		return nil, err
+	}
+	return map[string]GraphSchema{}, nil
+}

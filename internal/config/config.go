@@ -1,0 +1,121 @@
+// Package config turns flags and environment variables into the server's
+// configuration. A flag wins over its environment variable, which wins over
+// the default; the result is validated once, at start.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"time"
+)
+
+// Config is everything the server needs to start.
+type Config struct {
+	// Addr is the listen address (host:port).
+	Addr string
+	// DataDir holds the database file.
+	DataDir string
+	// GraphsFile is the path of langgraph.json.
+	GraphsFile string
+	// APIKey, when set, is required as x-api-key on every route but /ok.
+	APIKey string
+	// Jobs is the number of run workers.
+	Jobs int
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// ShutdownTimeout bounds the graceful shutdown.
+	ShutdownTimeout time.Duration
+}
+
+// Default returns the configuration used when nothing is set.
+func Default() Config {
+	return Config{
+		Addr:            "127.0.0.1:2024",
+		DataDir:         "./data",
+		GraphsFile:      "./langgraph.json",
+		Jobs:            DefaultJobs(),
+		LogLevel:        "info",
+		ShutdownTimeout: 10 * time.Second,
+	}
+}
+
+// DefaultJobs is the default worker count: enough to overlap runs that wait
+// on models and tools, scaled with the machine.
+func DefaultJobs() int {
+	return max(16, 8*runtime.NumCPU())
+}
+
+// env names, each the fallback of the flag of the same meaning.
+const (
+	EnvAddr     = "AGENTSERVER_ADDR"
+	EnvDataDir  = "AGENTSERVER_DATA_DIR"
+	EnvConfig   = "AGENTSERVER_CONFIG"
+	EnvAPIKey   = "AGENTSERVER_API_KEY"
+	EnvJobs     = "AGENTSERVER_N_JOBS"
+	EnvLogLevel = "AGENTSERVER_LOG_LEVEL"
+)
+
+// Parse reads args (without the program name) with getenv as the fallback.
+func Parse(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+	c := Default()
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	str := func(p *string, name, env, usage string) {
+		if v := getenv(env); v != "" {
+			*p = v
+		}
+		fs.StringVar(p, name, *p, fmt.Sprintf("%s (env %s)", usage, env))
+	}
+	str(&c.Addr, "addr", EnvAddr, "listen address")
+	str(&c.DataDir, "data-dir", EnvDataDir, "directory of the database file")
+	str(&c.GraphsFile, "config", EnvConfig, "path of langgraph.json")
+	str(&c.APIKey, "api-key", EnvAPIKey, "require this x-api-key on every route but /ok")
+	str(&c.LogLevel, "log-level", EnvLogLevel, "debug, info, warn or error")
+	if v := getenv(EnvJobs); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return c, fmt.Errorf("%s=%q: not a number", EnvJobs, v)
+		}
+		c.Jobs = n
+	}
+	fs.IntVar(&c.Jobs, "n-jobs", c.Jobs, fmt.Sprintf("number of run workers (env %s)", EnvJobs))
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful shutdown may take")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the configuration once, at start.
+func (c Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("addr %q: %w", c.Addr, err))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data-dir must not be empty"))
+	}
+	if c.GraphsFile == "" {
+		errs = append(errs, errors.New("config must not be empty"))
+	}
+	if c.Jobs < 1 {
+		errs = append(errs, fmt.Errorf("n-jobs must be at least 1, got %d", c.Jobs))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("shutdown-timeout must be positive"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,18 @@
+// Package errdefs defines the domain error kinds shared by every service.
+// Services wrap them with %w and lower-case context; the HTTP layer maps each
+// kind to a status code in one table, so no other package picks statuses.
+package errdefs
+
+import "errors"
+
+var (
+	// ErrNotFound: the named resource does not exist (404).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the request conflicts with existing state, e.g. an id that
+	// is taken or a thread that is busy (409).
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid: the request is well-formed but its content is unacceptable (422).
+	ErrInvalid = errors.New("invalid request")
+	// ErrUnauthorized: missing or wrong credentials (401).
+	ErrUnauthorized = errors.New("unauthorized")
+)

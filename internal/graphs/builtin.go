@@ -1,0 +1,59 @@
+package graphs
+
+import "sort"
+
+// builtins maps built-in graph names to constructors.
+var builtins = map[string]func() *Definition{
+	"echo": Echo,
+}
+
+func builtinNames() []string {
+	var names []string
+	for n := range builtins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// messagesSchema is the JSON Schema of a LangChain message list.
+func messagesSchema() map[string]any {
+	return map[string]any{
+		"type":        "array",
+		"description": "Conversation messages, in LangChain's serialized form or as {role, content} objects.",
+		"items": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"type":    map[string]any{"type": "string", "enum": []any{"human", "ai", "system", "tool", "remove"}},
+				"role":    map[string]any{"type": "string"},
+				"content": map[string]any{"anyOf": []any{map[string]any{"type": "string"}, map[string]any{"type": "array"}}},
+				"id":      map[string]any{"type": "string"},
+			},
+			"additionalProperties": true,
+		},
+	}
+}
+
+func objectSchema(title string, props map[string]any) map[string]any {
+	return map[string]any{"title": title, "type": "object", "properties": props, "additionalProperties": true}
+}
+
+// Echo is the deterministic built-in graph: it appends one AI message whose
+// content is "echo: " followed by the content of the last human message.
+func Echo() *Definition {
+	state := objectSchema("EchoState", map[string]any{"messages": messagesSchema()})
+	return &Definition{
+		Description:   "Deterministic graph that echoes the last user message; needs no model.",
+		InputSchema:   objectSchema("EchoInput", map[string]any{"messages": messagesSchema()}),
+		OutputSchema:  state,
+		StateSchema:   state,
+		ConfigSchema:  objectSchema("EchoConfig", map[string]any{}),
+		ContextSchema: objectSchema("EchoContext", map[string]any{}),
+		Nodes: []Node{
+			{ID: "__start__", Type: "schema", Data: "__start__"},
+			{ID: "echo", Type: "runnable", Data: "echo"},
+			{ID: "__end__", Type: "schema", Data: "__end__"},
+		},
+		Edges: []Edge{{Source: "__start__", Target: "echo"}, {Source: "echo", Target: "__end__"}},
+	}
+}

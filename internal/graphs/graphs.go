@@ -1,0 +1,180 @@
+package graphs
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// ErrInvalidConfig reports a langgraph.json that cannot be served.
+var ErrInvalidConfig = errors.New("invalid graph configuration")
+
+// BuiltinPrefix marks a graph source compiled into the server.
+const BuiltinPrefix = "builtin:"
+
+// Node is one node of a graph drawing.
+type Node struct {
+	ID   string         `json:"id"`
+	Type string         `json:"type,omitempty"`
+	Data any            `json:"data,omitempty"`
+	Meta map[string]any `json:"metadata,omitempty"`
+}
+
+// Edge is one edge of a graph drawing.
+type Edge struct {
+	Source      string `json:"source"`
+	Target      string `json:"target"`
+	Conditional bool   `json:"conditional,omitempty"`
+	Data        any    `json:"data,omitempty"`
+}
+
+// Definition describes one served graph.
+type Definition struct {
+	ID            string
+	Description   string
+	Source        string
+	InputSchema   map[string]any
+	OutputSchema  map[string]any
+	StateSchema   map[string]any
+	ConfigSchema  map[string]any
+	ContextSchema map[string]any
+	Nodes         []Node
+	Edges         []Edge
+}
+
+// Registry is the set of graphs the server serves.
+type Registry struct {
+	defs map[string]*Definition
+	ids  []string
+}
+
+// NewRegistry builds a registry from definitions; ids must be unique.
+func NewRegistry(defs ...*Definition) (*Registry, error) {
+	r := &Registry{defs: map[string]*Definition{}}
+	for _, d := range defs {
+		if _, dup := r.defs[d.ID]; dup {
+			return nil, fmt.Errorf("%w: graph %q is defined twice", ErrInvalidConfig, d.ID)
+		}
+		r.defs[d.ID] = d
+		r.ids = append(r.ids, d.ID)
+	}
+	sort.Strings(r.ids)
+	return r, nil
+}
+
+// Get returns the definition of a graph.
+func (r *Registry) Get(id string) (*Definition, bool) {
+	d, ok := r.defs[id]
+	return d, ok
+}
+
+// IDs lists the graph ids in sorted order.
+func (r *Registry) IDs() []string {
+	return append([]string(nil), r.ids...)
+}
+
+// File is the parsed langgraph.json.
+type File struct {
+	Graphs       map[string]string `json:"graphs"`
+	Env          any               `json:"env,omitempty"`
+	Dependencies []string          `json:"dependencies,omitempty"`
+}
+
+// Load reads langgraph.json at path, loads its env file and returns the
+// registry of its graphs.
+func Load(path string) (*Registry, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var f File
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, path, err)
+	}
+	if len(f.Graphs) == 0 {
+		return nil, fmt.Errorf("%w: %s: \"graphs\" is empty", ErrInvalidConfig, path)
+	}
+	if err := loadEnv(filepath.Dir(path), f.Env); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var defs []*Definition
+	for id, src := range f.Graphs {
+		d, err := resolve(id, src)
+		if err != nil {
+			return nil, fmt.Errorf("%s: graphs.%s: %w", path, id, err)
+		}
+		defs = append(defs, d)
+	}
+	return NewRegistry(defs...)
+}
+
+func resolve(id, src string) (*Definition, error) {
+	if name, ok := strings.CutPrefix(src, BuiltinPrefix); ok {
+		build, known := builtins[name]
+		if !known {
+			return nil, fmt.Errorf("%w: unknown built-in graph %q (known: %s)", ErrInvalidConfig, name, strings.Join(builtinNames(), ", "))
+		}
+		d := build()
+		d.ID, d.Source = id, src
+		return d, nil
+	}
+	return nil, fmt.Errorf("%w: source %q is not a built-in graph (use %s<name>)", ErrInvalidConfig, src, BuiltinPrefix)
+}
+
+// loadEnv applies the "env" entry: a .env file path or an inline object.
+// Variables already present in the environment win.
+func loadEnv(dir string, env any) error {
+	switch e := env.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		for k, v := range e {
+			if _, set := os.LookupEnv(k); !set {
+				os.Setenv(k, fmt.Sprint(v))
+			}
+		}
+		return nil
+	case string:
+		path := e
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		return loadEnvFile(path)
+	default:
+		return fmt.Errorf("%w: \"env\" must be a file path or an object", ErrInvalidConfig)
+	}
+}
+
+func loadEnvFile(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open env file: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return fmt.Errorf("%w: %s:%d: expected KEY=VALUE", ErrInvalidConfig, path, n)
+		}
+		k = strings.TrimSpace(k)
+		v = strings.Trim(strings.TrimSpace(v), `"'`)
+		if _, set := os.LookupEnv(k); !set {
+			os.Setenv(k, v)
+		}
+	}
+	return sc.Err()
+}

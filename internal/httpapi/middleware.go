@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"crypto/subtle"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"agentserver/internal/errdefs"
+)
+
+// exposedHeaders are the response headers browsers may read.
+const exposedHeaders = "Content-Location, Location, X-Pagination-Total, X-Pagination-Next"
+
+// cors answers preflight requests and marks every response readable from any
+// origin, exposing the headers the SDKs read.
+func cors() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Response().Header()
+			origin := c.Request().Header.Get("Origin")
+			if origin == "" {
+				origin = "*"
+			}
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Expose-Headers", exposedHeaders)
+			if c.Request().Method == http.MethodOptions && c.Request().Header.Get("Access-Control-Request-Method") != "" {
+				h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
+				allow := c.Request().Header.Get("Access-Control-Request-Headers")
+				if allow == "" {
+					allow = "*"
+				}
+				h.Set("Access-Control-Allow-Headers", allow)
+				h.Set("Access-Control-Max-Age", "86400")
+				return c.NoContent(http.StatusNoContent)
+			}
+			return next(c)
+		}
+	}
+}
+
+// apiKeyAuth requires x-api-key to equal key on every route but /ok. The
+// comparison takes constant time.
+func apiKeyAuth(key string) echo.MiddlewareFunc {
+	want := []byte(key)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if key == "" || c.Request().URL.Path == "/ok" || c.Request().Method == http.MethodOptions {
+				return next(c)
+			}
+			got := []byte(c.Request().Header.Get("x-api-key"))
+			if subtle.ConstantTimeCompare(got, want) != 1 {
+				return errUnauthorized
+			}
+			return next(c)
+		}
+	}
+}
+
+var errUnauthorized = &unauthorizedError{}
+
+type unauthorizedError struct{}
+
+func (*unauthorizedError) Error() string { return "missing or invalid x-api-key" }
+func (*unauthorizedError) Unwrap() error { return errdefs.ErrUnauthorized }
+
+// lenientJSON accepts the body encodings real clients send: a JSON body
+// labelled text/plain (or with no content type at all) is treated as JSON, and
+// an empty body on a POST, PUT or PATCH reads as no body.
+func lenientJSON() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			switch r.Method {
+			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			default:
+				return next(c)
+			}
+			if r.ContentLength == 0 {
+				r.Body = http.NoBody
+				r.Header.Del("Content-Type")
+				return next(c)
+			}
+			ct := r.Header.Get("Content-Type")
+			mt, _, _ := mime.ParseMediaType(ct)
+			if ct == "" || mt == "text/plain" || (strings.HasSuffix(mt, "+json") && mt != "application/json") {
+				r.Header.Set("Content-Type", "application/json")
+			}
+			return next(c)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/labstack/echo/v4"
+
+	"agentserver/api"
+	"agentserver/internal/assistants"
+	"agentserver/internal/graphs"
+	"agentserver/internal/storage"
+	"agentserver/internal/store"
+	"agentserver/internal/threads"
+)
+
+// Version is the server version reported by GET /info.
+const Version = "0.1.0"
+
+// Deps are the services the HTTP layer calls.
+type Deps struct {
+	DB         *storage.DB
+	Graphs     *graphs.Registry
+	Threads    *threads.Service
+	Assistants *assistants.Service
+	Store      *store.Service
+	Log        *slog.Logger
+	// APIKey, when set, is required as x-api-key on every route but /ok.
+	APIKey string
+}
+
+// Handler implements the generated strict server interface.
+type Handler struct {
+	db         *storage.DB
+	graphs     *graphs.Registry
+	threads    *threads.Service
+	assistants *assistants.Service
+	store      *store.Service
+}
+
+var _ api.StrictServerInterface = (*Handler)(nil)
+
+// New returns the HTTP handler of the whole API: CORS, optional API-key
+// auth, lenient body decoding, OpenAPI request validation, then the
+// generated routes.
+func New(d Deps) (*echo.Echo, error) {
+	doc, err := api.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
+	validator, err := newRequestValidator(doc)
+	if err != nil {
+		return nil, err
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = errorHandler(d.Log)
+	e.Use(cors(), apiKeyAuth(d.APIKey), lenientJSON(), validator.middleware())
+	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store}
+	api.RegisterHandlers(e, api.NewStrictHandler(h, nil))
+	return e, nil
+}
+
+// GetOk implements GET /ok.
+func (h *Handler) GetOk(ctx context.Context, req api.GetOkRequestObject) (api.GetOkResponseObject, error) {
+	check, err := parseBool(req.Params.CheckDb, false)
+	if err != nil {
+		return nil, err
+	}
+	if check {
+		if err := h.db.Ping(); err != nil {
+			return api.GetOk500JSONResponse{InternalErrorJSONResponse: api.InternalErrorJSONResponse(errorBody("storage unavailable: "+err.Error(), "unavailable"))}, nil
+		}
+	}
+	return api.GetOk200JSONResponse{Ok: true}, nil
+}
+
+// GetInfo implements GET /info.
+func (h *Handler) GetInfo(ctx context.Context, req api.GetInfoRequestObject) (api.GetInfoResponseObject, error) {
+	version := Version
+	return api.GetInfo200JSONResponse{
+		Version: &version,
+		Flags:   map[string]any{"assistants": true, "crons": false, "langsmith": false, "store": true},
+		Metadata: map[string]any{
+			"server": "agentserver",
+			"graphs": h.graphs.IDs(),
+		},
+	}, nil
+}
+
+func errorBody(msg, code string) api.ErrorResponse {
+	return api.ErrorResponse{Detail: &msg, Message: &msg, Code: &code}
+}

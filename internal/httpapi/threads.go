@@ -1,0 +1,366 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"agentserver/api"
+	"agentserver/internal/jsonx"
+	"agentserver/internal/storage"
+	"agentserver/internal/threads"
+)
+
+// CreateThread implements POST /threads.
+func (h *Handler) CreateThread(ctx context.Context, req api.CreateThreadRequestObject) (api.CreateThreadResponseObject, error) {
+	var p threads.CreateParams
+	if b := req.Body; b != nil {
+		p.ThreadID = b.ThreadId
+		p.Metadata = b.Metadata
+		if b.IfExists != nil {
+			p.IfExists = string(*b.IfExists)
+		}
+		p.TTL = ttlOf(b.Ttl)
+		for _, step := range b.Supersteps {
+			var s threads.Superstep
+			for _, u := range step.Updates {
+				su := threads.SuperstepUpdate{Values: u.Values, AsNode: u.AsNode}
+				if u.Command != nil {
+					su.Command = commandMap(u.Command)
+				}
+				s.Updates = append(s.Updates, su)
+			}
+			p.Supersteps = append(p.Supersteps, s)
+		}
+	}
+	th, err := h.threads.Create(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateThread200JSONResponse(toAPIThread(th)), nil
+}
+
+// ttlOf normalises a thread TTL: minutes as a number, or {ttl, strategy}.
+func ttlOf(v any) map[string]any {
+	switch t := v.(type) {
+	case float64:
+		return map[string]any{"ttl": t, "strategy": "delete"}
+	case map[string]any:
+		return t
+	}
+	return nil
+}
+
+func commandMap(c *api.Command) map[string]any {
+	m := map[string]any{}
+	for k, v := range c.AdditionalProperties {
+		m[k] = v
+	}
+	if c.Update != nil {
+		m["update"] = c.Update
+	}
+	if c.Resume != nil {
+		m["resume"] = c.Resume
+	}
+	if c.Goto != nil {
+		m["goto"] = c.Goto
+	}
+	return m
+}
+
+// GetThread implements GET /threads/{thread_id}.
+func (h *Handler) GetThread(ctx context.Context, req api.GetThreadRequestObject) (api.GetThreadResponseObject, error) {
+	th, err := h.threads.Get(ctx, req.ThreadId)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetThread200JSONResponse(toAPIThread(th)), nil
+}
+
+// PatchThread implements PATCH /threads/{thread_id}: metadata is merged; the
+// Agent Protocol's values and messages become a new checkpoint.
+func (h *Handler) PatchThread(ctx context.Context, req api.PatchThreadRequestObject) (api.PatchThreadResponseObject, error) {
+	b := req.Body
+	if b == nil {
+		b = &api.ThreadPatch{}
+	}
+	if b.Values != nil || len(b.Messages) > 0 {
+		update := map[string]any{}
+		if m, ok := b.Values.(map[string]any); ok {
+			update = jsonx.Merge(update, m)
+		} else if b.Values != nil {
+			return nil, invalidf("values must be an object")
+		}
+		if len(b.Messages) > 0 {
+			msgs := make([]any, len(b.Messages))
+			for i, m := range b.Messages {
+				msgs[i] = map[string]any(m)
+			}
+			update["messages"] = msgs
+		}
+		var from *uuid.UUID
+		if b.Checkpoint != nil && b.Checkpoint.CheckpointId != nil {
+			var err error
+			if from, err = checkpointIDFrom(*b.Checkpoint.CheckpointId); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := h.threads.UpdateState(ctx, req.ThreadId, threads.StateUpdate{Values: update, CheckpointID: from}); err != nil {
+			return nil, err
+		}
+	}
+	th, err := h.threads.Patch(ctx, req.ThreadId, b.Metadata, ttlOf(b.Ttl))
+	if err != nil {
+		return nil, err
+	}
+	return api.PatchThread200JSONResponse(toAPIThread(th)), nil
+}
+
+// DeleteThread implements DELETE /threads/{thread_id}.
+func (h *Handler) DeleteThread(ctx context.Context, req api.DeleteThreadRequestObject) (api.DeleteThreadResponseObject, error) {
+	if err := h.threads.Delete(ctx, req.ThreadId); err != nil {
+		return nil, err
+	}
+	return api.DeleteThread204Response{}, nil
+}
+
+// CopyThread implements POST /threads/{thread_id}/copy.
+func (h *Handler) CopyThread(ctx context.Context, req api.CopyThreadRequestObject) (api.CopyThreadResponseObject, error) {
+	th, err := h.threads.Copy(ctx, req.ThreadId)
+	if err != nil {
+		return nil, err
+	}
+	return api.CopyThread200JSONResponse(toAPIThread(th)), nil
+}
+
+// SearchThreads implements POST /threads/search.
+func (h *Handler) SearchThreads(ctx context.Context, req api.SearchThreadsRequestObject) (api.SearchThreadsResponseObject, error) {
+	b := req.Body
+	if b == nil {
+		b = &api.ThreadSearchRequest{}
+	}
+	q := storage.ThreadQuery{
+		IDs: b.Ids, Metadata: b.Metadata, Values: b.Values,
+		Limit: intOr(b.Limit, 10), Offset: intOr(b.Offset, 0), Desc: true,
+	}
+	if b.Status != nil {
+		q.Status = string(*b.Status)
+	}
+	if b.SortBy != nil {
+		q.SortBy = string(*b.SortBy)
+	}
+	if b.SortOrder != nil {
+		q.Desc = *b.SortOrder == api.SortOrderDesc
+	}
+	if err := checkSelect(b.Select, threadFields); err != nil {
+		return nil, err
+	}
+	page, total, err := h.threads.Search(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Thread, len(page))
+	for i, th := range page {
+		out[i] = toAPIThread(th)
+	}
+	return selectedList[api.Thread]{items: out, fields: b.Select, page: pagination(q.Offset, q.Limit, len(out), total)}, nil
+}
+
+// threadFields are the names select may pick on threads.
+var threadFields = []string{"thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "status", "values", "interrupts", "config", "error", "ttl"}
+
+// CountThreads implements POST /threads/count.
+func (h *Handler) CountThreads(ctx context.Context, req api.CountThreadsRequestObject) (api.CountThreadsResponseObject, error) {
+	var q storage.ThreadQuery
+	if b := req.Body; b != nil {
+		q.Metadata, q.Values = b.Metadata, b.Values
+		if b.Status != nil {
+			q.Status = string(*b.Status)
+		}
+	}
+	n, err := h.threads.Count(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return api.CountThreads200JSONResponse(n), nil
+}
+
+// GetThreadState implements GET /threads/{thread_id}/state.
+func (h *Handler) GetThreadState(ctx context.Context, req api.GetThreadStateRequestObject) (api.GetThreadStateResponseObject, error) {
+	if _, err := parseBool(req.Params.Subgraphs, false); err != nil {
+		return nil, err
+	}
+	st, err := h.threads.GetState(ctx, req.ThreadId, nil)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetThreadState200JSONResponse(toAPIState(st)), nil
+}
+
+// GetThreadStateAtCheckpoint implements GET /threads/{thread_id}/state/{checkpoint_id}.
+func (h *Handler) GetThreadStateAtCheckpoint(ctx context.Context, req api.GetThreadStateAtCheckpointRequestObject) (api.GetThreadStateAtCheckpointResponseObject, error) {
+	if _, err := parseBool(req.Params.Subgraphs, false); err != nil {
+		return nil, err
+	}
+	id, err := checkpointIDFrom(req.CheckpointId)
+	if err != nil {
+		return nil, err
+	}
+	st, err := h.threads.GetState(ctx, req.ThreadId, id)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetThreadStateAtCheckpoint200JSONResponse(toAPIState(st)), nil
+}
+
+// GetThreadStateByCheckpointConfig implements POST /threads/{thread_id}/state/checkpoint.
+func (h *Handler) GetThreadStateByCheckpointConfig(ctx context.Context, req api.GetThreadStateByCheckpointConfigRequestObject) (api.GetThreadStateByCheckpointConfigResponseObject, error) {
+	var id *uuid.UUID
+	if req.Body != nil && req.Body.Checkpoint.CheckpointId != nil {
+		var err error
+		if id, err = checkpointIDFrom(*req.Body.Checkpoint.CheckpointId); err != nil {
+			return nil, err
+		}
+	}
+	st, err := h.threads.GetState(ctx, req.ThreadId, id)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetThreadStateByCheckpointConfig200JSONResponse(toAPIState(st)), nil
+}
+
+// UpdateThreadState implements POST /threads/{thread_id}/state.
+func (h *Handler) UpdateThreadState(ctx context.Context, req api.UpdateThreadStateRequestObject) (api.UpdateThreadStateResponseObject, error) {
+	var u threads.StateUpdate
+	if b := req.Body; b != nil {
+		u.Values = b.Values
+		if b.AsNode != nil {
+			u.AsNode = *b.AsNode
+		}
+		var err error
+		switch {
+		case b.CheckpointId != nil:
+			u.CheckpointID, err = checkpointIDFrom(*b.CheckpointId)
+		case b.Checkpoint != nil && b.Checkpoint.CheckpointId != nil:
+			u.CheckpointID, err = checkpointIDFrom(*b.Checkpoint.CheckpointId)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	ref, err := h.threads.UpdateState(ctx, req.ThreadId, u)
+	if err != nil {
+		return nil, err
+	}
+	return api.UpdateThreadState200JSONResponse{Checkpoint: toAPICheckpoint(ref)}, nil
+}
+
+// GetThreadHistory implements GET /threads/{thread_id}/history.
+func (h *Handler) GetThreadHistory(ctx context.Context, req api.GetThreadHistoryRequestObject) (api.GetThreadHistoryResponseObject, error) {
+	q := threads.HistoryQuery{Limit: intOr(req.Params.Limit, 10)}
+	if req.Params.Before != nil {
+		var err error
+		if q.Before, err = checkpointIDFrom(*req.Params.Before); err != nil {
+			return nil, err
+		}
+	}
+	states, err := h.threads.History(ctx, req.ThreadId, q)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetThreadHistory200JSONResponse(toAPIStates(states)), nil
+}
+
+// SearchThreadHistory implements POST /threads/{thread_id}/history.
+func (h *Handler) SearchThreadHistory(ctx context.Context, req api.SearchThreadHistoryRequestObject) (api.SearchThreadHistoryResponseObject, error) {
+	q := threads.HistoryQuery{Limit: 10}
+	if b := req.Body; b != nil {
+		q.Limit = intOr(b.Limit, 10)
+		q.Metadata = b.Metadata
+		var err error
+		if q.Before, err = checkpointIDFrom(b.Before); err != nil {
+			return nil, err
+		}
+	}
+	states, err := h.threads.History(ctx, req.ThreadId, q)
+	if err != nil {
+		return nil, err
+	}
+	return api.SearchThreadHistory200JSONResponse(toAPIStates(states)), nil
+}
+
+func toAPIThread(th threads.Thread) api.Thread {
+	out := api.Thread{
+		ThreadId: th.ThreadID, CreatedAt: th.CreatedAt, UpdatedAt: th.UpdatedAt,
+		Metadata: th.Metadata, Status: api.ThreadStatus(th.Status),
+		Values: th.Values, Interrupts: th.Interrupts, Error: th.Error,
+	}
+	if out.Metadata == nil {
+		out.Metadata = map[string]any{}
+	}
+	if !th.StateUpdatedAt.IsZero() {
+		t := th.StateUpdatedAt
+		out.StateUpdatedAt = &t
+	}
+	if th.Config != nil {
+		out.Config = &api.Config{AdditionalProperties: th.Config}
+	}
+	if th.TTL != nil {
+		out.Ttl = th.TTL
+	}
+	return out
+}
+
+func toAPICheckpoint(ref threads.CheckpointRef) api.Checkpoint {
+	return api.Checkpoint{ThreadId: ref.ThreadID.String(), CheckpointNs: ref.CheckpointNS, CheckpointId: ref.CheckpointID.String(), CheckpointMap: map[string]any{}}
+}
+
+func toAPIState(st threads.State) api.ThreadState {
+	out := api.ThreadState{Values: st.Values, Next: st.Next, Metadata: st.Metadata, Tasks: []api.ThreadTask{}, Interrupts: toAPIInterrupts(st.Interrupts)}
+	if st.CreatedAt != nil {
+		s := st.CreatedAt.Format(timeLayout)
+		out.CreatedAt = &s
+	}
+	if st.Checkpoint != nil {
+		cp := toAPICheckpoint(*st.Checkpoint)
+		out.Checkpoint = &cp
+	}
+	if st.ParentCheckpoint != nil {
+		cp := toAPICheckpoint(*st.ParentCheckpoint)
+		out.ParentCheckpoint = &cp
+	}
+	for _, t := range st.Tasks {
+		out.Tasks = append(out.Tasks, api.ThreadTask{Id: t.ID, Name: t.Name, Error: t.Error, Interrupts: toAPIInterrupts(t.Interrupts), Result: t.Result})
+	}
+	return out
+}
+
+func toAPIStates(states []threads.State) []api.ThreadState {
+	out := make([]api.ThreadState, len(states))
+	for i, st := range states {
+		out[i] = toAPIState(st)
+	}
+	return out
+}
+
+func toAPIInterrupts(in []any) []api.Interrupt {
+	out := make([]api.Interrupt, 0, len(in))
+	for _, v := range in {
+		m, _ := v.(map[string]any)
+		it := api.Interrupt{Value: m["value"], AdditionalProperties: map[string]any{}}
+		if id, ok := m["id"].(string); ok {
+			it.Id = &id
+		}
+		for k, e := range m {
+			if k != "value" && k != "id" {
+				it.AdditionalProperties[k] = e
+			}
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// timeLayout is the timestamp format of state created_at strings, matching
+// the Python server's ISO-8601 with offset.
+const timeLayout = "2006-01-02T15:04:05.000000-07:00"

@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/labstack/echo/v4"
+)
+
+// uuidPattern accepts every RFC 9562 version, including v7 (kin-openapi's
+// predefined pattern stops at v5).
+const uuidPattern = `^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
+
+// requestValidator checks each request against the OpenAPI document before a
+// handler sees it. A request that fails is answered 422 and changes nothing.
+type requestValidator struct {
+	router  routers.Router
+	options *openapi3filter.Options
+}
+
+func newRequestValidator(doc *openapi3.T) (*requestValidator, error) {
+	doc.Servers = nil // match paths on any host
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("build validation router: %w", err)
+	}
+	return &requestValidator{
+		router: router,
+		options: &openapi3filter.Options{
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+			SkipSettingDefaults: true,
+			SchemaValidationOptions: []openapi3.SchemaValidationOption{
+				openapi3.EnableFormatValidation(),
+				openapi3.WithStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(uuidPattern)),
+			},
+		},
+	}, nil
+}
+
+// uuidRE is the compiled uuidPattern, for handlers that check ids themselves.
+var uuidRE = regexp.MustCompile(uuidPattern)
+
+func (v *requestValidator) middleware() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if r.Method == http.MethodOptions {
+				return next(c)
+			}
+			route, params, err := v.router.FindRoute(r)
+			if err != nil {
+				// Unknown paths and methods are echo's to answer (404/405).
+				return next(c)
+			}
+			in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: v.options}
+			if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
+				return invalidf(validationMessage(err))
+			}
+			return next(c)
+		}
+	}
+}
+
+// validationMessage turns a kin-openapi error into one readable sentence.
+func validationMessage(err error) string {
+	var re *openapi3filter.RequestError
+	if errors.As(err, &re) {
+		where := "request body"
+		if re.Parameter != nil {
+			where = fmt.Sprintf("%s parameter %q", re.Parameter.In, re.Parameter.Name)
+		}
+		var se *openapi3.SchemaError
+		if errors.As(re.Err, &se) {
+			path := strings.Join(se.JSONPointer(), ".")
+			if path != "" {
+				return fmt.Sprintf("invalid %s: field %q: %s", where, path, se.Reason)
+			}
+			return fmt.Sprintf("invalid %s: %s", where, se.Reason)
+		}
+		if re.Err != nil {
+			return fmt.Sprintf("invalid %s: %s", where, re.Err.Error())
+		}
+		return fmt.Sprintf("invalid %s: %s", where, re.Reason)
+	}
+	return "invalid request: " + err.Error()
+}

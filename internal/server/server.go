@@ -1,0 +1,139 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"agentserver/internal/assistants"
+	"agentserver/internal/channels"
+	"agentserver/internal/config"
+	"agentserver/internal/graphs"
+	"agentserver/internal/httpapi"
+	"agentserver/internal/storage"
+	"agentserver/internal/store"
+	"agentserver/internal/threads"
+)
+
+// Server is one running instance.
+type Server struct {
+	cfg  config.Config
+	log  *slog.Logger
+	db   *storage.DB
+	http *http.Server
+	ln   net.Listener
+
+	// Reducers is the channel reducer registry shared by every service.
+	Reducers   *channels.Registry
+	Graphs     *graphs.Registry
+	Threads    *threads.Service
+	Assistants *assistants.Service
+	Store      *store.Service
+
+	bgCancel context.CancelFunc
+	bg       sync.WaitGroup
+	serveErr chan error
+}
+
+// Options tune a server beyond its config; tests and benchmarks use them.
+type Options struct {
+	// NoSync turns off fsync on commit (never in production).
+	NoSync bool
+}
+
+// New builds a server from cfg without listening yet.
+func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	reg, err := graphs.Load(cfg.GraphsFile)
+	if err != nil {
+		return nil, err
+	}
+	db, err := storage.Open(cfg.DataDir, storage.Options{NoSync: opts.NoSync})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, db: db, Graphs: reg, Reducers: channels.NewRegistry()}
+	s.Threads = threads.New(db, s.Reducers)
+	s.Assistants = assistants.New(db, reg)
+	s.Store = store.New(db, log)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Assistants.EnsureSystemAssistants(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("create system assistants: %w", err)
+	}
+	e, err := httpapi.New(httpapi.Deps{
+		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store,
+		Log: log, APIKey: cfg.APIKey,
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.http = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	return s, nil
+}
+
+// Start starts background workers and begins serving on cfg.Addr.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	bgCtx, cancel := context.WithCancel(context.Background())
+	s.bgCancel = cancel
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.Store.Run(bgCtx)
+	}()
+	s.serveErr = make(chan error, 1)
+	go func() {
+		err := s.http.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.serveErr <- err
+	}()
+	s.log.Info("serving", "addr", ln.Addr().String(), "data_dir", s.cfg.DataDir, "graphs", s.Graphs.IDs())
+	return nil
+}
+
+// Addr is the address the server listens on (useful with port 0).
+func (s *Server) Addr() string {
+	return s.ln.Addr().String()
+}
+
+// URL is the base URL of the server.
+func (s *Server) URL() string {
+	return "http://" + s.Addr()
+}
+
+// Shutdown stops the server in order: HTTP, background workers, storage.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var errs []error
+	if s.ln != nil {
+		if err := s.http.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+		if err := <-s.serveErr; err != nil {
+			errs = append(errs, fmt.Errorf("serve: %w", err))
+		}
+	}
+	if s.bgCancel != nil {
+		s.bgCancel()
+	}
+	s.bg.Wait()
+	if err := s.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close storage: %w", err))
+	}
+	return errors.Join(errs...)
+}

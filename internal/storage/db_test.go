@@ -1,0 +1,261 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+func openTest(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func newThread(meta map[string]any, status string) Thread {
+	now := time.Now().UTC()
+	return Thread{ThreadID: uuid.Must(uuid.NewV7()), CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Metadata: meta, Status: status}
+}
+
+func TestGroupCommitIsolatesFailingMember(t *testing.T) {
+	db := openTest(t)
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	ids := make([]uuid.UUID, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			th := newThread(map[string]any{"i": float64(i)}, "idle")
+			ids[i] = th.ThreadID
+			errs[i] = db.Update(context.Background(), func(tx *Tx) error {
+				if err := tx.PutThread(th); err != nil {
+					return err
+				}
+				if i%10 == 0 {
+					return fmt.Errorf("member %d: %w", i, ErrConflict)
+				}
+				return nil
+			})
+		}(i)
+	}
+	wg.Wait()
+	for i := 0; i < n; i++ {
+		wantErr := i%10 == 0
+		if gotErr := errors.Is(errs[i], ErrConflict); gotErr != wantErr {
+			t.Fatalf("member %d: err = %v, want conflict %v", i, errs[i], wantErr)
+		}
+		err := db.View(func(tx *Tx) error {
+			if tx.ThreadExists(ids[i]) == wantErr {
+				return fmt.Errorf("member %d: exists = %v after err %v", i, !wantErr, errs[i])
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAfterCommitRunsOnlyOnSuccess(t *testing.T) {
+	db := openTest(t)
+	var ran atomic.Int32
+	_ = db.Update(context.Background(), func(tx *Tx) error {
+		tx.AfterCommit(func() { ran.Add(1) })
+		return ErrConflict
+	})
+	if err := db.Update(context.Background(), func(tx *Tx) error {
+		tx.AfterCommit(func() { ran.Add(10) })
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ran.Load(); got != 10 {
+		t.Fatalf("after-commit total = %d, want 10", got)
+	}
+}
+
+func TestReopenKeepsDataAndRejectsNewerSchema(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := newThread(map[string]any{"k": "v"}, "idle")
+	if err := db.Update(context.Background(), func(tx *Tx) error { return tx.PutThread(th) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(context.Background(), func(tx *Tx) error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Fatalf("update after close: %v", err)
+	}
+	db, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *Tx) error {
+		got, err := tx.GetThread(th.ThreadID)
+		if err != nil {
+			return err
+		}
+		if got.Metadata["k"] != "v" {
+			return fmt.Errorf("metadata = %v", got.Metadata)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pretend a newer build wrote the file.
+	if err := db.bolt.Update(func(btx *boltTx) error {
+		return btx.Bucket(bucketMeta).Put(keySchemaVersion, []byte("99"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("open newer schema: %v", err)
+	}
+}
+
+func TestSearchThreadsIndexes(t *testing.T) {
+	db := openTest(t)
+	var all []Thread
+	for i := 0; i < 30; i++ {
+		status := "idle"
+		if i%3 == 0 {
+			status = "busy"
+		}
+		th := newThread(map[string]any{"user": fmt.Sprintf("u%d", i%5), "n": float64(i), "nested": map[string]any{"a": float64(i % 2)}}, status)
+		th.CreatedAt = time.Unix(1000+int64(i), 0).UTC()
+		all = append(all, th)
+	}
+	if err := db.Update(context.Background(), func(tx *Tx) error {
+		for _, th := range all {
+			if err := tx.PutThread(th); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Change one thread's metadata and status: old index entries must go.
+	moved := all[0]
+	moved.Metadata = map[string]any{"user": "u4", "n": 0.0}
+	moved.Status = "idle"
+	if err := db.Update(context.Background(), func(tx *Tx) error { return tx.PutThread(moved) }); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		q     ThreadQuery
+		total int
+		first float64
+	}{
+		{"all newest first", ThreadQuery{Desc: true, Limit: 2}, 30, 29},
+		{"meta", ThreadQuery{Metadata: map[string]any{"user": "u1"}, Limit: 10}, 6, 1},
+		{"meta moved", ThreadQuery{Metadata: map[string]any{"user": "u4"}, Desc: true, Limit: 10}, 7, 29},
+		{"meta old value gone", ThreadQuery{Metadata: map[string]any{"user": "u0"}, Limit: 10}, 5, 5},
+		{"status", ThreadQuery{Status: "busy", Limit: 10}, 9, 3},
+		{"meta and status", ThreadQuery{Metadata: map[string]any{"user": "u3"}, Status: "busy", Limit: 10}, 2, 3},
+		{"nested meta scans", ThreadQuery{Metadata: map[string]any{"nested": map[string]any{"a": 1.0}}, Limit: 1, Offset: 1}, 15, 3},
+		{"sort by status", ThreadQuery{SortBy: "status", Limit: 1}, 30, 3},
+		{"offset past end", ThreadQuery{Offset: 100, Limit: 10}, 30, -1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := db.View(func(tx *Tx) error {
+				page, total, err := tx.SearchThreads(c.q)
+				if err != nil {
+					return err
+				}
+				if total != c.total {
+					return fmt.Errorf("total = %d, want %d", total, c.total)
+				}
+				if c.first < 0 {
+					if len(page) != 0 {
+						return fmt.Errorf("page = %d items, want none", len(page))
+					}
+					return nil
+				}
+				if len(page) == 0 || page[0].Metadata["n"] != c.first {
+					return fmt.Errorf("first = %v, want n=%v", page, c.first)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestCheckpointsNewestFirstAndDeleteThread(t *testing.T) {
+	db := openTest(t)
+	th := newThread(nil, "idle")
+	var ids []uuid.UUID
+	err := db.Update(context.Background(), func(tx *Tx) error {
+		if err := tx.PutThread(th); err != nil {
+			return err
+		}
+		for i := 0; i < 5; i++ {
+			id := uuid.Must(uuid.NewV7())
+			ids = append(ids, id)
+			if err := tx.PutCheckpoint(Checkpoint{ThreadID: th.ThreadID, CheckpointID: id, Values: map[string]any{"i": float64(i)}}); err != nil {
+				return err
+			}
+		}
+		// A neighbouring thread must not leak into the listing.
+		other := newThread(nil, "idle")
+		return tx.PutCheckpoint(Checkpoint{ThreadID: other.ThreadID, CheckpointID: uuid.Must(uuid.NewV7())})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *Tx) error {
+		latest, err := tx.LatestCheckpoint(th.ThreadID)
+		if err != nil || latest.CheckpointID != ids[4] {
+			return fmt.Errorf("latest = %v, %v", latest.CheckpointID, err)
+		}
+		list, err := tx.ListCheckpoints(th.ThreadID, &ids[3], 2, nil)
+		if err != nil {
+			return err
+		}
+		if len(list) != 2 || list[0].CheckpointID != ids[2] || list[1].CheckpointID != ids[1] {
+			return fmt.Errorf("before listing wrong: %d items", len(list))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(context.Background(), func(tx *Tx) error { return tx.DeleteThread(th.ThreadID) }); err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *Tx) error {
+		if _, err := tx.LatestCheckpoint(th.ThreadID); !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("checkpoints survive delete: %v", err)
+		}
+		if _, total, _ := tx.SearchThreads(ThreadQuery{}); total != 0 {
+			return fmt.Errorf("index keeps %d deleted threads", total)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,47 @@
+// Package storage owns the embedded bbolt database: every bucket, key encoding
+// and index of the server lives here, and no other package imports bbolt.
+//
+// # Files and durability
+//
+// The database is one file, <data-dir>/agentserver.db. Every write commits with
+// an fsync (bbolt's default), so a write that returned success survives a crash
+// (kill -9). Concurrent writers are coalesced by a single writer goroutine into
+// one bbolt transaction per batch ("group commit"): while one batch is being
+// fsynced the next one accumulates, so throughput grows with concurrency
+// instead of stopping at one fsync per request, and a lone writer pays no
+// batching delay.
+//
+// # Bucket tree
+//
+//	meta                      "schema_version" -> decimal text
+//	assistants                assistant_id(16) -> Assistant JSON (the current version)
+//	assistant_versions        assistant_id(16) | version(4, big endian) -> Assistant JSON
+//	threads                   thread_id(16) -> Thread JSON (values are NOT stored here)
+//	threads_by_created        created_at(8, unix nanos, big endian) | thread_id(16) -> empty
+//	threads_by_meta           key | 0x00 | canonical JSON of value | 0x00 | thread_id(16) -> empty
+//	threads_by_status         status | 0x00 | thread_id(16) -> empty
+//	checkpoints               thread_id(16) | checkpoint_id(16) -> Checkpoint JSON
+//	runs                      run_id(16) -> Run JSON
+//	runs_by_thread            thread_id(16) | run_id(16) -> empty
+//	store_items               namespace labels joined by 0x1f | 0x00 | key -> StoreItem JSON
+//	store_expiry              expires_at(8, unix nanos) | item key -> empty
+//
+// UUIDs are stored as their 16 raw bytes. Identifiers the server mints are
+// UUIDv7, so byte order is creation order: a cursor over checkpoints of one
+// thread walks them oldest to newest.
+//
+// # Invariants
+//
+//   - A secondary index entry exists if and only if its primary record exists
+//     and carries the indexed value; indexes are written in the same
+//     transaction as the record they index.
+//   - A thread's values are the values of its newest checkpoint; there is no
+//     second copy.
+//   - Values returned from a transaction are decoded copies: nothing returned
+//     by this package aliases bbolt's memory map.
+//   - Transactions are short: no network, no model calls and no channel waits
+//     happen inside them. Work that must follow a commit is registered with
+//     Tx.AfterCommit and runs once the batch is durable.
+//   - The schema version is checked at Open: a file written by a newer schema
+//     is refused rather than misread.
+package storage

@@ -1,0 +1,5 @@
+package storage
+
+import bolt "go.etcd.io/bbolt"
+
+type boltTx = bolt.Tx

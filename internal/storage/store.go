@@ -1,0 +1,435 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"agentserver/internal/errdefs"
+)
+
+// Store key framing. An item's key in store_items is
+//
+//	label(0) 0x1f label(1) 0x1f ... label(n-1) 0x00 item key
+//
+// Labels are non-empty and contain neither 0x00 nor 0x1f, so the encoding is
+// injective and every key of namespace N starts with enc(N)|0x00, while every
+// key of a namespace below N starts with enc(N)|0x1f. A prefix scan for N
+// therefore visits exactly those two ranges, and ["a"] never matches ["ab"].
+const (
+	storeLabelSep = 0x1f
+	storeKeySep   = 0x00
+)
+
+// StoreWildcard is the namespace label that matches any one label in the
+// prefix and suffix of a StoreNamespaceQuery.
+const StoreWildcard = "*"
+
+// StoreItem is one item of the long-term memory store.
+type StoreItem struct {
+	Namespace []string       `json:"namespace"`
+	Key       string         `json:"key"`
+	Value     map[string]any `json:"value"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	// ExpiresAt is when the item stops being visible; nil means never.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// TTLMinutes is the time-to-live the item was written with; a TTL
+	// refresh moves ExpiresAt to now plus this.
+	TTLMinutes *float64 `json:"ttl_minutes,omitempty"`
+	// Index is the index directive the client sent (false, a list of field
+	// paths, or nil). It is kept but not acted on: there is no vector index.
+	Index any `json:"index,omitempty"`
+}
+
+// ExpiredAt reports whether the item has expired at now.
+func (it StoreItem) ExpiredAt(now time.Time) bool {
+	return it.ExpiresAt != nil && !now.Before(*it.ExpiresAt)
+}
+
+// storeExpiry is the part of a stored item read when only its expiry matters.
+type storeExpiry struct {
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+func (e storeExpiry) expiredAt(now time.Time) bool {
+	return e.ExpiresAt != nil && !now.Before(*e.ExpiresAt)
+}
+
+// StoreSearch selects store items for Tx.SearchStoreItems.
+type StoreSearch struct {
+	// Prefix matches namespaces whose leading labels equal it; empty
+	// matches every namespace. Labels are literal (no wildcards).
+	Prefix []string
+	// Match, when set, keeps only the items for which it returns true.
+	Match func(*StoreItem) bool
+	// Now hides items that have expired at this time.
+	Now time.Time
+	// Limit bounds the page (<= 0: no limit); Offset skips matches.
+	Limit, Offset int
+}
+
+// StoreNamespaceQuery selects namespaces for Tx.ListStoreNamespaces.
+type StoreNamespaceQuery struct {
+	// Prefix and Suffix match the leading and trailing labels of a
+	// namespace; a StoreWildcard label matches any one label.
+	Prefix, Suffix []string
+	// MaxDepth, when set, truncates each matching namespace to that many
+	// labels before duplicates are removed.
+	MaxDepth *int
+	// Now hides namespaces whose items have all expired at this time.
+	Now time.Time
+	// Limit bounds the page (<= 0: no limit); Offset skips namespaces.
+	Limit, Offset int
+}
+
+// checkStoreNamespace reports why namespace cannot be framed, if it cannot.
+func checkStoreNamespace(namespace []string) error {
+	if len(namespace) == 0 {
+		return fmt.Errorf("store namespace is empty: %w", errdefs.ErrInvalid)
+	}
+	for i, l := range namespace {
+		if l == "" {
+			return fmt.Errorf("store namespace label %d is empty: %w", i, errdefs.ErrInvalid)
+		}
+		if strings.IndexByte(l, storeLabelSep) >= 0 || strings.IndexByte(l, storeKeySep) >= 0 {
+			return fmt.Errorf("store namespace label %q contains byte 0x00 or 0x1f: %w", l, errdefs.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// encodeStoreNamespace joins labels with the label separator. The labels
+// must have passed checkStoreNamespace.
+func encodeStoreNamespace(namespace []string) []byte {
+	n := len(namespace)
+	for _, l := range namespace {
+		n += len(l)
+	}
+	b := make([]byte, 0, n+1)
+	for i, l := range namespace {
+		if i > 0 {
+			b = append(b, storeLabelSep)
+		}
+		b = append(b, l...)
+	}
+	return b
+}
+
+func storeItemKey(namespace []string, key string) ([]byte, error) {
+	if err := checkStoreNamespace(namespace); err != nil {
+		return nil, err
+	}
+	k := encodeStoreNamespace(namespace)
+	k = append(k, storeKeySep)
+	return append(k, key...), nil
+}
+
+// splitStoreItemKey returns the encoded namespace part of an item key.
+func splitStoreItemKey(k []byte) (ns []byte, ok bool) {
+	i := bytes.IndexByte(k, storeKeySep)
+	if i < 0 {
+		return nil, false
+	}
+	return k[:i], true
+}
+
+func decodeStoreNamespace(ns []byte) []string {
+	return strings.Split(string(ns), string(rune(storeLabelSep)))
+}
+
+// storeExpiryKey encodes expires_at(8, unix nanos, big endian) | item key.
+func storeExpiryKey(at time.Time, itemKey []byte) []byte {
+	k := make([]byte, 8+len(itemKey))
+	putTime(k, at)
+	copy(k[8:], itemKey)
+	return k
+}
+
+// storeScanRanges returns the key prefixes that hold the items of the
+// namespaces starting with prefix, in key order, or nil when no stored
+// namespace can start with it.
+func storeScanRanges(prefix []string) [][]byte {
+	if len(prefix) == 0 {
+		return [][]byte{nil}
+	}
+	if checkStoreNamespace(prefix) != nil {
+		return nil
+	}
+	enc := encodeStoreNamespace(prefix)
+	exact := append(slices.Clip(enc), storeKeySep)
+	below := append(slices.Clip(enc), storeLabelSep)
+	_, _ = exact, below
+	return [][]byte{enc}
+}
+
+// GetStoreItem returns the item stored under namespace and key, or
+// ErrNotFound when there is none or it has expired at now.
+func (t *Tx) GetStoreItem(namespace []string, key string, now time.Time) (StoreItem, error) {
+	var it StoreItem
+	k, err := storeItemKey(namespace, key)
+	if err != nil {
+		return it, err
+	}
+	raw := t.bucket(bucketStoreItems).Get(k)
+	if raw == nil {
+		return it, fmt.Errorf("store item %q: %w", key, ErrNotFound)
+	}
+	if err := decode(raw, &it); err != nil {
+		return StoreItem{}, err
+	}
+	if it.ExpiredAt(now) {
+		return StoreItem{}, fmt.Errorf("store item %q: %w", key, ErrNotFound)
+	}
+	return it, nil
+}
+
+// PutStoreItem creates or replaces an item and keeps the expiry index in
+// step. When an item that has not expired at it.UpdatedAt already exists
+// under the same key, its CreatedAt is kept; otherwise CreatedAt is
+// it.CreatedAt, or it.UpdatedAt when that is zero. A namespace that cannot
+// be framed (empty, an empty label, a label with 0x00 or 0x1f) is refused
+// with ErrInvalid.
+func (t *Tx) PutStoreItem(it StoreItem) error {
+	k, err := storeItemKey(it.Namespace, it.Key)
+	if err != nil {
+		return err
+	}
+	b := t.bucket(bucketStoreItems)
+	if raw := b.Get(k); raw != nil {
+		var old StoreItem
+		if err := decode(raw, &old); err != nil {
+			return err
+		}
+		if old.ExpiresAt != nil {
+			if err := t.bucket(bucketStoreExpiry).Delete(storeExpiryKey(*old.ExpiresAt, k)); err != nil {
+				return err
+			}
+		}
+		if !old.ExpiredAt(it.UpdatedAt) {
+			it.CreatedAt = old.CreatedAt
+		}
+	}
+	if it.CreatedAt.IsZero() {
+		it.CreatedAt = it.UpdatedAt
+	}
+	raw, err := encode(it)
+	if err != nil {
+		return err
+	}
+	if err := b.Put(k, raw); err != nil {
+		return err
+	}
+	if it.ExpiresAt != nil {
+		return t.bucket(bucketStoreExpiry).Put(storeExpiryKey(*it.ExpiresAt, k), nil)
+	}
+	return nil
+}
+
+// DeleteStoreItem removes an item and its expiry index entry, whether or
+// not it has expired. It returns ErrNotFound when there is no record.
+func (t *Tx) DeleteStoreItem(namespace []string, key string) error {
+	k, err := storeItemKey(namespace, key)
+	if err != nil {
+		return err
+	}
+	b := t.bucket(bucketStoreItems)
+	raw := b.Get(k)
+	if raw == nil {
+		return fmt.Errorf("store item %q: %w", key, ErrNotFound)
+	}
+	var e storeExpiry
+	if err := decode(raw, &e); err != nil {
+		return err
+	}
+	if e.ExpiresAt != nil {
+		if err := t.bucket(bucketStoreExpiry).Delete(storeExpiryKey(*e.ExpiresAt, k)); err != nil {
+			return err
+		}
+	}
+	return b.Delete(k)
+}
+
+// SearchStoreItems returns one page of the unexpired items under q.Prefix
+// that q.Match keeps, newest update first, then by namespace and key. Every
+// item under the prefix is decoded: there is no index on values or on
+// update time.
+func (t *Tx) SearchStoreItems(q StoreSearch) ([]StoreItem, error) {
+	var out []StoreItem
+	c := t.bucket(bucketStoreItems).Cursor()
+	for _, p := range storeScanRanges(q.Prefix) {
+		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			var it StoreItem
+			if err := decode(v, &it); err != nil {
+				return nil, err
+			}
+			if it.ExpiredAt(q.Now) || (q.Match != nil && !q.Match(&it)) {
+				continue
+			}
+			out = append(out, it)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if !a.UpdatedAt.Equal(b.UpdatedAt) {
+			return a.UpdatedAt.After(b.UpdatedAt)
+		}
+		if c := slices.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c < 0
+		}
+		return a.Key < b.Key
+	})
+	return pageOf(out, q.Offset, q.Limit), nil
+}
+
+// ListStoreNamespaces returns one page of the distinct namespaces that hold
+// at least one unexpired item and match q's prefix and suffix, each
+// truncated to q.MaxDepth labels when it is set, sorted label by label.
+func (t *Tx) ListStoreNamespaces(q StoreNamespaceQuery) ([][]string, error) {
+	literal := q.Prefix
+	if i := slices.Index(q.Prefix, StoreWildcard); i >= 0 {
+		literal = q.Prefix[:i]
+	}
+	seen := map[string]bool{}
+	var out [][]string
+	c := t.bucket(bucketStoreItems).Cursor()
+	for _, p := range storeScanRanges(literal) {
+		k, v := c.Seek(p)
+		for k != nil && bytes.HasPrefix(k, p) {
+			enc, ok := splitStoreItemKey(k)
+			if !ok {
+				k, v = c.Next()
+				continue
+			}
+			ns := decodeStoreNamespace(enc)
+			if matchLabels(ns, q.Prefix, false) && matchLabels(ns, q.Suffix, true) {
+				var e storeExpiry
+				if err := decode(v, &e); err != nil {
+					return nil, err
+				}
+				if e.expiredAt(q.Now) {
+					// Another item of the same namespace may still be live.
+					k, v = c.Next()
+					continue
+				}
+				if q.MaxDepth != nil && *q.MaxDepth >= 0 && len(ns) > *q.MaxDepth {
+					ns = ns[:*q.MaxDepth]
+				}
+				id := strings.Join(ns, string(rune(storeLabelSep)))
+				if !seen[id] {
+					seen[id] = true
+					out = append(out, ns)
+				}
+			}
+			// The namespace is decided: skip its remaining items, which all
+			// sort before enc|0x01.
+			k, v = c.Seek(append(slices.Clip(enc), storeKeySep+1))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return slices.Compare(out[i], out[j]) < 0 })
+	return pageOf(out, q.Offset, q.Limit), nil
+}
+
+// matchLabels reports whether the leading (or, with fromEnd, trailing)
+// labels of ns match cond, where a StoreWildcard label matches any label.
+func matchLabels(ns, cond []string, fromEnd bool) bool {
+	if len(cond) > len(ns) {
+		return false
+	}
+	if fromEnd {
+		ns = ns[len(ns)-len(cond):]
+	}
+	for i, l := range cond {
+		if l != StoreWildcard && l != ns[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// DeleteExpiredStoreItems deletes up to max items (max <= 0: no bound) that
+// have expired at now, with their expiry index entries, walking the expiry
+// index from the earliest deadline. It returns how many items it deleted.
+func (t *Tx) DeleteExpiredStoreItems(now time.Time, max int) (int, error) {
+	exp := t.bucket(bucketStoreExpiry)
+	items := t.bucket(bucketStoreItems)
+	var due [][]byte
+	c := exp.Cursor()
+	for k, _ := c.First(); k != nil && (max <= 0 || len(due) < max); k, _ = c.Next() {
+		if len(k) < 8 {
+			due = append(due, bytes.Clone(k)) // malformed: drop it
+			continue
+		}
+		at := time.Unix(0, int64(binary.BigEndian.Uint64(k[:8])))
+		if now.Before(at) {
+			break
+		}
+		due = append(due, bytes.Clone(k))
+	}
+	n := 0
+	for _, k := range due {
+		if err := exp.Delete(k); err != nil {
+			return n, err
+		}
+		if len(k) < 8 {
+			continue
+		}
+		itemKey := k[8:]
+		raw := items.Get(itemKey)
+		if raw == nil {
+			continue
+		}
+		var e storeExpiry
+		if err := decode(raw, &e); err != nil {
+			return n, err
+		}
+		// The index entry is the item's only if it carries the same deadline.
+		if e.ExpiresAt == nil || !bytes.Equal(storeExpiryKey(*e.ExpiresAt, itemKey), k) {
+			continue
+		}
+		if err := items.Delete(itemKey); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// CheckStoreExpiryIndex verifies that the expiry index holds exactly one
+// entry for every item with a deadline, carrying that deadline, and nothing
+// else. It reads both buckets in full; tests and offline checks call it.
+func (t *Tx) CheckStoreExpiryIndex() error {
+	want := map[string]bool{}
+	err := t.bucket(bucketStoreItems).ForEach(func(k, v []byte) error {
+		var e storeExpiry
+		if err := decode(v, &e); err != nil {
+			return err
+		}
+		if e.ExpiresAt != nil {
+			want[string(storeExpiryKey(*e.ExpiresAt, k))] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	n := 0
+	err = t.bucket(bucketStoreExpiry).ForEach(func(k, _ []byte) error {
+		if !want[string(k)] {
+			return fmt.Errorf("store expiry entry %x has no matching item", k)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n != len(want) {
+		return fmt.Errorf("store expiry index has %d entries, items need %d", n, len(want))
+	}
+	return nil
+}

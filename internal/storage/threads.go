@@ -1,0 +1,339 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"agentserver/internal/jsonx"
+)
+
+// Thread is the stored form of a thread. Its values live in its newest
+// checkpoint (see Tx.LatestCheckpoint), not here.
+type Thread struct {
+	ThreadID       uuid.UUID      `json:"thread_id"`
+	CreatedAt      time.Time      `json:"created_at"`
+	UpdatedAt      time.Time      `json:"updated_at"`
+	StateUpdatedAt time.Time      `json:"state_updated_at"`
+	Metadata       map[string]any `json:"metadata"`
+	Status         string         `json:"status"`
+	Config         map[string]any `json:"config,omitempty"`
+	// Error is the error of the last run when Status is "error".
+	Error any `json:"error,omitempty"`
+	// TTL is the thread's time-to-live policy as the client sent it.
+	TTL map[string]any `json:"ttl,omitempty"`
+}
+
+// ThreadQuery selects and orders threads. Zero fields do not filter.
+type ThreadQuery struct {
+	IDs      []uuid.UUID
+	Metadata map[string]any
+	Values   map[string]any
+	Status   string
+	// SortBy is one of thread_id, status, created_at, updated_at,
+	// state_updated_at; empty means created_at.
+	SortBy string
+	// Desc orders from largest to smallest.
+	Desc   bool
+	Limit  int
+	Offset int
+	// CountOnly skips loading the page; Search then returns only the total.
+	CountOnly bool
+}
+
+// threadCandidate is a thread found through an index, before it is loaded.
+type threadCandidate struct {
+	id      uuid.UUID
+	created time.Time
+}
+
+// GetThread returns the thread with id, or ErrNotFound.
+func (t *Tx) GetThread(id uuid.UUID) (Thread, error) {
+	var th Thread
+	raw := t.bucket(bucketThreads).Get(id[:])
+	if raw == nil {
+		return th, fmt.Errorf("thread %s: %w", id, ErrNotFound)
+	}
+	err := decode(raw, &th)
+	return th, err
+}
+
+// ThreadExists reports whether a thread with id exists.
+func (t *Tx) ThreadExists(id uuid.UUID) bool {
+	return t.bucket(bucketThreads).Get(id[:]) != nil
+}
+
+// PutThread creates or replaces a thread and keeps its indexes in step.
+func (t *Tx) PutThread(th Thread) error {
+	b := t.bucket(bucketThreads)
+	if raw := b.Get(th.ThreadID[:]); raw != nil {
+		var old Thread
+		if err := decode(raw, &old); err != nil {
+			return err
+		}
+		if err := t.unindexThread(old); err != nil {
+			return err
+		}
+	}
+	raw, err := encode(th)
+	if err != nil {
+		return err
+	}
+	if err := b.Put(idKey(th.ThreadID), raw); err != nil {
+		return err
+	}
+	return t.indexThread(th)
+}
+
+// DeleteThread removes a thread with its checkpoints, its runs and their
+// index entries. It returns ErrNotFound if there is no such thread.
+func (t *Tx) DeleteThread(id uuid.UUID) error {
+	old, err := t.GetThread(id)
+	if err != nil {
+		return err
+	}
+	if err := t.unindexThread(old); err != nil {
+		return err
+	}
+	if err := t.bucket(bucketThreads).Delete(id[:]); err != nil {
+		return err
+	}
+	if err := deletePrefix(t.bucket(bucketCheckpoints), id[:]); err != nil {
+		return err
+	}
+	return t.deleteThreadRuns(id)
+}
+
+func (t *Tx) indexThread(th Thread) error {
+	if err := t.bucket(bucketThreadsByCreated).Put(timeIDKey(nil, th.CreatedAt, th.ThreadID), nil); err != nil {
+		return err
+	}
+	if err := t.bucket(bucketThreadsByStatus).Put(timeIDKey(statusPrefix(th.Status), th.CreatedAt, th.ThreadID), nil); err != nil {
+		return err
+	}
+	meta := t.bucket(bucketThreadsByMeta)
+	for k, v := range th.Metadata {
+		if p, ok := indexedValue(k, v); ok {
+			if err := meta.Put(timeIDKey(p, th.CreatedAt, th.ThreadID), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (t *Tx) unindexThread(th Thread) error {
+	if err := t.bucket(bucketThreadsByCreated).Delete(timeIDKey(nil, th.CreatedAt, th.ThreadID)); err != nil {
+		return err
+	}
+	if err := t.bucket(bucketThreadsByStatus).Delete(timeIDKey(statusPrefix(th.Status), th.CreatedAt, th.ThreadID)); err != nil {
+		return err
+	}
+	meta := t.bucket(bucketThreadsByMeta)
+	for k, v := range th.Metadata {
+		if p, ok := indexedValue(k, v); ok {
+			if err := meta.Delete(timeIDKey(p, th.CreatedAt, th.ThreadID)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func statusPrefix(status string) []byte {
+	return append([]byte(status), 0)
+}
+
+// SearchThreads returns one page of the threads that match q, in q's order,
+// and the number of matching threads.
+//
+// Candidates come from the most specific index available (ids, a metadata
+// value, the status, or creation time); a candidate is loaded only when a
+// filter the index did not answer must be checked or the sort key is not in
+// the index, so that an indexed search with the default order decodes no
+// more than one page of records.
+func (t *Tx) SearchThreads(q ThreadQuery) ([]Thread, int, error) {
+	cands, exact := t.threadCandidates(q)
+	needsLoad := !exact || (q.SortBy != "" && q.SortBy != "created_at" && q.SortBy != "thread_id")
+	if !needsLoad {
+		sortCandidates(cands, q.SortBy, q.Desc)
+		total := len(cands)
+		if q.CountOnly {
+			return nil, total, nil
+		}
+		page := pageOf(cands, q.Offset, q.Limit)
+		out := make([]Thread, 0, len(page))
+		for _, c := range page {
+			th, err := t.GetThread(c.id)
+			if err != nil {
+				return nil, 0, err
+			}
+			out = append(out, th)
+		}
+		return out, total, nil
+	}
+	var matched []Thread
+	for _, c := range cands {
+		th, err := t.GetThread(c.id)
+		if err != nil {
+			continue // an id from the ids filter that does not exist
+		}
+		if !t.threadMatches(th, q) {
+			continue
+		}
+		matched = append(matched, th)
+	}
+	sortThreads(matched, q.SortBy, q.Desc)
+	if q.CountOnly {
+		return nil, len(matched), nil
+	}
+	return pageOf(matched, q.Offset, q.Limit), len(matched), nil
+}
+
+// threadCandidates returns a superset of the matching threads and whether it
+// is exactly the matching set (no record needs checking).
+func (t *Tx) threadCandidates(q ThreadQuery) ([]threadCandidate, bool) {
+	if len(q.IDs) > 0 {
+		seen := make(map[uuid.UUID]bool, len(q.IDs))
+		var out []threadCandidate
+		for _, id := range q.IDs {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			out = append(out, threadCandidate{id: id})
+		}
+		return out, false
+	}
+	var sets [][]threadCandidate
+	exact := len(q.Values) == 0
+	for k, v := range q.Metadata {
+		p, ok := indexedValue(k, v)
+		if !ok {
+			exact = false
+			continue
+		}
+		sets = append(sets, scanTimeIDs(t.bucket(bucketThreadsByMeta), p))
+	}
+	if q.Status != "" {
+		sets = append(sets, scanTimeIDs(t.bucket(bucketThreadsByStatus), statusPrefix(q.Status)))
+	}
+	if len(sets) == 0 {
+		return scanTimeIDs(t.bucket(bucketThreadsByCreated), nil), exact
+	}
+	return intersect(sets), exact
+}
+
+func (t *Tx) threadMatches(th Thread, q ThreadQuery) bool {
+	if q.Status != "" && th.Status != q.Status {
+		return false
+	}
+	if len(q.Metadata) > 0 && !jsonx.Contains(th.Metadata, q.Metadata) {
+		return false
+	}
+	if len(q.Values) > 0 {
+		cp, err := t.LatestCheckpoint(th.ThreadID)
+		var values map[string]any
+		if err == nil {
+			values = cp.Values
+		}
+		if !jsonx.Contains(values, q.Values) {
+			return false
+		}
+	}
+	return true
+}
+
+func scanTimeIDs(b *bolt.Bucket, prefix []byte) []threadCandidate {
+	var out []threadCandidate
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) != len(prefix)+24 {
+			continue
+		}
+		created, id := splitTimeID(k)
+		out = append(out, threadCandidate{id: id, created: created})
+	}
+	return out
+}
+
+func intersect(sets [][]threadCandidate) []threadCandidate {
+	sort.Slice(sets, func(i, j int) bool { return len(sets[i]) < len(sets[j]) })
+	out := sets[0]
+	for _, s := range sets[1:] {
+		in := make(map[uuid.UUID]bool, len(s))
+		for _, c := range s {
+			in[c.id] = true
+		}
+		kept := out[:0:0]
+		for _, c := range out {
+			if in[c.id] {
+				kept = append(kept, c)
+			}
+		}
+		out = kept
+	}
+	return out
+}
+
+func sortCandidates(c []threadCandidate, by string, desc bool) {
+	sort.SliceStable(c, func(i, j int) bool {
+		a, b := c[i], c[j]
+		if desc {
+			a, b = b, a
+		}
+		if by == "thread_id" {
+			return bytes.Compare(a.id[:], b.id[:]) < 0
+		}
+		if !a.created.Equal(b.created) {
+			return a.created.Before(b.created)
+		}
+		return bytes.Compare(a.id[:], b.id[:]) < 0
+	})
+}
+
+func sortThreads(ts []Thread, by string, desc bool) {
+	sort.SliceStable(ts, func(i, j int) bool {
+		a, b := ts[i], ts[j]
+		if desc {
+			a, b = b, a
+		}
+		switch by {
+		case "thread_id":
+			return bytes.Compare(a.ThreadID[:], b.ThreadID[:]) < 0
+		case "status":
+			if a.Status != b.Status {
+				return strings.Compare(a.Status, b.Status) < 0
+			}
+		case "updated_at":
+			if !a.UpdatedAt.Equal(b.UpdatedAt) {
+				return a.UpdatedAt.Before(b.UpdatedAt)
+			}
+		case "state_updated_at":
+			if !a.StateUpdatedAt.Equal(b.StateUpdatedAt) {
+				return a.StateUpdatedAt.Before(b.StateUpdatedAt)
+			}
+		}
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt)
+		}
+		return bytes.Compare(a.ThreadID[:], b.ThreadID[:]) < 0
+	})
+}
+
+// pageOf returns s[offset:offset+limit], clamped; limit <= 0 means no limit.
+func pageOf[T any](s []T, offset, limit int) []T {
+	if offset >= len(s) {
+		return nil
+	}
+	s = s[offset:]
+	if limit > 0 && limit < len(s) {
+		s = s[:limit]
+	}
+	return s
+}

@@ -1,0 +1,50 @@
+// Package store is the LangGraph long-term memory store: JSON objects kept
+// under a namespace (a path of labels) and a key, with optional
+// time-to-live, searched by namespace prefix and value filters.
+//
+// # Invariants
+//
+//   - Key framing. An item lives in bbolt under its namespace labels joined
+//     by 0x1f, then 0x00, then its key (see package storage). Labels are
+//     non-empty and contain neither ".", 0x00 nor 0x1f, so the encoding is
+//     injective and a prefix search for ["a"] visits exactly ["a"] and the
+//     namespaces below it (["a","b"], ...) but never ["ab"].
+//   - Expiry index consistency. An item with a deadline has exactly one
+//     entry in store_expiry (deadline | item key), written and removed in
+//     the same transaction as the item; overwriting, refreshing or deleting
+//     an item moves or removes its entry.
+//   - Expired items are invisible. Get, Search and ListNamespaces compare
+//     each item's expires_at with the service clock, so an item is gone at
+//     its deadline whether or not the sweeper (Run, SweepExpired) has
+//     physically deleted it yet. Writing over an expired item starts a new
+//     item (a new created_at).
+//   - Each operation is one storage transaction; a rejected Put writes
+//     nothing.
+//
+// # Choices
+//
+//   - Get of a missing item returns (nil, nil): the HTTP layer answers 200
+//     with a JSON null, which both SDKs map to null/None (they raise on 404).
+//     A namespace under which nothing can be stored (empty, empty labels,
+//     labels with ".") is simply missing for Get and Delete.
+//   - Delete of a missing item is not an error (the route answers 204 either
+//     way), so deletes are idempotent.
+//   - TTLs are minutes (float). A positive TTL sets expires_at = now + ttl;
+//     nil means no expiry. refresh_ttl on Get or Search moves expires_at of
+//     each returned item that has a TTL to now + ttl, without touching
+//     updated_at.
+//   - There is no vector index: the index directive of Put is validated and
+//     kept but not used, and Search's query narrows results to items whose
+//     value contains the query text, case-insensitively, in some object key
+//     or scalar (strings as they are, numbers, booleans and null as their
+//     JSON text). Results carry no score.
+//   - Search filters compare top-level value fields: a scalar filter value
+//     must equal the field, an object or array filter value must be
+//     contained in it (jsonx.Contains), and an object whose keys are all
+//     comparison operators ($eq, $ne, $gt, $gte, $lt, $lte) compares the
+//     field with each operator, as LangGraph's stores do.
+//   - Search orders by updated_at, newest first, then namespace and key.
+//     It decodes every item under the prefix: there is no value index.
+//   - In ListNamespaces the label "*" in prefix or suffix matches any one
+//     label; in Search the prefix is literal.
+package store

@@ -1,0 +1,543 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"agentserver/internal/errdefs"
+	"agentserver/internal/jsonx"
+	"agentserver/internal/storage"
+)
+
+// Defaults applied when a caller passes a limit of zero.
+const (
+	DefaultSearchLimit    = 10
+	DefaultNamespaceLimit = 100
+)
+
+// DefaultSweepInterval is how often Run deletes expired items.
+const DefaultSweepInterval = 30 * time.Second
+
+// sweepBatch bounds how many expired items one transaction deletes, so a
+// large backlog does not hold the writer for long.
+const sweepBatch = 512
+
+// maxTTLMinutes is the largest TTL whose deadline fits a time.Duration.
+const maxTTLMinutes = float64(math.MaxInt64 / int64(time.Minute))
+
+// Item is a store item as clients see it.
+type Item struct {
+	Namespace []string       `json:"namespace"`
+	Key       string         `json:"key"`
+	Value     map[string]any `json:"value"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
+}
+
+// Service reads and writes store items and sweeps expired ones.
+type Service struct {
+	db         *storage.DB
+	log        *slog.Logger
+	now        func() time.Time
+	sweepEvery time.Duration
+}
+
+// New returns a store service over db that logs sweeper failures to log
+// (slog.Default() when nil).
+func New(db *storage.DB, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Service{
+		db:         db,
+		log:        log,
+		now:        func() time.Time { return time.Now().UTC() },
+		sweepEvery: DefaultSweepInterval,
+	}
+}
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, errdefs.ErrInvalid)...)
+}
+
+// validateNamespace checks a namespace an item is written under.
+func validateNamespace(namespace []string) error {
+	if len(namespace) == 0 {
+		return invalidf("namespace must not be empty")
+	}
+	for i, l := range namespace {
+		switch {
+		case l == "":
+			return invalidf("namespace label %d must not be empty", i)
+		case strings.Contains(l, "."):
+			return invalidf("namespace label %q must not contain '.'", l)
+		case strings.ContainsAny(l, "\x00\x1f"):
+			return invalidf("namespace label %q must not contain the control characters 0x00 or 0x1f", l)
+		}
+	}
+	return nil
+}
+
+func validateIndex(index any) (any, error) {
+	switch v := index.(type) {
+	case nil:
+		return nil, nil
+	case bool:
+		if !v {
+			return false, nil
+		}
+	case []string:
+		return append([]string(nil), v...), nil
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return nil, invalidf("index must be false, null or a list of field paths")
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, invalidf("index must be false, null or a list of field paths")
+}
+
+func validateTTL(ttl *float64) error {
+	if ttl == nil {
+		return nil
+	}
+	if math.IsNaN(*ttl) || *ttl <= 0 {
+		return invalidf("ttl must be a positive number of minutes or null")
+	}
+	if *ttl > maxTTLMinutes {
+		return invalidf("ttl must be at most %.0f minutes", maxTTLMinutes)
+	}
+	return nil
+}
+
+func deadline(now time.Time, ttl float64) time.Time {
+	return now.Add(time.Duration(ttl * float64(time.Minute)))
+}
+
+// Put creates or replaces the item at namespace and key. index is false,
+// nil, or a list of field paths (kept, not used); ttlMinutes > 0 makes the
+// item expire that many minutes from now, nil never.
+func (s *Service) Put(ctx context.Context, namespace []string, key string, value map[string]any, index any, ttlMinutes *float64) error {
+	if err := validateNamespace(namespace); err != nil {
+		return err
+	}
+	if key == "" {
+		return invalidf("key must not be empty")
+	}
+	if value == nil {
+		return invalidf("value must be an object")
+	}
+	idx, err := validateIndex(index)
+	if err != nil {
+		return err
+	}
+	if err := validateTTL(ttlMinutes); err != nil {
+		return err
+	}
+	now := s.now()
+	it := storage.StoreItem{
+		Namespace: append([]string(nil), namespace...),
+		Key:       key,
+		Value:     value,
+		CreatedAt: now,
+		UpdatedAt: now,
+		Index:     idx,
+	}
+	if ttlMinutes != nil {
+		ttl := *ttlMinutes
+		exp := deadline(now, ttl)
+		it.TTLMinutes, it.ExpiresAt = &ttl, &exp
+	}
+	return s.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutStoreItem(it) })
+}
+
+// storable reports whether namespace and key could address a stored item;
+// Get and Delete treat anything else as missing.
+func storable(namespace []string, key string) (bool, error) {
+	if key == "" {
+		return false, invalidf("key must not be empty")
+	}
+	return validateNamespace(namespace) == nil, nil
+}
+
+// Get returns the item at namespace and key, or nil when there is none (or
+// it has expired). With refreshTTL, an item that has a TTL gets a new
+// deadline of now plus its TTL.
+func (s *Service) Get(ctx context.Context, namespace []string, key string, refreshTTL bool) (*Item, error) {
+	ok, err := storable(namespace, key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	now := s.now()
+	var it storage.StoreItem
+	err = s.db.View(func(tx *storage.Tx) error {
+		var err error
+		it, err = tx.GetStoreItem(namespace, key, now)
+		return err
+	})
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if refreshTTL && it.TTLMinutes != nil {
+		if err := s.refresh(ctx, []storage.StoreItem{it}); err != nil {
+			return nil, err
+		}
+	}
+	out := toItem(it)
+	return &out, nil
+}
+
+// refresh moves the deadline of each of items that still exists and has a
+// TTL to now plus that TTL.
+func (s *Service) refresh(ctx context.Context, items []storage.StoreItem) error {
+	now := s.now()
+	return s.db.Update(ctx, func(tx *storage.Tx) error {
+		for _, old := range items {
+			it, err := tx.GetStoreItem(old.Namespace, old.Key, now)
+			if errors.Is(err, errdefs.ErrNotFound) {
+				continue // deleted or expired since it was read
+			}
+			if err != nil {
+				return err
+			}
+			if it.TTLMinutes == nil {
+				continue
+			}
+			exp := deadline(now, *it.TTLMinutes)
+			it.ExpiresAt = &exp
+			if err := tx.PutStoreItem(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Delete removes the item at namespace and key. Deleting a missing item is
+// not an error.
+func (s *Service) Delete(ctx context.Context, namespace []string, key string) error {
+	ok, err := storable(namespace, key)
+	if err != nil || !ok {
+		return err
+	}
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		err := tx.DeleteStoreItem(namespace, key)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	return err
+}
+
+// Search returns one page of the live items whose namespace starts with
+// prefix and whose value matches filter and query (see the package
+// documentation), newest update first. limit 0 means DefaultSearchLimit.
+// With refreshTTL, each returned item that has a TTL gets a new deadline.
+func (s *Service) Search(ctx context.Context, prefix []string, filter map[string]any, limit, offset int, query string, refreshTTL bool) ([]Item, error) {
+	if limit < 0 || offset < 0 {
+		return nil, invalidf("limit and offset must not be negative")
+	}
+	if limit == 0 {
+		limit = DefaultSearchLimit
+	}
+	match, err := newMatcher(filter, query)
+	if err != nil {
+		return nil, err
+	}
+	q := storage.StoreSearch{Prefix: prefix, Match: match, Now: s.now(), Limit: limit, Offset: offset}
+	var found []storage.StoreItem
+	err = s.db.View(func(tx *storage.Tx) error {
+		var err error
+		found, err = tx.SearchStoreItems(q)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if refreshTTL {
+		var stale []storage.StoreItem
+		for _, it := range found {
+			if it.TTLMinutes != nil {
+				stale = append(stale, it)
+			}
+		}
+		if len(stale) > 0 {
+			if err := s.refresh(ctx, stale); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]Item, 0, len(found))
+	for _, it := range found {
+		out = append(out, toItem(it))
+	}
+	return out, nil
+}
+
+// ListNamespaces returns one page of the distinct namespaces holding live
+// items that start with prefix and end with suffix ("*" matches any one
+// label), each cut to maxDepth labels when it is set, sorted. limit 0 means
+// DefaultNamespaceLimit.
+func (s *Service) ListNamespaces(ctx context.Context, prefix, suffix []string, maxDepth *int, limit, offset int) ([][]string, error) {
+	if limit < 0 || offset < 0 {
+		return nil, invalidf("limit and offset must not be negative")
+	}
+	if maxDepth != nil && *maxDepth < 0 {
+		return nil, invalidf("max_depth must not be negative")
+	}
+	if limit == 0 {
+		limit = DefaultNamespaceLimit
+	}
+	q := storage.StoreNamespaceQuery{Prefix: prefix, Suffix: suffix, MaxDepth: maxDepth, Now: s.now(), Limit: limit, Offset: offset}
+	var out [][]string
+	err := s.db.View(func(tx *storage.Tx) error {
+		var err error
+		out, err = tx.ListStoreNamespaces(q)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = [][]string{}
+	}
+	return out, nil
+}
+
+// Run deletes expired items once at start and then every sweep interval
+// until ctx is cancelled. The server starts it in its own goroutine and
+// cancels ctx (then waits for Run to return) on shutdown.
+func (s *Service) Run(ctx context.Context) {
+	t := time.NewTicker(s.sweepEvery)
+	defer t.Stop()
+	for {
+		n, err := s.SweepExpired(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("store sweep failed", "err", err)
+		} else if n > 0 {
+			s.log.Debug("store items expired", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// SweepExpired deletes every item that has expired by now, in batches of
+// short transactions, and returns how many it deleted.
+func (s *Service) SweepExpired(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		now := s.now()
+		var n int
+		err := s.db.Update(ctx, func(tx *storage.Tx) error {
+			var err error
+			n, err = tx.DeleteExpiredStoreItems(now, sweepBatch)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("sweep expired store items: %w", err)
+		}
+		total += n
+		if n < sweepBatch {
+			return total, nil
+		}
+	}
+}
+
+func toItem(it storage.StoreItem) Item {
+	ns := it.Namespace
+	if ns == nil {
+		ns = []string{}
+	}
+	v := it.Value
+	if v == nil {
+		v = map[string]any{}
+	}
+	return Item{Namespace: ns, Key: it.Key, Value: v, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
+}
+
+// ParseNamespaceParam decodes the namespace query parameter of GET
+// /store/items in any encoding clients use: one dot-joined string "a.b.c"
+// (both SDKs), repeated parameters (namespace=a&namespace=b), a single
+// label, or a JSON array string `["a","b"]`. No value, or one empty value,
+// is the empty namespace.
+func ParseNamespaceParam(values []string) []string {
+	switch len(values) {
+	case 0:
+		return []string{}
+	case 1:
+	default:
+		return append([]string(nil), values...)
+	}
+	v := strings.TrimSpace(values[0])
+	if v == "" {
+		return []string{}
+	}
+	if strings.HasPrefix(v, "[") {
+		var labels []string
+		if err := json.Unmarshal([]byte(v), &labels); err == nil {
+			if labels == nil {
+				labels = []string{}
+			}
+			return labels
+		}
+	}
+	return strings.Split(values[0], ".")
+}
+
+// matcher builds the storage predicate for a filter and a text query.
+func newMatcher(filter map[string]any, query string) (func(*storage.StoreItem) bool, error) {
+	query = strings.ToLower(strings.TrimSpace(query))
+	if len(filter) == 0 && query == "" {
+		return nil, nil
+	}
+	if len(filter) > 0 {
+		// Normalize Go-typed filters (ints, []string) to decoded JSON.
+		raw, err := json.Marshal(filter)
+		if err != nil {
+			return nil, invalidf("filter is not JSON: %v", err)
+		}
+		filter = nil
+		if err := json.Unmarshal(raw, &filter); err != nil {
+			return nil, invalidf("filter is not JSON: %v", err)
+		}
+	}
+	return func(it *storage.StoreItem) bool {
+		for k, want := range filter {
+			v, present := it.Value[k]
+			if !matchField(v, present, want) {
+				return false
+			}
+		}
+		return query == "" || containsText(it.Value, query)
+	}, nil
+}
+
+var comparisonOps = map[string]bool{"$eq": true, "$ne": true, "$gt": true, "$gte": true, "$lt": true, "$lte": true}
+
+// matchField reports whether a top-level value field matches one filter
+// entry.
+func matchField(v any, present bool, want any) bool {
+	if ops, ok := want.(map[string]any); ok && len(ops) > 0 && allOps(ops) {
+		for op, arg := range ops {
+			if !compare(v, present, op, arg) {
+				return false
+			}
+		}
+		return true
+	}
+	return present && jsonx.Contains(v, want)
+}
+
+func allOps(m map[string]any) bool {
+	for k := range m {
+		if !comparisonOps[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func compare(v any, present bool, op string, arg any) bool {
+	equal := present && jsonx.Contains(v, arg) && jsonx.Contains(arg, v)
+	switch op {
+	case "$eq":
+		return equal
+	case "$ne":
+		return !equal
+	}
+	if !present {
+		return false
+	}
+	var c int
+	switch a := v.(type) {
+	case float64:
+		b, ok := arg.(float64)
+		if !ok {
+			return false
+		}
+		c = cmpFloat(a, b)
+	case string:
+		b, ok := arg.(string)
+		if !ok {
+			return false
+		}
+		c = strings.Compare(a, b)
+	default:
+		return false
+	}
+	switch op {
+	case "$gt":
+		return c > 0
+	case "$gte":
+		return c >= 0
+	case "$lt":
+		return c < 0
+	default: // $lte
+		return c <= 0
+	}
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// containsText reports whether q (lower case) occurs in an object key or a
+// scalar of v.
+func containsText(v any, q string) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if strings.Contains(strings.ToLower(k), q) || containsText(e, q) {
+				return true
+			}
+		}
+		return false
+	case []any:
+		for _, e := range t {
+			if containsText(e, q) {
+				return true
+			}
+		}
+		return false
+	case string:
+		return strings.Contains(strings.ToLower(t), q)
+	case float64:
+		return strings.Contains(strconv.FormatFloat(t, 'f', -1, 64), q)
+	case bool:
+		return strings.Contains(strconv.FormatBool(t), q)
+	case nil:
+		return strings.Contains("null", q)
+	default:
+		raw, err := json.Marshal(t)
+		return err == nil && strings.Contains(strings.ToLower(string(raw)), q)
+	}
+}

@@ -1,0 +1,173 @@
+// Package testutil starts a whole server for tests: real bbolt in a temporary
+// directory and a real HTTP listener on 127.0.0.1, port 0.
+package testutil
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"agentserver/internal/config"
+	"agentserver/internal/server"
+)
+
+// DefaultGraphs is the langgraph.json used when a test does not give one.
+const DefaultGraphs = `{"graphs": {"echo": "builtin:echo", "other": "builtin:echo"}}`
+
+// Server is a running test server with a small JSON client.
+type Server struct {
+	*server.Server
+	T      testing.TB
+	Client *http.Client
+	// Header is sent with every request (e.g. x-api-key).
+	Header http.Header
+}
+
+// Options tune StartServer.
+type Options struct {
+	Graphs string
+	APIKey string
+	// DataDir reuses a directory (for restart tests); empty means a new one.
+	DataDir string
+}
+
+// StartServer starts a server and stops it when the test ends.
+func StartServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	dir := opts.DataDir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	graphsFile := filepath.Join(t.TempDir(), "langgraph.json")
+	body := opts.Graphs
+	if body == "" {
+		body = DefaultGraphs
+	}
+	if err := os.WriteFile(graphsFile, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.DataDir = dir
+	cfg.GraphsFile = graphsFile
+	cfg.APIKey = opts.APIKey
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := server.New(cfg, log, server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Server: srv, T: t, Client: &http.Client{Timeout: 30 * time.Second}, Header: http.Header{}}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return s
+}
+
+// Response is a decoded HTTP response.
+type Response struct {
+	Status int
+	Header http.Header
+	Raw    []byte
+	// JSON is the decoded body (nil when the body is empty).
+	JSON any
+}
+
+// Object returns the body as a JSON object, failing the test otherwise.
+func (r Response) Object(t testing.TB) map[string]any {
+	t.Helper()
+	m, ok := r.JSON.(map[string]any)
+	if !ok {
+		t.Fatalf("body is not an object: %s", r.Raw)
+	}
+	return m
+}
+
+// List returns the body as a JSON array, failing the test otherwise.
+func (r Response) List(t testing.TB) []any {
+	t.Helper()
+	l, ok := r.JSON.([]any)
+	if !ok {
+		t.Fatalf("body is not a list: %s", r.Raw)
+	}
+	return l
+}
+
+// Do sends a request; body may be nil, a string (sent as is) or a value
+// encoded as JSON.
+func (s *Server) Do(method, path string, body any) Response {
+	return s.DoWith(method, path, body, nil)
+}
+
+// DoWith is Do with extra headers.
+func (s *Server) DoWith(method, path string, body any, header http.Header) Response {
+	s.T.Helper()
+	var rd io.Reader
+	ct := ""
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+		ct = "application/json"
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			s.T.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+		ct = "application/json"
+	}
+	req, err := http.NewRequest(method, s.URL()+path, rd)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	for k, v := range s.Header {
+		req.Header[k] = v
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	out := Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, &out.JSON); err != nil {
+			s.T.Fatalf("%s %s: body is not JSON (%v): %s", method, path, err, raw)
+		}
+	}
+	return out
+}
+
+// Must sends a request and fails the test unless the status is want.
+func (s *Server) Must(want int, method, path string, body any) Response {
+	s.T.Helper()
+	r := s.Do(method, path, body)
+	if r.Status != want {
+		s.T.Fatalf("%s %s: status %d, want %d: %s", method, path, r.Status, want, r.Raw)
+	}
+	return r
+}

@@ -1,0 +1,185 @@
+package threads
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/errdefs"
+	"agentserver/internal/jsonx"
+	"agentserver/internal/storage"
+)
+
+// State is a thread's state at one checkpoint, in the LangGraph ThreadState
+// shape.
+type State struct {
+	Values           map[string]any
+	Next             []string
+	Tasks            []storage.CheckpointTask
+	Metadata         map[string]any
+	CreatedAt        *time.Time
+	Checkpoint       *CheckpointRef
+	ParentCheckpoint *CheckpointRef
+	Interrupts       []any
+}
+
+// CheckpointRef names a checkpoint the way clients address it.
+type CheckpointRef struct {
+	ThreadID     uuid.UUID
+	CheckpointNS string
+	CheckpointID uuid.UUID
+}
+
+// StateOf converts a stored checkpoint to a State.
+func StateOf(cp storage.Checkpoint) State {
+	created := cp.CreatedAt
+	st := State{
+		Values: cp.Values, Next: cp.Next, Tasks: cp.Tasks, Metadata: cp.Metadata, CreatedAt: &created,
+		Checkpoint: &CheckpointRef{ThreadID: cp.ThreadID, CheckpointNS: cp.CheckpointNS, CheckpointID: cp.CheckpointID},
+		Interrupts: []any{},
+	}
+	if cp.ParentID != nil {
+		st.ParentCheckpoint = &CheckpointRef{ThreadID: cp.ThreadID, CheckpointNS: cp.CheckpointNS, CheckpointID: *cp.ParentID}
+	}
+	for _, t := range cp.Tasks {
+		st.Interrupts = append(st.Interrupts, t.Interrupts...)
+	}
+	if st.Values == nil {
+		st.Values = map[string]any{}
+	}
+	if st.Next == nil {
+		st.Next = []string{}
+	}
+	if st.Tasks == nil {
+		st.Tasks = []storage.CheckpointTask{}
+	}
+	if st.Metadata == nil {
+		st.Metadata = map[string]any{}
+	}
+	return st
+}
+
+// emptyState is the state of a thread that has no checkpoint yet.
+func emptyState() State {
+	return State{Values: map[string]any{}, Next: []string{}, Tasks: []storage.CheckpointTask{}, Metadata: map[string]any{}, Interrupts: []any{}}
+}
+
+// GetState returns the state at checkpointID, or the newest state when nil.
+func (s *Service) GetState(ctx context.Context, threadID uuid.UUID, checkpointID *uuid.UUID) (State, error) {
+	var out State
+	err := s.db.View(func(tx *storage.Tx) error {
+		if !tx.ThreadExists(threadID) {
+			return fmt.Errorf("thread %s: %w", threadID, errdefs.ErrNotFound)
+		}
+		var cp storage.Checkpoint
+		var err error
+		if checkpointID != nil {
+			cp, err = tx.GetCheckpoint(threadID, *checkpointID)
+		} else {
+			cp, err = tx.LatestCheckpoint(threadID)
+			if err != nil {
+				out = emptyState()
+				return nil
+			}
+		}
+		if err != nil {
+			return err
+		}
+		out = StateOf(cp)
+		return nil
+	})
+	return out, err
+}
+
+// StateUpdate is a client's write to a thread's state.
+type StateUpdate struct {
+	// Values is an object, a list of objects, or nil.
+	Values any
+	AsNode string
+	// CheckpointID forks from that checkpoint instead of the newest.
+	CheckpointID *uuid.UUID
+}
+
+// UpdateState applies an update through the channel reducers and writes it
+// as a new checkpoint with source "update". A busy thread refuses updates.
+func (s *Service) UpdateState(ctx context.Context, threadID uuid.UUID, u StateUpdate) (CheckpointRef, error) {
+	var ref CheckpointRef
+	err := s.db.Update(ctx, func(tx *storage.Tx) error {
+		th, err := tx.GetThread(threadID)
+		if err != nil {
+			return err
+		}
+		if th.Status == StatusBusy {
+			return fmt.Errorf("thread %s is busy: %w", threadID, errdefs.ErrConflict)
+		}
+		var parent *storage.Checkpoint
+		if u.CheckpointID != nil {
+			cp, err := tx.GetCheckpoint(threadID, *u.CheckpointID)
+			if err != nil {
+				return err
+			}
+			parent = &cp
+		} else if cp, err := tx.LatestCheckpoint(threadID); err == nil {
+			parent = &cp
+		}
+		var base map[string]any
+		if parent != nil {
+			base = parent.Values
+		}
+		values, err := s.applyValues(base, u.Values)
+		if err != nil {
+			return invalid(err)
+		}
+		cp := s.newCheckpoint(threadID, parent, values, map[string]any{
+			"source": "update",
+			"writes": map[string]any{asNodeOr(u.AsNode): jsonx.Clone(u.Values)},
+		})
+		if err := tx.PutCheckpoint(cp); err != nil {
+			return err
+		}
+		th.UpdatedAt = cp.CreatedAt
+		th.StateUpdatedAt = cp.CreatedAt
+		if th.Status == StatusInterrupted && len(cp.Next) == 0 {
+			th.Status = StatusIdle
+		}
+		if err := tx.PutThread(th); err != nil {
+			return err
+		}
+		ref = CheckpointRef{ThreadID: threadID, CheckpointNS: cp.CheckpointNS, CheckpointID: cp.CheckpointID}
+		return nil
+	})
+	return ref, err
+}
+
+// HistoryQuery selects checkpoints for History.
+type HistoryQuery struct {
+	Limit    int
+	Before   *uuid.UUID
+	Metadata map[string]any
+}
+
+// History returns a thread's states newest first.
+func (s *Service) History(ctx context.Context, threadID uuid.UUID, q HistoryQuery) ([]State, error) {
+	var out []State
+	err := s.db.View(func(tx *storage.Tx) error {
+		if !tx.ThreadExists(threadID) {
+			return fmt.Errorf("thread %s: %w", threadID, errdefs.ErrNotFound)
+		}
+		var keep func(storage.Checkpoint) bool
+		if len(q.Metadata) > 0 {
+			keep = func(cp storage.Checkpoint) bool { return jsonx.Contains(cp.Metadata, q.Metadata) }
+		}
+		cps, err := tx.ListCheckpoints(threadID, q.Before, q.Limit, keep)
+		if err != nil {
+			return err
+		}
+		out = make([]State, 0, len(cps))
+		for _, cp := range cps {
+			out = append(out, StateOf(cp))
+		}
+		return nil
+	})
+	return out, err
+}
