@@ -89,7 +89,9 @@ func (s selectedList[T]) write(w http.ResponseWriter) error {
 func (s selectedList[T]) VisitSearchThreadsResponse(w http.ResponseWriter) error { return s.write(w) }
 
 // VisitSearchAssistantsResponse writes the list.
-func (s selectedList[T]) VisitSearchAssistantsResponse(w http.ResponseWriter) error { return s.write(w) }
+func (s selectedList[T]) VisitSearchAssistantsResponse(w http.ResponseWriter) error {
+	return s.write(w)
+}
 
 // VisitListThreadRunsResponse writes the list.
 func (s selectedList[T]) VisitListThreadRunsResponse(w http.ResponseWriter) error { return s.write(w) }

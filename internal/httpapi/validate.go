@@ -34,7 +34,7 @@ func newRequestValidator(doc *openapi3.T) (*requestValidator, error) {
 	return &requestValidator{
 		router: router,
 		options: &openapi3filter.Options{
-			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+			AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
 			SkipSettingDefaults: true,
 			SchemaValidationOptions: []openapi3.SchemaValidationOption{
 				openapi3.EnableFormatValidation(),

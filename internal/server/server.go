@@ -137,3 +137,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Handler is the server's HTTP handler, for in-process use without a listener.
+func (s *Server) Handler() http.Handler {
+	return s.http.Handler
+}

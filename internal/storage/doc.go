@@ -15,7 +15,8 @@
 //
 //	meta                      "schema_version" -> decimal text
 //	assistants                assistant_id(16) -> Assistant JSON (the current version)
-//	assistant_versions        assistant_id(16) | version(4, big endian) -> Assistant JSON
+//	assistant_versions        assistant_id(16) | version(4, big endian) -> Assistant JSON;
+//	                          versions are immutable: PutAssistantVersion refuses to overwrite (ErrConflict)
 //	threads                   thread_id(16) -> Thread JSON (values are NOT stored here)
 //	threads_by_created        created_at(8, unix nanos, big endian) | thread_id(16) -> empty
 //	threads_by_meta           key | 0x00 | canonical JSON of value | 0x00 | thread_id(16) -> empty
@@ -25,6 +26,12 @@
 //	runs_by_thread            thread_id(16) | run_id(16) -> empty
 //	store_items               namespace labels joined by 0x1f | 0x00 | key -> StoreItem JSON
 //	store_expiry              expires_at(8, unix nanos) | item key -> empty
+//
+// Store namespace labels are non-empty and contain neither 0x00 nor 0x1f, so
+// an item key is unambiguous: the items of namespace N are exactly
+// enc(N)|0x00…, the namespaces below N are enc(N)|0x1f…, and an item is
+// expired when now ≥ expires_at. An expired item is invisible to readers
+// before the sweeper deletes it.
 //
 // UUIDs are stored as their 16 raw bytes. Identifiers the server mints are
 // UUIDv7, so byte order is creation order: a cursor over checkpoints of one

@@ -163,8 +163,7 @@ func storeScanRanges(prefix []string) [][]byte {
 	enc := encodeStoreNamespace(prefix)
 	exact := append(slices.Clip(enc), storeKeySep)
 	below := append(slices.Clip(enc), storeLabelSep)
-	_, _ = exact, below
-	return [][]byte{enc}
+	return [][]byte{exact, below}
 }
 
 // GetStoreItem returns the item stored under namespace and key, or
@@ -351,15 +350,15 @@ func matchLabels(ns, cond []string, fromEnd bool) bool {
 	return true
 }
 
-// DeleteExpiredStoreItems deletes up to max items (max <= 0: no bound) that
+// DeleteExpiredStoreItems deletes up to limit items (limit <= 0: no bound) that
 // have expired at now, with their expiry index entries, walking the expiry
 // index from the earliest deadline. It returns how many items it deleted.
-func (t *Tx) DeleteExpiredStoreItems(now time.Time, max int) (int, error) {
+func (t *Tx) DeleteExpiredStoreItems(now time.Time, limit int) (int, error) {
 	exp := t.bucket(bucketStoreExpiry)
 	items := t.bucket(bucketStoreItems)
 	var due [][]byte
 	c := exp.Cursor()
-	for k, _ := c.First(); k != nil && (max <= 0 || len(due) < max); k, _ = c.Next() {
+	for k, _ := c.First(); k != nil && (limit <= 0 || len(due) < limit); k, _ = c.Next() {
 		if len(k) < 8 {
 			due = append(due, bytes.Clone(k)) // malformed: drop it
 			continue

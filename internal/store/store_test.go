@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -173,7 +174,7 @@ func TestPutValidation(t *testing.T) {
 			if !errors.Is(err, errdefs.ErrInvalid) {
 				t.Fatalf("err = %v, want ErrInvalid", err)
 			}
-			if !contains(err.Error(), tc.mention) {
+			if !strings.Contains(err.Error(), tc.mention) {
 				t.Fatalf("message %q does not mention %q", err, tc.mention)
 			}
 		})
@@ -186,17 +187,6 @@ func TestPutValidation(t *testing.T) {
 			t.Fatalf("index %v: %v", index, err)
 		}
 	}
-}
-
-func contains(s, sub string) bool { return len(sub) == 0 || len(s) >= len(sub) && (indexOf(s, sub) >= 0) }
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }
 
 func keys(items []Item) []string {
@@ -505,6 +495,25 @@ func TestRunSweepsAndStopsOnCancel(t *testing.T) {
 		case <-done:
 		case <-time.After(time.Minute): // fake time: fails only if Run never returns
 			t.Fatal("Run did not return after cancel")
+		}
+	})
+}
+
+func FuzzParseNamespaceParam(f *testing.F) {
+	for _, s := range []string{"", "a", "a.b.c", `["a","b"]`, "[", "[]", `["a",1]`, "..", " a "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		got := ParseNamespaceParam([]string{v})
+		if got == nil {
+			t.Fatal("nil namespace")
+		}
+		trimmed := strings.TrimSpace(v)
+		if trimmed == "" || strings.HasPrefix(trimmed, "[") {
+			return
+		}
+		if j := strings.Join(got, "."); j != v {
+			t.Fatalf("%q parsed to %q, which joins back to %q", v, got, j)
 		}
 	})
 }
