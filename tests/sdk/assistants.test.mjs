@@ -337,6 +337,28 @@ describe("assistant search and count", () => {
     assert.deepEqual(past, []);
   });
 
+  it("includePagination reads X-Pagination-Next when more results remain", async () => {
+    const { tag } = await createTrio();
+    // created in order beta, alpha, gamma
+    const q = { metadata: { tag }, sortBy: "created_at", sortOrder: "asc", includePagination: true };
+    const first = await client.assistants.search({ ...q, limit: 2 });
+    assert.deepEqual(
+      first.assistants.map((a) => a.name),
+      [`${tag}-beta`, `${tag}-alpha`],
+    );
+    assert.ok(first.next !== null, "X-Pagination-Next should be set when a full page leaves more results");
+    assert.equal(Number(first.next), 2, `X-Pagination-Next should be the next offset, got ${first.next}`);
+    const rest = await client.assistants.search({ ...q, limit: 2, offset: Number(first.next) });
+    assert.deepEqual(
+      rest.assistants.map((a) => a.name),
+      [`${tag}-gamma`],
+    );
+    assert.equal(rest.next, null, "no X-Pagination-Next on the last, partial page");
+    const all = await client.assistants.search({ ...q, limit: 10 });
+    assert.equal(all.assistants.length, 3);
+    assert.equal(all.next, null);
+  });
+
   it("select returns only the requested fields", async () => {
     const { tag } = await createTrio();
     const found = await client.assistants.search({ metadata: { tag }, select: ["assistant_id", "name"] });

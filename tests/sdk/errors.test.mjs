@@ -53,6 +53,14 @@ describe("error responses", () => {
     assertJsonError(res, "invalid thread_id");
   });
 
+  it("store put with an empty namespace or a label containing '.' -> 422 JSON", async () => {
+    for (const namespace of [[], ["sdk", ""], ["sdk", "a.b"]]) {
+      const res = await raw("PUT", "/store/items", { json: { namespace, key: "k", value: { v: 1 } } });
+      assert.equal(res.status, 422, `namespace ${JSON.stringify(namespace)}: got ${res.status}: ${res.text}`);
+      assertJsonError(res, `namespace ${JSON.stringify(namespace)}`);
+    }
+  });
+
   it("an invalid if_exists value -> 422", async () => {
     const res = await raw("POST", "/threads", { json: { if_exists: "explode" } });
     assert.equal(res.status, 422, `got ${res.status}: ${res.text}`);

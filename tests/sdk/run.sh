@@ -71,7 +71,7 @@ port="$(node -e '
 api_url="http://127.0.0.1:$port"
 
 echo "run.sh: starting server on $api_url"
-"$tmp/server" --addr "127.0.0.1:$port" --data-dir "$data_dir" --config "$REPO_ROOT/langgraph.json" \
+env -u AGENTSERVER_API_KEY "$tmp/server" --addr "127.0.0.1:$port" --data-dir "$data_dir" --config "$REPO_ROOT/langgraph.json" \
   >"$server_log" 2>&1 &
 server_pid=$!
 

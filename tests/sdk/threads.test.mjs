@@ -215,6 +215,19 @@ describe("thread search and count", () => {
     }
   });
 
+  it("search and count by state values", async () => {
+    const key = await plainStateKey();
+    const mark = uniqueTag("v");
+    const t1 = await echoThread();
+    const t2 = await echoThread();
+    await echoThread();
+    await update(t1.thread_id, { [key]: mark });
+    await update(t2.thread_id, { [key]: `${mark}-other` });
+    const found = await client.threads.search({ values: { [key]: mark } });
+    assert.deepEqual(ids(found), [t1.thread_id]);
+    assert.equal(await client.threads.count({ values: { [key]: mark } }), 1);
+  });
+
   it("count by metadata and status", async () => {
     const { tag } = await createTrio();
     assert.equal(await client.threads.count({ metadata: { tag } }), 3);
@@ -258,6 +271,10 @@ describe("thread state", () => {
 
     const got = await client.threads.get(t.thread_id);
     assert.deepEqual(msgs(got.values), [{ type: "human", content: "hi", id: "m1" }], "thread.values after update");
+    assert.equal(got.status, "idle", "a state update does not make the thread busy");
+
+    const withSubgraphs = await client.threads.getState(t.thread_id, undefined, { subgraphs: true });
+    assert.equal(cpId(withSubgraphs), res.checkpoint.checkpoint_id, "getState accepts ?subgraphs=true");
   });
 
   it("getHistory is newest first and contains the updates", async () => {
