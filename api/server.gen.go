@@ -629,7 +629,8 @@ type Run struct {
 	UpdatedAt         time.Time              `json:"updated_at"`
 }
 
-// RunCreate Body of POST /runs, /runs/stream, /runs/wait and each /runs/batch item. Union of the
+// RunCreate Body of every run-creating route (thread runs, /runs, /runs/stream, /runs/wait, /runs/batch
+// items). Union of the
 // LangGraph stateless payload and the Agent Protocol payload (thread_id, agent_id,
 // messages); every field is optional and the handler checks combinations.
 type RunCreate struct {
@@ -673,48 +674,6 @@ type RunCreate struct {
 
 	// ThreadId Agent Protocol; run on this thread instead of a temporary one.
 	ThreadId             *openapi_types.UUID    `json:"thread_id,omitempty"`
-	Webhook              *string                `json:"webhook,omitempty"`
-	AdditionalProperties map[string]interface{} `json:"-"`
-}
-
-// RunCreateStateful Body of POST /threads/{thread_id}/runs, /runs/stream and /runs/wait.
-type RunCreateStateful struct {
-	AfterSeconds *float64 `json:"after_seconds,omitempty"`
-
-	// AgentId Agent Protocol alias of assistant_id.
-	AgentId *string `json:"agent_id,omitempty"`
-
-	// AssistantId Assistant UUID or graph name.
-	AssistantId      *string                `json:"assistant_id,omitempty"`
-	Checkpoint       *CheckpointConfig      `json:"checkpoint,omitempty"`
-	CheckpointDuring *bool                  `json:"checkpoint_during,omitempty"`
-	CheckpointId     *string                `json:"checkpoint_id,omitempty"`
-	Command          *Command               `json:"command,omitempty"`
-	Config           *Config                `json:"config,omitempty"`
-	Context          map[string]interface{} `json:"context,omitempty"`
-	Durability       *Durability            `json:"durability,omitempty"`
-	FeedbackKeys     []string               `json:"feedback_keys,omitempty"`
-	IfNotExists      *IfNotExists           `json:"if_not_exists,omitempty"`
-
-	// Input Graph input; any JSON. null continues from the current state.
-	Input interface{} `json:"input,omitempty"`
-
-	// InterruptAfter "*" or a list of node names.
-	InterruptAfter interface{} `json:"interrupt_after,omitempty"`
-
-	// InterruptBefore "*" or a list of node names.
-	InterruptBefore   interface{}            `json:"interrupt_before,omitempty"`
-	LangsmithTracer   *LangsmithTracer       `json:"langsmith_tracer,omitempty"`
-	Messages          []Message              `json:"messages,omitempty"`
-	Metadata          map[string]interface{} `json:"metadata,omitempty"`
-	MultitaskStrategy *MultitaskStrategy     `json:"multitask_strategy,omitempty"`
-	OnDisconnect      *OnDisconnect          `json:"on_disconnect,omitempty"`
-
-	// StreamMode One StreamMode value or a list of them; checked by the server.
-	StreamMode           interface{}            `json:"stream_mode,omitempty"`
-	StreamResumable      *bool                  `json:"stream_resumable,omitempty"`
-	StreamSubgraphs      *bool                  `json:"stream_subgraphs,omitempty"`
-	StrictResume         *bool                  `json:"strict_resume,omitempty"`
 	Webhook              *string                `json:"webhook,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
@@ -1274,13 +1233,13 @@ type CopyThreadJSONRequestBody = ThreadCopyRequest
 type SearchThreadHistoryJSONRequestBody = ThreadHistoryRequest
 
 // CreateThreadRunJSONRequestBody defines body for CreateThreadRun for application/json ContentType.
-type CreateThreadRunJSONRequestBody = RunCreateStateful
+type CreateThreadRunJSONRequestBody = RunCreate
 
 // StreamThreadRunJSONRequestBody defines body for StreamThreadRun for application/json ContentType.
-type StreamThreadRunJSONRequestBody = RunCreateStateful
+type StreamThreadRunJSONRequestBody = RunCreate
 
 // WaitThreadRunJSONRequestBody defines body for WaitThreadRun for application/json ContentType.
-type WaitThreadRunJSONRequestBody = RunCreateStateful
+type WaitThreadRunJSONRequestBody = RunCreate
 
 // UpdateThreadStateJSONRequestBody defines body for UpdateThreadState for application/json ContentType.
 type UpdateThreadStateJSONRequestBody = ThreadStateUpdate
@@ -3050,426 +3009,6 @@ func (a RunCreate) MarshalJSON() ([]byte, error) {
 		object["thread_id"], err = json.Marshal(a.ThreadId)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'thread_id': %w", err)
-		}
-	}
-
-	if a.Webhook != nil {
-		object["webhook"], err = json.Marshal(a.Webhook)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'webhook': %w", err)
-		}
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for RunCreateStateful. Returns the specified
-// element and whether it was found
-func (a RunCreateStateful) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for RunCreateStateful
-func (a *RunCreateStateful) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for RunCreateStateful to handle AdditionalProperties
-func (a *RunCreateStateful) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["after_seconds"]; found {
-		err = json.Unmarshal(raw, &a.AfterSeconds)
-		if err != nil {
-			return fmt.Errorf("error reading 'after_seconds': %w", err)
-		}
-		delete(object, "after_seconds")
-	}
-
-	if raw, found := object["agent_id"]; found {
-		err = json.Unmarshal(raw, &a.AgentId)
-		if err != nil {
-			return fmt.Errorf("error reading 'agent_id': %w", err)
-		}
-		delete(object, "agent_id")
-	}
-
-	if raw, found := object["assistant_id"]; found {
-		err = json.Unmarshal(raw, &a.AssistantId)
-		if err != nil {
-			return fmt.Errorf("error reading 'assistant_id': %w", err)
-		}
-		delete(object, "assistant_id")
-	}
-
-	if raw, found := object["checkpoint"]; found {
-		err = json.Unmarshal(raw, &a.Checkpoint)
-		if err != nil {
-			return fmt.Errorf("error reading 'checkpoint': %w", err)
-		}
-		delete(object, "checkpoint")
-	}
-
-	if raw, found := object["checkpoint_during"]; found {
-		err = json.Unmarshal(raw, &a.CheckpointDuring)
-		if err != nil {
-			return fmt.Errorf("error reading 'checkpoint_during': %w", err)
-		}
-		delete(object, "checkpoint_during")
-	}
-
-	if raw, found := object["checkpoint_id"]; found {
-		err = json.Unmarshal(raw, &a.CheckpointId)
-		if err != nil {
-			return fmt.Errorf("error reading 'checkpoint_id': %w", err)
-		}
-		delete(object, "checkpoint_id")
-	}
-
-	if raw, found := object["command"]; found {
-		err = json.Unmarshal(raw, &a.Command)
-		if err != nil {
-			return fmt.Errorf("error reading 'command': %w", err)
-		}
-		delete(object, "command")
-	}
-
-	if raw, found := object["config"]; found {
-		err = json.Unmarshal(raw, &a.Config)
-		if err != nil {
-			return fmt.Errorf("error reading 'config': %w", err)
-		}
-		delete(object, "config")
-	}
-
-	if raw, found := object["context"]; found {
-		err = json.Unmarshal(raw, &a.Context)
-		if err != nil {
-			return fmt.Errorf("error reading 'context': %w", err)
-		}
-		delete(object, "context")
-	}
-
-	if raw, found := object["durability"]; found {
-		err = json.Unmarshal(raw, &a.Durability)
-		if err != nil {
-			return fmt.Errorf("error reading 'durability': %w", err)
-		}
-		delete(object, "durability")
-	}
-
-	if raw, found := object["feedback_keys"]; found {
-		err = json.Unmarshal(raw, &a.FeedbackKeys)
-		if err != nil {
-			return fmt.Errorf("error reading 'feedback_keys': %w", err)
-		}
-		delete(object, "feedback_keys")
-	}
-
-	if raw, found := object["if_not_exists"]; found {
-		err = json.Unmarshal(raw, &a.IfNotExists)
-		if err != nil {
-			return fmt.Errorf("error reading 'if_not_exists': %w", err)
-		}
-		delete(object, "if_not_exists")
-	}
-
-	if raw, found := object["input"]; found {
-		err = json.Unmarshal(raw, &a.Input)
-		if err != nil {
-			return fmt.Errorf("error reading 'input': %w", err)
-		}
-		delete(object, "input")
-	}
-
-	if raw, found := object["interrupt_after"]; found {
-		err = json.Unmarshal(raw, &a.InterruptAfter)
-		if err != nil {
-			return fmt.Errorf("error reading 'interrupt_after': %w", err)
-		}
-		delete(object, "interrupt_after")
-	}
-
-	if raw, found := object["interrupt_before"]; found {
-		err = json.Unmarshal(raw, &a.InterruptBefore)
-		if err != nil {
-			return fmt.Errorf("error reading 'interrupt_before': %w", err)
-		}
-		delete(object, "interrupt_before")
-	}
-
-	if raw, found := object["langsmith_tracer"]; found {
-		err = json.Unmarshal(raw, &a.LangsmithTracer)
-		if err != nil {
-			return fmt.Errorf("error reading 'langsmith_tracer': %w", err)
-		}
-		delete(object, "langsmith_tracer")
-	}
-
-	if raw, found := object["messages"]; found {
-		err = json.Unmarshal(raw, &a.Messages)
-		if err != nil {
-			return fmt.Errorf("error reading 'messages': %w", err)
-		}
-		delete(object, "messages")
-	}
-
-	if raw, found := object["metadata"]; found {
-		err = json.Unmarshal(raw, &a.Metadata)
-		if err != nil {
-			return fmt.Errorf("error reading 'metadata': %w", err)
-		}
-		delete(object, "metadata")
-	}
-
-	if raw, found := object["multitask_strategy"]; found {
-		err = json.Unmarshal(raw, &a.MultitaskStrategy)
-		if err != nil {
-			return fmt.Errorf("error reading 'multitask_strategy': %w", err)
-		}
-		delete(object, "multitask_strategy")
-	}
-
-	if raw, found := object["on_disconnect"]; found {
-		err = json.Unmarshal(raw, &a.OnDisconnect)
-		if err != nil {
-			return fmt.Errorf("error reading 'on_disconnect': %w", err)
-		}
-		delete(object, "on_disconnect")
-	}
-
-	if raw, found := object["stream_mode"]; found {
-		err = json.Unmarshal(raw, &a.StreamMode)
-		if err != nil {
-			return fmt.Errorf("error reading 'stream_mode': %w", err)
-		}
-		delete(object, "stream_mode")
-	}
-
-	if raw, found := object["stream_resumable"]; found {
-		err = json.Unmarshal(raw, &a.StreamResumable)
-		if err != nil {
-			return fmt.Errorf("error reading 'stream_resumable': %w", err)
-		}
-		delete(object, "stream_resumable")
-	}
-
-	if raw, found := object["stream_subgraphs"]; found {
-		err = json.Unmarshal(raw, &a.StreamSubgraphs)
-		if err != nil {
-			return fmt.Errorf("error reading 'stream_subgraphs': %w", err)
-		}
-		delete(object, "stream_subgraphs")
-	}
-
-	if raw, found := object["strict_resume"]; found {
-		err = json.Unmarshal(raw, &a.StrictResume)
-		if err != nil {
-			return fmt.Errorf("error reading 'strict_resume': %w", err)
-		}
-		delete(object, "strict_resume")
-	}
-
-	if raw, found := object["webhook"]; found {
-		err = json.Unmarshal(raw, &a.Webhook)
-		if err != nil {
-			return fmt.Errorf("error reading 'webhook': %w", err)
-		}
-		delete(object, "webhook")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for RunCreateStateful to handle AdditionalProperties
-func (a RunCreateStateful) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	if a.AfterSeconds != nil {
-		object["after_seconds"], err = json.Marshal(a.AfterSeconds)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'after_seconds': %w", err)
-		}
-	}
-
-	if a.AgentId != nil {
-		object["agent_id"], err = json.Marshal(a.AgentId)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'agent_id': %w", err)
-		}
-	}
-
-	if a.AssistantId != nil {
-		object["assistant_id"], err = json.Marshal(a.AssistantId)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'assistant_id': %w", err)
-		}
-	}
-
-	if a.Checkpoint != nil {
-		object["checkpoint"], err = json.Marshal(a.Checkpoint)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'checkpoint': %w", err)
-		}
-	}
-
-	if a.CheckpointDuring != nil {
-		object["checkpoint_during"], err = json.Marshal(a.CheckpointDuring)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'checkpoint_during': %w", err)
-		}
-	}
-
-	if a.CheckpointId != nil {
-		object["checkpoint_id"], err = json.Marshal(a.CheckpointId)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'checkpoint_id': %w", err)
-		}
-	}
-
-	if a.Command != nil {
-		object["command"], err = json.Marshal(a.Command)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'command': %w", err)
-		}
-	}
-
-	if a.Config != nil {
-		object["config"], err = json.Marshal(a.Config)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'config': %w", err)
-		}
-	}
-
-	if a.Context != nil {
-		object["context"], err = json.Marshal(a.Context)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'context': %w", err)
-		}
-	}
-
-	if a.Durability != nil {
-		object["durability"], err = json.Marshal(a.Durability)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'durability': %w", err)
-		}
-	}
-
-	if a.FeedbackKeys != nil {
-		object["feedback_keys"], err = json.Marshal(a.FeedbackKeys)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'feedback_keys': %w", err)
-		}
-	}
-
-	if a.IfNotExists != nil {
-		object["if_not_exists"], err = json.Marshal(a.IfNotExists)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'if_not_exists': %w", err)
-		}
-	}
-
-	object["input"], err = json.Marshal(a.Input)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'input': %w", err)
-	}
-
-	object["interrupt_after"], err = json.Marshal(a.InterruptAfter)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'interrupt_after': %w", err)
-	}
-
-	object["interrupt_before"], err = json.Marshal(a.InterruptBefore)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'interrupt_before': %w", err)
-	}
-
-	if a.LangsmithTracer != nil {
-		object["langsmith_tracer"], err = json.Marshal(a.LangsmithTracer)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'langsmith_tracer': %w", err)
-		}
-	}
-
-	if a.Messages != nil {
-		object["messages"], err = json.Marshal(a.Messages)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'messages': %w", err)
-		}
-	}
-
-	if a.Metadata != nil {
-		object["metadata"], err = json.Marshal(a.Metadata)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
-		}
-	}
-
-	if a.MultitaskStrategy != nil {
-		object["multitask_strategy"], err = json.Marshal(a.MultitaskStrategy)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'multitask_strategy': %w", err)
-		}
-	}
-
-	if a.OnDisconnect != nil {
-		object["on_disconnect"], err = json.Marshal(a.OnDisconnect)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'on_disconnect': %w", err)
-		}
-	}
-
-	object["stream_mode"], err = json.Marshal(a.StreamMode)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'stream_mode': %w", err)
-	}
-
-	if a.StreamResumable != nil {
-		object["stream_resumable"], err = json.Marshal(a.StreamResumable)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'stream_resumable': %w", err)
-		}
-	}
-
-	if a.StreamSubgraphs != nil {
-		object["stream_subgraphs"], err = json.Marshal(a.StreamSubgraphs)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'stream_subgraphs': %w", err)
-		}
-	}
-
-	if a.StrictResume != nil {
-		object["strict_resume"], err = json.Marshal(a.StrictResume)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'strict_resume': %w", err)
 		}
 	}
 
@@ -12160,134 +11699,132 @@ func (sh *strictHandler) JoinThreadStream(ctx echo.Context, threadId ThreadId, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rb+M40u5fIXwOsMmBE/f0XoCTYD9Mp+eSeXs6QdKzs8CkYdASbbMjkxqSSmIE/u8vWKQkSqJujhwn",
-	"u/mU2JZ4LVY9dWHV4yjgq5gzwpQcnTyOlgSHRMC/Z5wpwtQnHmBFOdNfhUQGgsbm4+gSqyXic6SWBAWC",
-	"YEVCJBKGDiZqKQgO5eTR/DOl4WYiEiYnjyJh+hPiAhW/OTwejUcyWJIV1j2pdUxGJyOpBGWL0WYzHv3C",
-	"KWsZi1pihQRRiWASRiXxiiBBZBIphBeYMnSgvxYJ+4tE3zhlKMZqeXiKgojqFdAvizWiCt0vCYMmZjxc",
-	"IypRkCjE5/O2UbaNkCNBoGO1pBJJJQheoXuqlugTlurohzvC1NH5x7Zu/n2JF5RBT5/Jg6r2djGfS6LS",
-	"3WHkQaEYL8gpwjNJmELczC7C0vzg7ZAyRRZElHv8whWOql3C14glqxkRuuMVVsGSyJaWN+NRjAVeEWXJ",
-	"7vtAt3epv9MfqW76z4SI9Wg8Ynil38bwSKHd/yvIfHQy+j+TnJwn5lc5OcMsIJFpF+by/YIwdR5WpwA/",
-	"IBqiAywllQozhX777fyjJteFwPES6REAqcK4NPU4w9JvT2k4Go8E+TOhgoSjEyUS0ryX36ddeUfUMI66",
-	"YaSv9B+KWakL9pHKgDNGApXtQ3FYHziPCGZHEb0lpyiA15A9WunZ0YcGjhVacCIRvsfrbMSlDTUNTDmb",
-	"hlnPbQcNSwWn5Tz8GXhWdZBXRCYrgvBcEWHGQ+7M/p6io++QIHGE1xLNBV8ZbqGwUNkQDSfMx1g4n22D",
-	"oyuqGkk40k8UWgnJHCeRGp189248WuEHukpW+sM7/ZEy8/Hd2Hc2zWFv7I/DI/4O2zu4Ilg6Z7K4zD8K",
-	"Qo6U5jACHkNzLoxMgF2NgGfU7bx5pWU5r0iQCEk60aL+jbAQUaY4YkRqoSSTGZwaWT8K6KBtGAkzR9Rz",
-	"6IwUazxucy5WWI1ORkkCT1Y7uCZR/ZH7kZIolEaCaAl3qgnYCF0uEEa/XF98RlgIvEamST1Z8hBHPCTp",
-	"YHxzl9BpYepUkZX0rEE2ZuhGf5ZqHekv9Nz052sQaL/ysG6zzANoxUNi5xIQekfyyYx9UxnrKXJG0B2O",
-	"EtJ1YtDVVHc11OxSOupEiZQFURKSjPo0f1GklgYzIm2hwi8AqWoJMUNcT6TF3zHtxvxnEQ9uUcIUzSXA",
-	"Emtsw+OYhHXTvce0mcVv9PhlzJkkKRydRzQArBMYaKr/xXEcUYO5Jt+kAV7dYMEPQnBxZbswHZYAjZ4N",
-	"+TMhUqHA9i4NWAP2lgihxQls67GmD5AOhsJLo9TscQLS50hmvzfOvXRsiLgj4gigGzQjTxHBwRKFWGEU",
-	"UUY0RtUnBM6OPSab8eicKSIYjmCyz7t0EsasTy5VQA4CL2CYjCu0JDhSyzWM8TNXP/KEhc+9s5InIiAo",
-	"1OhEj4k8UKlgRFcJe869zGH6vT4+XbZ27NHUjlzlw7c+9pVJWbMr6S1Nr+bv6In9C0c0hM97oK/0aFKJ",
-	"VjjSHE1zG/2sbQa0iYUdTCx4TISihplkUN0nBgIc4xmNaPZwGFLdL44unUYMSy3JaIJVIgiaR3gh0S1Z",
-	"kxDN1kiQOyIkOfr4+RqAu0QyCZYIS4TjY8qPV0RKvNAYmYX2K0NZVorbEfLZNy2py4vxOGJJFOFZlEnD",
-	"yoxWRGFNTm2zqXRkmLVPDOWy5Q9X8YEXSkv41dMw7Mt1Rgx9doezOV1Mc0Iqzn6jxU2cqKYHeKJangCe",
-	"Xv9A/fwLfZd7ql8IgkWwvDIE3bZJxbUyikRX/eG7KrzvTh01ZFalllZ6tNpIPyWkunSpouuhIFcHbsc7",
-	"KVW1WhLMU+Z5ZQ0vvQ6UtZNNsSoMK8SKHCkKZ6cytr6nHWBk3fEZmhWMR0kc9p6S5od2Op6dLpytojUj",
-	"m1u2ZYU1LYzGmWzeo53I1yZ6OuMJU1udRnfpB+PKQ527xjN0BovYb7Ztp6x1BXZ06loXbNATRedTQI6y",
-	"bR7n8x/Mc/vZe/dUZRNqPAeftL663UFoPuD1XV5iFSz7dfUaieh18YYnwJNek36JWKYI8M+wJEeUScIk",
-	"VfQOjDtm/MbdcdyF6/VHP+PUStfPfMWFms7WbScj32Yu1If8TS6sVb3pZf3OBTzYQkKm7ZPHEWF6kk2C",
-	"PdUhasT6V8+SZv38y/Ad+eqx9DAQueD6ctuC14RIYr246Za43wkeRTMc3HqX+2xJgtuYU+bxPJ6HhCk6",
-	"p8QYLYLsUcTnCCNjn9TnpMTFs+dqFb/8iRWOn7zATnOs5jxlptRWDdi1uhYbHpdm5hO4+XKeZbKsu9Eh",
-	"fxsZLsEFAuPSbJ36tU8RuSNijeaURCHisWm4wya0I7gdb0rrAAqbtIWQO+OrFTa2xx5LzpkSPEKg7YO/",
-	"C5vIB2FdjgxlZ2mMDO8yduIx+pasYqQ4wojx0PiSSyKTK149Vp95SMB4NEbXhIXIzGBsfD8Rlamvf1UV",
-	"QcaSnvjk2b9wlBC0xCwkoR6UWhIUExZqgZbN4EAeehs18/LEHsDQ9MjScf1xS9ZjY7r8imJMhfQ06N+d",
-	"/ufhKmFMN4sMMDxFCbtl/J6hW7KWCAuCbkmsPMQPjyfCDKmndmw8iJSzaSZEqsJB4YXsI8J9K/JRD5BG",
-	"VBWEqVyzYDQeYfuXPFC/nCwaVis7Bz9DyMspConCNAKTpLVPogALsc4DazSK9i1j6LcTmAZrjBLQgZ/P",
-	"VpbgJw0VqjYfEi5IcXmbgAs08kO4ID7kpE9mz6b0+fTuoCsmTLtjO9SvdXODYVXmF3CWEqSzUDPjjIMF",
-	"trijas0ER4ef4LBYENUu4GwT2Qu1Y/9st7849nRoHp4W43XEcYgONHOz/l5w90K7fs7zRNtWqxgyX7St",
-	"SY00h2WoM223W6+tetr0SLM54rmt3422hMzm4TArgSnEWoR8yrha6nH7eNX5/DNX1beNWgDebejE+yqb",
-	"c+/ap4p/5Q3w2PTm+hFmCzP9b3JaNXk4mm32YLxufHBr82x9oz4Wep4h/V4KUg3JgWD3E0ql50+YLeSK",
-	"quUXgQOjX3bvnzzgVRyROtKPBdfdTOu9VpXh/JpLnj6IG6tMKB4IHpGJdXtqxqVneLbElCHdW/rL4SnC",
-	"bI3IgxLYIJEUhVTHlESKKixvr5XAiiwKkt5SvaOgjUu63J8JSYj3WFzcuqK/uLT81idUSked33oP+QU7",
-	"43pfUi0zHWtIIgJH9ZaQ2D8iJ9SwcMhBbzVGfkVZzXyuEtbTedjfL7SFv4akvnAfuAIleI5plAZLd5N4",
-	"t/dYbMGgtmYnq5QGp9IhwiYUVKVaTTwmLK7LSmuhk7RirauEXZsHy7pfawf9/VQl6s9i/Fxtv2TGqvdF",
-	"2fkVnFJ2V73L7TtoVwnr5qcpB2yFa014lxfXX0zY/dhG35swg/TTPaYKAD/En5jvZlgFS6Rx8DH6jVHO",
-	"rJ55wzSf+ykPbIuIlBmY041oPcEEVF8KrnjAoxzrZSs4Rul5Hd+wNA7isGivoDIzWWQNa5U1IsKYlyQK",
-	"+Gpmo9Pl8Q2rKCUQAzyVRGNoWdx+nuhzVjSt1QBEE9sOfMRhMr4Q8mzGOKIY4ntcOulkJS6zqn5x4T0M",
-	"N7A+UXQxH5380eJDKdupNl89rMqx4YQJdFdvmXG0ly1sT47pptv47Qv+Yeemho6NNSzBUC6mgrLfNBrH",
-	"LKDRLCGhxgZTDTSaLQ41Y8hUYTrXIL2zhzOH7KkqUqVdwzTgRwOKfrm++HyM9EhQKu+dsPxSnKVPHUzx",
-	"zxTOebXHm9H/uxkVTWUstafJliZnZM4FGaLNKIW+U5Vj3060VgbNXqJLuWdnu0WKfTtQwWCa9UC4grNp",
-	"UICcTS0U4Kl5OSygzuaXHYQKMCWPKq9aPhlBeQi8MXhWLbSnRmqZ2ECVRcp6acZ2B/bb1DDZzkvtW3lI",
-	"ede3aKCmua24/ZUCAmsShKcAdrm9F2ReQ5RJpf8axxBZxVxgsUacwTHvHU1yT2ZLbvSYFX74RNhCLUcn",
-	"//j73//6j/E2roEMbWnESeZJ9BTUVXclsojEAN/kYOz4Dci8AZk3IPMGZN6AzH8ukHnDIsNgkR2I/ycE",
-	"vrmCtbeIfFWRcluFsw1s7Ntye7NRpHZnG/swAsslM//JJAiIBLctGHbHI0VXhCfKtbyTsM5C/Tumqt7s",
-	"/hReV+ZtImEdVjRz2EjfHWOGIyOfDMPoGqdxlTBpYs06HpaSaZyqJRHIUAXEtGS7jRRfEPgVLl4aG6ys",
-	"AmP7Q2EdW03CbdKiM5naye+UWot9tBAtjiIvQebxmoVQzGBktsT/juKCfARfzlas8Jas/YhNA4wYm8iE",
-	"bYFdyUav+/JZzmEO54qsPG7hLVw8T5xShc4Ci8yq2lyrBrfV9ZvUYdvDJ1QOZclmalYjbbRL3K5nWy7E",
-	"5yTyJJX5HmWPAF8AbJ0l59ErXLm/W10zzkgHbJqTyOZrOrRPVKrP6UyHCyruLavxwzQksYKopw76vfPq",
-	"NtI5FmROH56mbslk/sQ2NnX0Ut6UOtmakWhRKnQ/ls2xXHnrtZR9mWx3e4aykDxUD8McR5KMHQRv/GMx",
-	"VktIpgGvZcfE70celnEp5Tmzv1KWKCJtTgjyEFOxLhj0ujO3HTKq2k17Auif00i1x7S0IuoB0H026+kQ",
-	"h3kbJmLyfXRRZgSZCyKXU0tMbZrepm3j6vhBlQN0FActnMA056enVP924ZZF346hI//3SCUxHA0jOEHr",
-	"gBwRANBmCdx3TaTiK4jFlLfFGwb6k+I8kn4g5+rgfgrtEOlqQxureS3SPDcZ7QFPUhLZ173BTiadTV2g",
-	"ZI9bfcMF6nzCUiH4zSANowUgKu2XHUN2Mt2wZxKJy3L8vZNJQu84MnZ3T6xPrko2mvLvKLnP8jZydkeE",
-	"zHN0PVEH3TrgyMScbgNmuylphs62jR3yyrkvXz4hSZSibKGVVhatDb3YxCQkNCqrzQP1T6WihmsUWwB4",
-	"z06fuSZmq8KjA+euCCCHuf3nyDxmeMKhX9WvveXU5dK93Zqvtef+jMfrrSwGF2lA0Mx62TAKeLxO1/4U",
-	"2chifWrTKTTwn+1v/A9mRtuOjHNCeELnm/p12SIrwH7vw8skJkIqEneX9HZN0xe7AKKnmHdaUDOWCNss",
-	"qnBiH5WKxih1Mmw6GuTMnH6mUnGx3oqw69xFznVDGmb5+XDhomfObx7dW1UnjwXf6Gbj5YdFh24/N+5L",
-	"sozXb8s2SQ6etCivwqM28KmoF5LlyJQVEQtiM4baPLCK2B7JvUPYvc7eE9TIwe3Yr95d1CH7QatBqls2",
-	"BLt5T0uF8EKleTUJg4vosgD15hj2Akj3aZn5pHyXGJ8UrVMTpFJQ/Vqlb1Ev68QO8+tSXpXnNetdzIb3",
-	"dLf5xVirGNNd7KQxaPTDbV+wvPUNs477X+9ENcpsOrCeuWnGUYYKx8pZvXrtCIaar9lWsuRpwKFX1EZp",
-	"SbpP8bcskUCf3GNTZu1qPUME+65B/3i+OtK7sMSWmu/NYsgmi/2my8rVmzy3mfn2G1l0S9MQDJmzRK5L",
-	"kRKp5a1JevgMpyJhEOykD1ZE5yRYB9CFK5aaGs00vMo6pdbWLVVGS8BthuK0l4ZVLLW47ZHYcYhpTuAt",
-	"iVHtiOonDNz7WVBCZuxtBwh1F+uHxQ21CTUhoXvV2ojlLbj60EHKP8wrckKZqknRYmrf1F/y7768Lqrz",
-	"rG81NUJtos0NrOXck+Pm5y9fLiFwVuDApIvSAMpGJCInp7iMCb6VSN1zFFKsdQOJOIN8UzIRcxyQkxum",
-	"YVZ+R/EywkrrUej7y3OUyDzgMX/k+uP/SKfyixyn9xQgTv+GzbAgaA4hUhY+QGhvfm1y8o1Tdlh3+VFw",
-	"rcnesAMzqzFSPD6KyB2JoIM0sXwa90Tz+kNjVIojOzy+YTfM4oHUvQKpbUIS0RnRWnG0RjERKyolvSMn",
-	"WRIcsJfOTS0J/QIOAqKZ8viGgccOWXFufo0jTFlKZ+jgu8m7MdL7PbGu6DWRE8bNlLNyFNDODcvL+piO",
-	"NN1LU6PJucEp0TwRJvorjqg6RnBN2rzyy/XF5xtWyFmjx0+JPNU7YFOPw23qRBCptxX97f17cwFUURVl",
-	"VXks3QCBfX957uSDPRm9O/7u+B1opjFhOKajk9Ffj98d/3VkTiIc8olpZSJBqQeGxQ0S02wLhnEeQm53",
-	"/TtsvLQFGIhUH3i4Hiw3uidh9KZaLeH9u3e9euzEzkwy9aqUq7gCf8UqAOu7WbZSuvp/H+W1pI7S8lVN",
-	"SefL1a4242IbWUGqjo2Y52Hcf3v3t7oXs/WcZAUK9Avv37e/UM6LD0npk9UKi3VGJHZt0EGNlpjzocNR",
-	"mjrqj5Elra+6xZQoH9NY4w2kDyMeuvyJKLN5TySTDtThT9YPQ4TaCvtY8Z+IZtBmEL7FLNYgq5GE+SOT",
-	"tIAYBIpVt2HiFCBo3I5r+9yudyV12Vf3xhBf5qDf0/5AZYtUjGna391eZaeqnokbp1eeXX5HfLyUeXtT",
-	"xFA5gNsRXWTTqzmxaUXHAy7G1pGdOvb+mWduGoMsh68pWxzmXGtLWnr3/9tfyCoBDUN8Zv2B5rK7iCal",
-	"I5g+XBrMiccy4OyLScATW4jAT1P6Z+f9XdOU688eAB74yjaWcrkV6z6C8M+mezzUVulpOe123JuOqO3Z",
-	"dmdP6C0/8X0QnLOJLxfFDQfK+tLWo3t3a2N0Wsh6VaEyc4PCFSslQVbcgd8hyF0karkeIxxJjkzDVkWU",
-	"6H7JJUGpgfnYHQeCO/ZUuuzYX4bNtDm1bTYWZPs6FJG2ZT2tEON5mJXIMuMNK7xlD6DF7GdBbtTRzLge",
-	"BhZQxr5k/VOl9nAIvX0le6I/p7iupuA4Db0o7gREZDwb4jPxHy8N8Fm37gsgBmP8LiKyA4NH06AMa745",
-	"3IpLTxZpBuHWY/mThYCNrNq1iGngaLJ/L4hAcGkHTLWpIw0pjshDjFltZcwHzQV3yYhbI7y9+A4qtkJy",
-	"uHBB9sh1Bb6H7N4m1twqi7tlG83EFEGVHECXT2NNFptWT6YldhTwlZtPArRmk6xbfzTm26wDjQFS464J",
-	"ZppjkzFUE14ZANtaP+U6GlXK91FsXlurQWP4umOmWixWNACoHkaiImvuDjRaY+lW7u34/IpviamkbGnK",
-	"TUzCGdmOn3axd2XKz+5tXoVrKtX9sUkrX6DNK12jv8hm28Mu2Vkh5KN9N52q1f3GVCjqvlOZlo/Rq+jG",
-	"rnxuuLy0L29BTiIQnJoBiZdIM5PHbP02/ejnw/qzc1HzjZSelZQSFhJTYN+9LTs8GY0fO90ZlAoLBTgn",
-	"w8jFIvfuKOuL3FdwczMRW4koh0NyRbL/RKv4auemxnI9tBdpbLSDRIQpQcmbu7h4ajXdpHCtwvXHWhsm",
-	"UqE5FVI1obc05KaOJUPNjB2yTmi/thw+0sMTKxsPPZRJF1pOka7WXedugXZnta7XUpGVXSmTQ6xunS5u",
-	"+1tuIZ7NhL5IxQVeEHMvEQdLrcvWWQLgtWk425s1wCkYUaPn2MAaKlESP2HfxqO/m2E3vwfxdAxH/mNy",
-	"RxjkoBd8Rur2ViSs4Pkt7RxVS54oN/vUkkDmWiqdLPeakhZEyULW2rywoc+bfJWwHbH6vCbAMxsUIZdY",
-	"s+9YJKzEzM9Mz0efuOmzjQ3b57PHt+TCe3ArXwOIwWiGg9uF0CPRy+HQ5ZUmxZwqTaWFtqiEq4R9gOe2",
-	"J6ZO8tuhKricdW5e+s4nzIclua7D6wIsSrQox4hm1/MRXOp6PWEKhp4kuSMizdEHzKhIX7KBwGxRnVru",
-	"Z7PwmdIbmulB1AcupuUjcHvBridcYmCknveZlIBmWD0xNdSsdVW6nbDOUtZCLzx+76sDrd+KTPxplu8B",
-	"iOm9IaZKTUqJzPpH9rl9QEkzbLTCbN1GLN1iJuzW7mhz9hMn0ZG3ZBESerneVBZfMEUbicElnwYSg99f",
-	"FnJqXpWrhP1wR5gyIx+9Nqiieb7GtrYWAVUSmWKRDZt4j6mqFyn55QpbiVrjZnOvoXyZ4rR8X8J9A5dv",
-	"QFRlDfz6KlG2h7n86N4yOXi8GU2ncH9pOr0ZnTweHx9vNii/+XBo8np7lmhI5D0edX31F07ZK0bs6TGA",
-	"ez1zLuAg2JtU9Qfh0WQg7hACllJpgWI8oME8Hb4eiJpGROlzTeWS1Gg89dFQ3pV5Fo0VNNV9xj4B1c3W",
-	"yCT4KC9YT39IwjKnTYE2XRVgqxbrbNsZ0O+N8zXHsih/3E8pGHfwC2FZ1CG2w/XoAFgBlQiCfA4bcT6S",
-	"isex+5IWEYf7xvyNBFYllBybec+q5vCQQB+e6rvnn7BUgJPOw59BZHTZzPxKeOf9N1N3q2Y0uwibl/nJ",
-	"yG6AmAFub4VCTtAUp0H2uxpOOxTjSGGelxos9PqwPg93zL4LxRRqWLkrfOzFFSULUHNvZ/H3FFGY06i4",
-	"HeywOycVF2SS6brNYCRPc7sb4OwpHtAJQQ+Oh4YM+KZmvTIPg56jC2zKOezhFjZbmHz1VCLM5D0RaYLQ",
-	"9+/eAd7EJqIPUtzPeLiu6jg/EeXuV4fQPJPxuruPvOKhv0pvdUd4RiJjBeSMoJCro2+cMpLnAAS6himA",
-	"0cR+r2dBHuIIMlOY7n0DdV36/e8MjEdSreG695wLIxt8nbiZpvflUyuXPKjhYtSteLDvsPxaerdl0UrB",
-	"9Il6Fq7iZNfflqVAO+HxsDcJuUCCxBEOmnhFiVF3tLdm6yp3ubCD210791gv2TNzKyzX8bCGSmjTRkFh",
-	"JxbJ5s5v2r1ikYn6yB94M69ascvt8xcteY5trKnM4btOkD11PGSYDHMX2Ldp6UW3FjerzUq/m00qpFbe",
-	"8bbYiQx6xzv19u35vrYdh7PRX+zmFra6083sL9n9xx1u+Eu4k20XZdgL2fnt0ead6CbjnmMv9uNZTA9j",
-	"D+ditl//BXevu5KRU0K7Xb91OPlr0S/TtGOZ7QJCLbSGWCr0Ulmlest6tgyNkYs/PCiB0+xgUFAKSleg",
-	"A3K8OEZKRYcdtTn74iC63Ne9iceCoNuXX6BByvU1Epk3O9yEfgb4s5c70M3bnV6AftK27wEQ2evSlmuk",
-	"CSHQAWbhuOxUh6M1tnbQwz6sdhLweN3fc1SkuRoEFq+fA3A7tWb2iroZud83a9FrkfGWseXzRruWrpQZ",
-	"50oxuS+6jtoJZmmqjzQF0xfKlPT3I9GV6zws1z+P1kgQlQjmzgjxSE9ILTEzKVICt55JXSS+LYbyLOlR",
-	"OmdhbYeR8OD+3B2XWNpSVObeSkZvNXdWhpJsrcpFTnC7Yzel2jvPq2O8cgox0NdU05QdyKWOA6W3Pbzs",
-	"5xOVlv9sFaBcYj4tT19A1ZP8cR+TyQpwdA+QtZVDurjPoYTKQFdkh4yjvYK4fHeL34Jpq4bNNNq+Vh9A",
-	"WzqOu+AzxyT6DBGWwJLmSfR2n+kV3GdCnLXTZBN7dqPABxf50PRLJtz/+HByhzxaQ8t7EE0WdT40yfyO",
-	"qfpP4HS1MeVuZVhTSc8bXA6FbNPLr3NMI1M+9S2efKBzUIgtd2PTtjsP3YPPi8T9XxeCXgZLzYaJ//Z4",
-	"9N0CznGvqMZW2t86uH2bETUHwrvU8xYO/3LD4bvQdzfa+8Ypa4yW354k+kaxvxyI8JzyffDgbFPSCMzH",
-	"nWX0y+GFHe5vZBT5dovjhd7ieLHElczSmjeK82ga4Ch6bglc8fd84TxCeiRpniUsjDOXILlmwVJwxhOJ",
-	"0rHXZJZz59MvuVwzIri23Y6emF1ijyITqut5VhJRJmlIWqi3jrKyMoTNSNw4NPoegSxd4zOkhiw4XmqS",
-	"Zekf97aNJkGyle5NyGdHZmQTplDczh1G+DmFhfcSZeKrz1tnXs5d0MC77rFE94IqRdjr0bx/FzSvq02Z",
-	"4sB6rcnDEB1Os/c79V37uPOglUmxOOzgZFpkOR/WlZLQO6faasXv/RHwy2RlXwpUpRB2j9CC3hFmaC2A",
-	"HbN1trcgtcdC7e9NRzH1vTpz6ftNZO1mn+nQkit1yxcRYbH8e+98w37iKilnlZiMtUQ81lQcCC5tAHDC",
-	"FI1Mvn7IjIPCTCGS1auiuYY3qHpXHGlWkH2MsnrsiAvkFmQ/zQoDj33XQ7MLpSA5OoYXmwWErncZYvzi",
-	"NckfeRTxeydjnxtDg6XNznokNbWAsimHBnt6PLbBx3R3bMJVTS72GycZsfutKenpfJMOqfKV0SKcr8uf",
-	"zR2vzdfN/wYAAP//",
+	"7H3pbuM4tvCrEP4+YJILJa6uWYCbYH50V2/pW10pJNXTA3QKBi3RNisyqSapJEbgd7/gISVRErU5cpzc",
+	"qV+JbYnbOTz78jgJ+TrhjDAlJ2ePkxXBERHw7zvOFGHqPQ+xopzpryIiQ0ET83HyEasV4gukVgSFgmBF",
+	"IiRSho6maiUIjuT00fwzo9F2KlImp48iZfoT4gKVvzk+nQQTGa7IGuuZ1CYhk7OJVIKy5WS7DSa/cMo6",
+	"1qJWWCFBVCqYhFVJvCZIEJnGCuElpgwd6a9Fyv4i0RdOGUqwWh2fozCm+gT0y2KDqEL3K8JgiDmPNohK",
+	"FKYK8cWia5VdK+RIEJhYrahEUgmC1+ieqhV6j6U6+eGOMHVy8X3XNP/+iJeUwUwfyIOqz3a5WEiiMugw",
+	"8qBQgpfkHOG5JEwhbnYXY2l+8E5ImSJLIqozfuIKx/Up4WvE0vWcCD3xGqtwRWTHyNtgkmCB10RZtPs2",
+	"1ON91N/pj1QP/WdKxGYSTBhe67cxPFIa9/8LspicTf7ftEDnqflVTt9hFpLYjAt7+XZJmLqI6luAHxCN",
+	"0BGWkkqFmUK//XbxvUbXpcDJCukVAKrCujT2OMvSb89oNAkmgvyZUkGiyZkSKWmH5bfZVN4VtayjaRnZ",
+	"K8OXYk7qkn1PZcgZI6HK4VBe1necxwSzk5jeknMUwmvIXq3s7uhLA9cKLTmRCN/jTb7iCkDNADPOZlE+",
+	"c9dFw1LBbbmIfgaaVV/kFZHpmiC8UESY9ZA7A99zdPINEiSJ8UaiheBrQy0UFipfoqGExRpL97NrcXRN",
+	"VSsKx/qJ0igRWeA0VpOzb94EkzV+oOt0rT+80R8pMx/fBL67aS5763wcHvFP2D3BFcHSuZPlY/5REHKi",
+	"NIUR8BhacGF4AkA1BprRBHnzSsdxXpEwFZL0wkX9G2ERokxxxIjUTEmmc7g1snkVMEHXMlJmrqjn0hku",
+	"1nrdFlyssZqcTdIUnqxPcE3i5iv3IyVxJA0H0RzuXCOwYbpcIIx+ub78gLAQeIPMkHqz5CGJeUSyxfj2",
+	"LmHS0tapImvpOYN8zTCN/izVJtZf6L3pz9fA0H7lUROwzANozSNi9xISekeKzQS+rQR6i5wRdIfjlPTd",
+	"GEw101ONtbsMj3phImVhnEYkxz5NXxRpxMEcSTuw8BOIVI2ImEtcT8TF3zHtR/znMQ9vUcoULTjACmvZ",
+	"hicJiZq2e49pO4nf6vXLhDNJMnF0EdMQZJ3QiKb6X5wkMTUy1/SLNIJXP7HgByG4uLJTmAkrAo3eDfkz",
+	"JVKh0M4ujbAG5C0VQrMTAOupxg/gDgbDK6vU5HEK3OdE5r+37r1ybYi4I+IERDcYRp4jgsMVirDCKKaM",
+	"aBlV3xC4O/aabIPJBVNEMBzDZp/36CSsWd9cqgAdBF7CMhlXaEVwrFYbWOMHrn7kKYueG7KSpyIkKNLS",
+	"iV4TeaBSwYquUvacsCzE9Ht9ffqANvBoaieu8uE7H/vKtKrZVfSWtleLd/TG/oVjGsHnA+BXdjWpRGsc",
+	"a4qmqY1+1g4D2sTSLiYRPCFCUUNMclHdxwZCnOA5jWn+cBRRPS+OPzqDGJJa4dEEq1QQtIjxUqJbsiER",
+	"mm+QIHdESHLy/YdrENwlkmm4QlginJxSfromUuKllpFZZL8ymGW5uF0hn3/RnLp6GI8TlsYxnsc5N6zt",
+	"aE0U1ujUtZvaRIZY+9hQwVv+cBUfeKFyhJ89AwNcrnNkGAIdzhZ0OSsQqbz7rWY3SaraHuCp6ngCaHrz",
+	"A837L81dnan5IAgW4erKIHQXkMpnZRSJvvrDN3Xxvj92NKBZHVs68dFqI8OUkPrRZYquB4NcHbhb3smw",
+	"qtOSYJ4yzytreBl0oaydbIZVaVkRVuREUbg7tbUNve0gRjZdn7FJQTBJk2jwljQ9tNvxQLp0t8rWjHxv",
+	"OchKZ1pajbPZYka7kc9t+PSOp0ztdBvdox+NKo9171rv0Ds4xGG77bplnSewp1vXeWCj3ii6mIHkKLv2",
+	"cbH4wTx3GNi7tyrfUOs9eK/11d0uQvsFb57yI1bhathUrxGJXhdteIJ4MmjTL1GWKQv477AkJ5RJwiRV",
+	"9A6MO2b9xt1x2ofqDZd+gsxKN8x8xYWazTddN6MAMxfqu+JNLqxVve1l/c4lPNiBQmbss8cJYXqTbYw9",
+	"0yEa2Ppnz5Hm8/zL0B356mXpcUTkkuvLHQteEyJN9OFmIHG/EzyO5zi89R73uxUJbxNOmcfzeBERpuiC",
+	"EmO0CPNHEV8gjIx9Ut+TChXPn2tU/Ion1jh58gE7w7GG+5SbUjs1YNfqWh44qOzMx3CL43yX87L+Rofi",
+	"bWSoBBcIjEvzTebXPkfkjogNWlASR4gnZuAeQOiW4PYMlM4FlIC0A5N7x9drbGyPA46cMyV4jEDbB38X",
+	"NpEPwrocGcrvUoAM7TJ24gB9SdcJUhxhxHhkfMkVlskVr1+rDzwiYDwK0DVhETI7CIzvJ6Yy8/Wv6yzI",
+	"WNJTHz/7F45TglaYRSTSi1IrghLCIs3Q8h0cyWPvoGZfntgDWJpeWbauP27JJjCmy88owVRIz4B+6Ay/",
+	"D1cpY3pYZATDc5SyW8bvGbolG4mwIOiWJMqD/PB4KsySBmrHxoNIOZvlTKTOHBReyiEs3Hci3+sF0piq",
+	"EjOVGxZOggm2f8kD9fPJsmG1Bjn4GUJezlFEFKYxmCStfRKFWIhNEVijpWjfMUZ+O4EZsMEoARP46Wzt",
+	"CH7SokLd5kOiJSkfb5vgAoP8EC2JT3LSN3PgUPp+eiHosgkzbmCX+rlpb7Cs2v5CzjKEdA5qbpxxcMBW",
+	"7qhbM8HR4Uc4LJZEdTM4O0T+QuPaP1jwl9eeLc1D0xK8iTmO0JEmbtbfC+5eGNdPeZ5o2+pkQ+aLrjNp",
+	"4OZwDE2m7W7rtVVP2x5pN0c8t/W71ZaQ2zwcYiUwhViLiM8YVyu9bh+tulh84Kr+tlELwLsNk3hfZQvu",
+	"PftM8a+9AR6bwVQ/xmxptv9FzuomD0ezzR9MNq0P7myebR7UR0Ivckl/kILUgHLA2P2IUpv5PWZLuaZq",
+	"9Ung0OiX/ecnD3idxKQJ9RPB9TSzZq9VbTm/FpxniMSNVc4UjwSPydS6PTXh0jt8t8KUIT1b9svxOcJs",
+	"g8iDEthIIpkUUl9TGiuqsLy9VgIrsixxeov1joIWVHS5P1OSEu+1uLx1WX/5aPmtj6lUrjq/9V7yS/aO",
+	"a7hkWma21ojEBK7qLSGJf0VOqGHpkoPeaoz8irKG/VylbKDzcLhfaAd/Dcl84T7hCpTgBaZxFizdj+Pd",
+	"3mOxA4HamZysMxycSQcJ26SgOtZq5DFhcX1OWjOdtFPWukrZtXmwqvt1TjDcT1XB/jzGz9X2K2asZl+U",
+	"3V/JKWWh6j1u30W7Slk/P001YCvaaMQzRgCRshNYpkY7wVNF0JHZkf5JBiYw3/6ZmkCE7NM9pir7f45V",
+	"uLphICIfn6LfGOXMKqE3TBPBn4qot5hImUt6WqXQSoSJtv4ouOIhjwtBMD/eAGWXObhhWZDEcdmYQWVu",
+	"z8gH1vpsTISxPUkU8vXchq7L0xtW01ggQHgmiRawZRk3eKovYdnu1iA9msB3IDIOBfLFl+c7xjHFEPzj",
+	"IlEvE3KVjg0LGh9g1YHziePLxeTsjw4HS9WItf3soWOOgSdKYbpms42j2uxgmHLsOv3Wb1/wL7uwQ/Qc",
+	"rOUIxvI/lSwBbatxbAZa1CUk0oLDTEsh7eaIhjXkejJdaAm+t/uzkOczPaWOu4ZowI9GYvrl+vLDKdIr",
+	"QZkw4MTsV4IwfbpiJhzN4J7XZ7yZ/NfNpGxHY5mxTXYMOScLLsgYY8aZXDxThWDcC9eqErUX6TLq2duo",
+	"kQnGPbBgNLV7JKGDs1lYkkfbRijJrublqCSStr/siK8gwxQh53WzKCOoiI831tC6+fbccC0TOKjyMFov",
+	"ztjpwLibWS27aal9q4g37/sWDdWsMCR3v1ISz9oY4TlIwtwmDVlZhDKp9F/jNSLrhAssNogzuOaDQ03u",
+	"yXzFjZKzxg/vCVuq1eTsH3//+1//EeziN9CC6O5ucVdEGMzsX5UffSdn98iqwI7gzVeRaaXWMzIBvYaZ",
+	"/2QahkSCURfUvmCidQmeKlcvJ1GT/vo7pqpZKX8K1a5SaZGyHieam3OkLwNJC9nAaQ316uvFuUqZNJ7o",
+	"npelojhTtSICGawAj1cObaT4ksCvkJZhNDRZd0rYH0rn2KkwdvG93mhqN79XbC3P0YG0OI69CFlEc5QC",
+	"NcKJAYn/HcUF+R4sPTuRwluy8cueWlRKsPFb7CqiVjR4PZdPr4Y9XCiy9hiNdzAAPXFLNTwLrYxZ10s7",
+	"ddGdgnMzc+4Ai1HV0ZXv1JxGNmifqB4PWC7FhzT2pJx/i/JHgC6AlpCn7usTrmX31M+MM9JDyi5QZPs5",
+	"W9p7KtWHbKfjhRwN5tX4YRaRRIFPtIelwnl1F+6cCLKgD09THGW6eOIY2yZ8qQKlibfmKFrmCv2vZbun",
+	"txi9EbM/prvF1lIWkYf6ZVjgWJLAUSeMgSzBagWptvBafk38VuZxCZdSnjv7K2WpItJmjJKHhIpNSaLv",
+	"T9z2SKgagfYEoX9BY9Xt8eqUqEeQ7vNdz8a4zLsQEZMN3EeZEWQhiFzNLDJ1qZ3bLsA10YM6BejJDjoo",
+	"gRnOj0+ZMcAVt6z07Zhsin9PVJrA1TCME7QOyCAFAW2eQjZMKhVfQ6SGvC3HH+pPivNY+gU51yDgx9Ae",
+	"cTA28KGe9Zplwee4BzRJSWRf97pCTbJ7UxjFgJj/8dx477FUCH4zkobRAhCV9sueDr1cNxyYYvqxGp3n",
+	"5JlqiCPjQfB4AgtVstUpcUfJfV7VibM7ImRRweOJOujO7kgTkbKLMNtPSTN4tqtn0cvnPn16jyRRirKl",
+	"VlpZvDH4YtOWSWRUVlsl4p9KxS1BljsI8B5Iv3ON5VaFR0dOJClIDgv7z4l5zNCEY7+q3xgD3Sclz4Lm",
+	"c+O9f8eTzU4Wg8vMIzi3nk+MQp5ssrM/RzbuSN/abAst9Gf3fMDRzGi7oXGBCE+YfNt8LjvkDB42W06m",
+	"CRFSkaQ/p7dnmr3YRyB6inmnQ2rGEmFbYw1u7KNScYAyd8m2p0HO7OlnKhUXm50Qu8nx5SQj0Civ3oNL",
+	"aSAFvXl0Y67PHkte3u3WSw/LrulhDumXZBlvBssuKZBPOpRX4Rsc+VY0M8mqa2pNxJLYemK2SpwidkZy",
+	"7yD2oLv3BDVydDv2q3cX9ciN7DRI9cuVtMB7WqLkC+Xm9RRNV6LLw9faI9xKQrpPyyw25UtxeFLcUUO4",
+	"TUn16+S+Zb2sFzksgqm9Ks9r1ruYDVTqb/NLsFYxZvuApDFoDJPbPmF561tmE/W/3otqlNt04DwL04yj",
+	"DJWulXN6zdoRLLU4s514ydMEh0EhJJUj6b/F3/I0wyGVSWbM2tUGBjsOPYPhkYlNqHdpkS0z35vDkG0W",
+	"+22fk2s2ee6y890BWXZL0wgMmfNUbiqREpnlrY17+AynImUQeaUvVkwXJNyEMIXLltoGzTW82jll1tYd",
+	"VUaLwF2G4myWllOsjLjrldhzsGyB4B1l0+yKmjcM1PtZpITc2NstIDSl3Y0rNzSW24Jyr3VrI5a34OpD",
+	"Rxn9MK/IKWWqIYHbVMZvTgHsf7yuVOc533riZGMZri2c5cKTAf/zp08fIQRY4NAUk9AClA2PRE7FUZkQ",
+	"fCuRuucooljrBhJxBtUoZCoWOCRnN0yLWUWSwscYK61HoW8/XqBUFtGXxSPX3/+PdOrCywC5SRM3bI4F",
+	"QQsIkbLiAwQpQ8oEZCZMv3DKjpuyHyARQ96wI7OrACmenMTkjsQwQVZ2Not7okV3ggBV4siOT2/YDbPy",
+	"QOZegcT3iMR0TrRWHG9QQsSaSknvyFmeIg/20oWpNK1fwGFINFEObhh47JBl5+bXJMaUZXiGjr6ZvgmQ",
+	"hvfUuqI3RE4ZN1vOi1XDODesKPpvJtJ4L00HByeFQ6JFKkz0VxJTdYogicq88sv15YcbVspo1+unRJ5r",
+	"CNjCpJBrlQoiNVjR396+NRkgiqo4r9lv8QYQ7NuPF061uLPJm9NvTt+AZpoQhhM6OZv89fTN6V8n5ibC",
+	"JZ+aUaYSlHogWNxIYppswTIuIqj8qn8HwEtbnplI9R2PNqNVTvWUk9zWaym/ffNm0Iy9yJkptVrncjVX",
+	"4K9YhWB9N8dWKWb775Oi08RJ1tyirSRttRfGNiiPkber6DmIeR7W/bc3f2t6MT/PaV6+WL/w9m33C9Wq",
+	"uVCyNl2vsdjkSGLPBh01aIkFHTqeZIUl/phY1PqsR8yQ8jGLNd5CcRHiwcufiDLAeyKa9MAOfylfWCJU",
+	"Xj7Eif9ENIE2i/AdZrlDSQMnLB6ZZu1FIFCsDoapU564FRzX9rl9QyVz2ddhY5Avd9AfCD5Q9zpjYxr3",
+	"9wer/FY1E3Hj9Cpqz+6Jjlfqcm7LMlQhwO0JL/LtNdzYrN/TEReBdWRnjr1/FnUdAuDl8DVly+OCau2I",
+	"S2/+u/uFvE/AOMhnzh9wLs+qNAWfwPTh4mCBPJYA519MQ57aMsV+nNI/O+/vG6dcf/YI4oGvqVOl0ku5",
+	"KxQw/3y7p2OBSm/LGbcnbHpKbc8GnQNJb8WNHyLBOUB8uVLceELZUNx6dHO3tkanhZoYNSwzGRQuW6kw",
+	"sjIEfocgd5Gq1SZAOJYcmYGtiijR/YpLgjID86m7DgRJdlS65NjfpMWMObNjtrZr+TwWknbVRKsh40WU",
+	"N9Aw641qtOUAQouBZ4lvNOFM0CwGlqSMQ/H6p3Lt8ST07pMcKP05rfc0BidZ6EUZEhCR8WwSn4n/eGkC",
+	"n3XrvgBkMMbvskR2ZOTRLCjDmm+Od6LS02VWX7DzWv5kRcBWUu1axLTgaGqDLolAkLQDptrMkYYUR+Qh",
+	"wayxb9aDpoL7JMSdEd5e+Q76uWEWIShteDiqK/A91P40seZWWdwv2WhHphhq6IN0+TTSZGXT+s20yI5C",
+	"vnYrY4DWbEp56o/GfJtPoGWAzLhrgpkW2NQT04hXFYBtJ4Bqle065vswtui80aIxfN4zUS23MhhBqB6H",
+	"oyJr7g61tMYyUB7s+vyKb4nps2hxyi2xwhnZjZ72sXflys/+bV6lNJU6fGzVqhdo88rO6C+y3fawT3JW",
+	"CvnohqbT03LYmkotX/fK04o1ehXdxOXPLclLh/IWFCgCwam5IPEScWb6mJ/fdhj+fLf54CRqfkWlZ0Wl",
+	"lEXEtN91s2XHR6PgsVfOILTpBjmnoQG6u8r+3c87kNhyRDmeJFdG+/e0Ll/t3dRY7ZbyIo2NdpGIMCUo",
+	"+eouLt9ajTeZuFaj+oHWholUaEGFVG3SWxZy00SSoaL2HkknjN/YLBfp5Ym1jYcey6QLI2eSrtZdF277",
+	"Vue0rjdSkbU9KVNDrOmcLm+HW24hns2EvjhdkgXB4Urrsk2WAHhtFs0PZg1wykm3t4CmEqXJE+AWTP5u",
+	"lt3+XrnXdfWa3BEGRWgFn5Mm2IqUlTy/FchRteKpcqtP2X7nVDplbjUmLYmSpbJ1Rdsjnzf5KmV7IvVF",
+	"xeBnNihCLbF237FI2diNrLevxa18DUIMRnMc3i6FXok+DgcvrzQqFlhpqi13RSVcpew7eG53ZOrFvx2s",
+	"guSsC/PSNz5mPi7K9V1eH8GigosyQDRPz0eQ1PV6whQMPklyR0RWow+IURm/ZAuC2ZL7jdTPVuHLa4ib",
+	"qA9cLstHIHvBnickMTDSTPtMSUCzrIEyNXS0c1W6vZDOStVCr3j81tclUr8Vm/jTvN4DINNbg0y1jlUS",
+	"mfOP7XOHECXNstEas00XsvSLmbCg3RNwDhMn0ZO25BES+ri+qiy+YIouFIMknxYUg99fluTUfipXKfvh",
+	"jjBlVj55baKKpvlatjWAAZOVaSXVAsR7TFUzSymSK2yfSi03m7yGajLFeTVfwn0DVzMg6rwGfn2VUraH",
+	"uPzoZpkcPd5MZjPIX5rNbiZnj6enp9stKjIfjk2Rcc8RjSl5B5O+r/7CKXvFEnt2DSCvZ8EFXASbSdV8",
+	"ER5NBeIeIWAZlpYwxiM0mKej1yOiZhFR+l5TuSINGk9zNJT3ZJ5FYwVN9ZCxT4B18w0yBT6qBzbQH5Ky",
+	"3GlTwk1XBdhpxCbbdi7oD5bzNcWyUn4wTCkIeviFsCzrELvJ9egISAGVCIJ8jlvlfCQVTxL3Jc0ijg8t",
+	"87ciWB1RCtnMe1c1hYcC+vDUUJi/x1KBnHQR/Qwsow8wi5Tw3vA3W3dbeLS7CNuP+cmS3QgxA9xmhUJN",
+	"0ExOg+p3DZR2LMKRiXlebLCi13ebi2jP5LvUTKGBlLvMxyauKFkSNQ92F3/PJApzGxW3ix0XclJxQaa5",
+	"rtsujBRlbvcjOHuaB/SSoEeXh8YM+KbmvHIPg96jK9hUa9hDFjZbmnr1VCLM5D0RWYHQt2/egLyJTUQf",
+	"lLif82hT13F+IsqFV4/QPFPxur+PvOahv8qyumM8J7GxAnJGUMTVyRdOGSlqAAJewxbAaGK/P4Vu5UkM",
+	"lSnM9L6Fui794TkDwUSqDaR7L7gwvME3iVtp+lA+tWrLgwYqRt2OB4cOy2/Ed9vgrRJMn6pnoSpOdf1d",
+	"SQqME52Om0nIBRIkiXHYRisqhLqnvTU/V7nPgx3d7tp7xmbOnptb4bhOxzVUwpg2Cgo7sUi2dn4b9MpN",
+	"Jpojf+DNomvFPsHnb1ryHGBs6MzhSyfInzodM0yGuQfsA1qW6NbhZrVV6fcDpFJp5T2DxW5k1BzvzNt3",
+	"4Hxtuw4H0J8scEug7pWZ/SnPf9wjwF9CTrY9lHETsovs0XZI9ONxzwGLw3gWs8s4wLmYw+s/IPe6Lxo9",
+	"5uFZPYztDiV/LfplVnYst11AqIXWECuNXmqn1GxZz4+hNXLxhwclcFYdDBpKQesKdEROl6dIqfi4pzZn",
+	"XxxFl/t8MPZYYnSH8gu0cLmhRiLzZo9M6GcQfw6SA90O7iwB+klgP4BAZNOlLdXICkKgI8yioOpUh6sV",
+	"WDvo8RBSOw15shnuOSrjXIMElmyeQ+B2es0cVOpm5P7QpEWfRU5bAkvnjXYtXS4TFEoxuS+7jroRZmW6",
+	"j7QF05falAz3I9G16zysNmOPN0gQlQrm7gjxWG9IrbBtRh66/UyaIvFtM5RnKY/SuwprtxgJDx7O3fER",
+	"S9uKStom7xbfGnJWxuJsncpFgXD7IzeV3jvPq2O8cgwxoq/ppil7oEsTBcqyPbzk5z2Vlv7sFKBcIT4d",
+	"T19C15PicR+RyRtw9A+QtZ1D+rjPoYXKSCmyY8bRXkFcvgvir8G0dcNmFm3fqA+gHR3HfeQzxyT6NY/p",
+	"ax4TxC5w1o2LbWTZjf4endXD0C8RYf/Ph487aNEZSj4AWfIo87FR5XdM1WumbI2x424HWNMxzxtEDg1r",
+	"syTXBaaxaZP6NW58JPwvxZC7MWi73YP+QeZlpP6PCzWvCkXtBoj/9Ljz/QqWwaDoxU7c3zmIfZcVtQe8",
+	"u9jzNez95Ya998Hvfrj3hVPWGhW/O0oMjVZ/OSLCc/L30YOwTesiMBP35tEvhxb2yNPIMfJrtsYLzdZ4",
+	"sciVzrPeNorzeBbiOH5uDlzz63ziPEZ6JVk9JSyM05YguWHhSnDGU4mytTdUkHP3M6yIXLtEcG2nnTyx",
+	"isQBWSZ00fOcJKJM0oh0YG8TZuXtBtslceO4GHoF8rKMz1ACsuRgaSiKpX88GBhNIWTL3dsknz2Zi004",
+	"Qhmce4zkcxoIHySaxNeHt8mcXLiagXbdY4nuBVWKsNejef8uaNE/mzLFgfRak4dBOpxV6Xf6uA5x28Eo",
+	"03IT2NHRtExyvtvUWj/vHWvrnb0Ph8Avk5R9KmGVQti9Qkt6R5jBtRAgZvtp74Bqj6Ue39uebOpb9c7F",
+	"768saz9wpmNzrsz9XpYIy23eB9cV9iNXRTmrxV5sJOKJxuJQcGkDfVOmaGzq8kMFHBTlCpGsp4QWGt6o",
+	"6l15pXnj9QDlfdcRF8htvH6eNwAOfGmgeeIocI6eYcTmAGHqfYYSv3hN8kcex/zeqcznxspgaauwnkiN",
+	"LaBsyrGFPb0eO+BjBh1bWFWji/3GKTrsfmtadzrfZEuqfWW0COfr6meTy7X9vP3fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -1,10 +1,26 @@
 package graphs
 
-import "sort"
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/channels"
+	"agentserver/internal/graph"
+)
 
 // builtins maps built-in graph names to constructors.
 var builtins = map[string]func() *Definition{
 	"echo": Echo,
+}
+
+// RegisterBuiltin adds a built-in graph; langgraph.json can then name it as
+// "builtin:<name>". It is meant for programs that embed the server (tests
+// register graphs of their own); it is not safe to call concurrently with Load.
+func RegisterBuiltin(name string, build func() *Definition) {
+	builtins[name] = build
 }
 
 func builtinNames() []string {
@@ -55,5 +71,41 @@ func Echo() *Definition {
 			{ID: "__end__", Type: "schema", Data: "__end__"},
 		},
 		Edges: []Edge{{Source: "__start__", Target: "echo"}, {Source: "echo", Target: "__end__"}},
+		Graph: &graph.Graph{Entry: "echo", Nodes: map[string]graph.Node{"echo": echoNode}},
 	}
+}
+
+// echoNode answers the last human message with "echo: " + its content.
+func echoNode(ctx context.Context, rt *graph.Runtime, state graph.State) (graph.Update, error) {
+	content := lastHumanContent(state[channels.MessagesChannel])
+	msg := map[string]any{
+		"type": "ai", "id": uuid.NewString(), "content": "echo: " + content,
+		"tool_calls": []any{}, "additional_kwargs": map[string]any{}, "response_metadata": map[string]any{},
+	}
+	return graph.Update{Values: map[string]any{channels.MessagesChannel: []any{msg}}}, nil
+}
+
+func lastHumanContent(v any) string {
+	msgs, _ := v.([]any)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m, ok := msgs[i].(map[string]any)
+		if !ok || m["type"] != "human" {
+			continue
+		}
+		switch c := m["content"].(type) {
+		case string:
+			return c
+		case []any:
+			text := ""
+			for _, block := range c {
+				if b, ok := block.(map[string]any); ok && b["type"] == "text" {
+					text += fmt.Sprint(b["text"])
+				}
+			}
+			return text
+		default:
+			return fmt.Sprint(c)
+		}
+	}
+	return ""
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"agentserver/internal/graph"
 )
 
 // ErrInvalidConfig reports a langgraph.json that cannot be served.
@@ -45,6 +47,8 @@ type Definition struct {
 	ContextSchema map[string]any
 	Nodes         []Node
 	Edges         []Edge
+	// Graph is the executable graph.
+	Graph *graph.Graph
 }
 
 // Registry is the set of graphs the server serves.

@@ -3,193 +3,426 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
 
 	"agentserver/api"
 	"agentserver/internal/errdefs"
+	"agentserver/internal/runs"
+	"agentserver/internal/storage"
 )
 
-// This file answers the run routes while the run engine is not part of the
-// server: every lookup of a run is a real 404 (no run exists), listings are
-// empty, and creating a run is refused with a 422 that says why. The routes,
-// their validation and their thread/assistant checks are already final.
+// requestHeadersKey carries the request headers into strict handlers.
+type requestHeadersKey struct{}
 
-var errNoRunEngine = fmt.Errorf("%w: this server build does not execute runs yet", errdefs.ErrInvalid)
-
-func runNotFound(id uuid.UUID) error {
-	return fmt.Errorf("run %s: %w", id, errdefs.ErrNotFound)
-}
-
-// threadRunNotFound checks the thread first so that a missing thread and a
-// missing run give distinct messages.
-func (h *Handler) threadRunNotFound(ctx context.Context, threadID, runID uuid.UUID) error {
-	if _, err := h.threads.Get(ctx, threadID); err != nil {
-		return err
+// withRequestHeaders is a strict middleware that makes the request headers
+// available to handlers (runs copy x-* headers into their config).
+func withRequestHeaders(f api.StrictHandlerFunc, _ string) api.StrictHandlerFunc {
+	return func(c echo.Context, req any) (any, error) {
+		r := c.Request()
+		c.SetRequest(r.WithContext(context.WithValue(r.Context(), requestHeadersKey{}, r.Header)))
+		return f(c, req)
 	}
-	return runNotFound(runID)
 }
 
-// refuseRun validates the target of a run creation, then refuses it.
-func (h *Handler) refuseRun(ctx context.Context, threadID *uuid.UUID, assistantID *string, ifNotExists *api.IfNotExists) error {
-	if assistantID != nil {
-		if _, err := h.assistants.Resolve(*assistantID); err != nil {
-			return err
+// forwardedHeaders returns the x-* headers (but credentials) and user-agent,
+// which runs see in config.configurable as on LangGraph Platform.
+func forwardedHeaders(ctx context.Context) map[string]string {
+	h, _ := ctx.Value(requestHeadersKey{}).(http.Header)
+	out := map[string]string{}
+	for k, v := range h {
+		lk := strings.ToLower(k)
+		switch {
+		case lk == "x-api-key" || lk == "x-tenant-id" || lk == "x-service-key":
+		case strings.HasPrefix(lk, "x-") || lk == "user-agent":
+			out[lk] = strings.Join(v, ", ")
 		}
 	}
-	if threadID != nil && (ifNotExists == nil || *ifNotExists != api.IfNotExistsCreate) {
-		if _, err := h.threads.Get(ctx, *threadID); err != nil {
-			return err
-		}
-	}
-	return errNoRunEngine
+	return out
 }
 
-// ListThreadRuns implements GET /threads/{thread_id}/runs.
-func (h *Handler) ListThreadRuns(ctx context.Context, req api.ListThreadRunsRequestObject) (api.ListThreadRunsResponseObject, error) {
-	if _, err := h.threads.Get(ctx, req.ThreadId); err != nil {
-		return nil, err
+// createParams converts a run-creating body. threadID is nil for stateless.
+func (h *Handler) createParams(ctx context.Context, b *api.RunCreate, threadID *uuid.UUID) (runs.CreateParams, error) {
+	if b == nil {
+		b = &api.RunCreate{}
 	}
-	return selectedList[api.Run]{items: []api.Run{}, page: page{next: -1}}, nil
+	p := runs.CreateParams{
+		ThreadID: threadID, Input: b.Input, Metadata: b.Metadata, Config: configMap(b.Config), Context: b.Context,
+		FeedbackKeys: b.FeedbackKeys, Webhook: deref(b.Webhook), Headers: forwardedHeaders(ctx),
+	}
+	if ref := firstString(b.AssistantId, b.AgentId); ref != nil {
+		p.Assistant = *ref
+	} else if ids := h.graphs.IDs(); len(ids) == 1 {
+		p.Assistant = ids[0] // the Agent Protocol's default agent
+	}
+	if len(b.Messages) > 0 {
+		input, _ := p.Input.(map[string]any)
+		input = mergeMessagesInput(input, b.Messages)
+		p.Input = input
+	}
+	if b.Command != nil {
+		p.Command = commandMap(b.Command)
+	}
+	modes, err := modeList(b.StreamMode)
+	if err != nil {
+		return p, err
+	}
+	p.StreamModes = modes
+	p.StreamSubgraphs = b.StreamSubgraphs != nil && *b.StreamSubgraphs
+	p.StreamResumable = b.StreamResumable != nil && *b.StreamResumable
+	if p.InterruptBefore, err = nodeList("interrupt_before", b.InterruptBefore); err != nil {
+		return p, err
+	}
+	if p.InterruptAfter, err = nodeList("interrupt_after", b.InterruptAfter); err != nil {
+		return p, err
+	}
+	if b.MultitaskStrategy != nil {
+		p.MultitaskStrategy = string(*b.MultitaskStrategy)
+	}
+	if b.IfNotExists != nil {
+		p.IfNotExists = string(*b.IfNotExists)
+	}
+	if b.OnCompletion != nil {
+		p.OnCompletion = string(*b.OnCompletion)
+	}
+	if b.AfterSeconds != nil {
+		p.AfterSeconds = *b.AfterSeconds
+	}
+	switch {
+	case b.CheckpointId != nil:
+		p.CheckpointID, err = checkpointIDFrom(*b.CheckpointId)
+	case b.Checkpoint != nil && b.Checkpoint.CheckpointId != nil:
+		p.CheckpointID, err = checkpointIDFrom(*b.Checkpoint.CheckpointId)
+	}
+	if p.Webhook != "" && !strings.HasPrefix(p.Webhook, "http://") && !strings.HasPrefix(p.Webhook, "https://") {
+		return p, invalidf("webhook must be an absolute http(s) URL")
+	}
+	return p, err
+}
+
+// mergeMessagesInput adds Agent Protocol messages to the input's messages.
+func mergeMessagesInput(input map[string]any, msgs []api.Message) map[string]any {
+	out := map[string]any{}
+	for k, v := range input {
+		out[k] = v
+	}
+	list, _ := out["messages"].([]any)
+	for _, m := range msgs {
+		list = append(list, map[string]any(m))
+	}
+	out["messages"] = list
+	return out
+}
+
+// modeList reads stream_mode: a string or a list of strings.
+func modeList(v any) ([]string, error) {
+	switch t := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []string{t}, nil
+	case []any:
+		out := make([]string, 0, len(t))
+		for _, e := range t {
+			s, ok := e.(string)
+			if !ok {
+				return nil, invalidf("stream_mode must be a string or a list of strings")
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, invalidf("stream_mode must be a string or a list of strings")
+}
+
+// nodeList reads interrupt_before/after: "*" or a list of node names.
+func nodeList(field string, v any) ([]string, error) {
+	switch t := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		if t != "*" {
+			return nil, invalidf(field + " must be \"*\" or a list of node names")
+		}
+		return []string{"*"}, nil
+	case []any:
+		out := make([]string, 0, len(t))
+		for _, e := range t {
+			s, ok := e.(string)
+			if !ok {
+				return nil, invalidf(field + " must be \"*\" or a list of node names")
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, invalidf(field + " must be \"*\" or a list of node names")
+}
+
+func onDisconnectCancel(b *api.RunCreate) bool {
+	return b == nil || b.OnDisconnect == nil || *b.OnDisconnect == api.OnDisconnectCancel
+}
+
+func runLocation(r storage.Run) string {
+	if r.Stateless {
+		return "/runs/" + r.RunID.String()
+	}
+	return "/threads/" + r.ThreadID.String() + "/runs/" + r.RunID.String()
+}
+
+func streamLocation(r storage.Run) string {
+	return runLocation(r) + "/stream"
+}
+
+// isAPDialect reports whether a /runs body uses the Agent Protocol shape.
+func isAPDialect(b *api.RunCreate) bool {
+	return b != nil && (b.AgentId != nil || b.ThreadId != nil || len(b.Messages) > 0)
+}
+
+// toAPIRun converts a stored run. apStatus maps running to pending for the
+// Agent Protocol routes, whose status enum has no running.
+func toAPIRun(r storage.Run, apStatus bool) api.Run {
+	status := r.Status
+	if apStatus && status == storage.RunRunning {
+		status = storage.RunPending
+	}
+	agent := r.AssistantID.String()
+	out := api.Run{
+		RunId: r.RunID, ThreadId: r.ThreadID, AssistantId: r.AssistantID, AgentId: &agent,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Status: api.RunStatus(status),
+		Metadata: orEmpty(r.Metadata), Kwargs: orEmpty(r.Kwargs), MultitaskStrategy: api.MultitaskStrategy(r.MultitaskStrategy),
+	}
+	if r.Error != "" {
+		out.Error = r.Error
+	}
+	return out
 }
 
 // CreateThreadRun implements POST /threads/{thread_id}/runs.
 func (h *Handler) CreateThreadRun(ctx context.Context, req api.CreateThreadRunRequestObject) (api.CreateThreadRunResponseObject, error) {
-	b := bodyOr(req.Body)
-	return nil, h.refuseRun(ctx, &req.ThreadId, b.AssistantId, b.IfNotExists)
-}
-
-// StreamThreadRun implements POST /threads/{thread_id}/runs/stream.
-func (h *Handler) StreamThreadRun(ctx context.Context, req api.StreamThreadRunRequestObject) (api.StreamThreadRunResponseObject, error) {
-	b := bodyOr(req.Body)
-	return nil, h.refuseRun(ctx, &req.ThreadId, b.AssistantId, b.IfNotExists)
-}
-
-// WaitThreadRun implements POST /threads/{thread_id}/runs/wait.
-func (h *Handler) WaitThreadRun(ctx context.Context, req api.WaitThreadRunRequestObject) (api.WaitThreadRunResponseObject, error) {
-	b := bodyOr(req.Body)
-	return nil, h.refuseRun(ctx, &req.ThreadId, b.AssistantId, b.IfNotExists)
-}
-
-// GetThreadRun implements GET /threads/{thread_id}/runs/{run_id}.
-func (h *Handler) GetThreadRun(ctx context.Context, req api.GetThreadRunRequestObject) (api.GetThreadRunResponseObject, error) {
-	return nil, h.threadRunNotFound(ctx, req.ThreadId, req.RunId)
-}
-
-// DeleteThreadRun implements DELETE /threads/{thread_id}/runs/{run_id}.
-func (h *Handler) DeleteThreadRun(ctx context.Context, req api.DeleteThreadRunRequestObject) (api.DeleteThreadRunResponseObject, error) {
-	return nil, h.threadRunNotFound(ctx, req.ThreadId, req.RunId)
-}
-
-// JoinThreadRun implements GET /threads/{thread_id}/runs/{run_id}/join.
-func (h *Handler) JoinThreadRun(ctx context.Context, req api.JoinThreadRunRequestObject) (api.JoinThreadRunResponseObject, error) {
-	return nil, h.threadRunNotFound(ctx, req.ThreadId, req.RunId)
-}
-
-// JoinThreadRunStream implements GET /threads/{thread_id}/runs/{run_id}/stream.
-func (h *Handler) JoinThreadRunStream(ctx context.Context, req api.JoinThreadRunStreamRequestObject) (api.JoinThreadRunStreamResponseObject, error) {
-	return nil, h.threadRunNotFound(ctx, req.ThreadId, req.RunId)
-}
-
-// CancelThreadRun implements POST /threads/{thread_id}/runs/{run_id}/cancel.
-func (h *Handler) CancelThreadRun(ctx context.Context, req api.CancelThreadRunRequestObject) (api.CancelThreadRunResponseObject, error) {
-	return nil, h.threadRunNotFound(ctx, req.ThreadId, req.RunId)
-}
-
-// CancelSubagent implements POST /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id}/cancel.
-func (h *Handler) CancelSubagent(ctx context.Context, req api.CancelSubagentRequestObject) (api.CancelSubagentResponseObject, error) {
-	return nil, h.threadRunNotFound(ctx, req.ThreadId, req.RunId)
-}
-
-// JoinThreadStream implements GET /threads/{thread_id}/stream.
-func (h *Handler) JoinThreadStream(ctx context.Context, req api.JoinThreadStreamRequestObject) (api.JoinThreadStreamResponseObject, error) {
-	if _, err := h.threads.Get(ctx, req.ThreadId); err != nil {
+	tid := req.ThreadId
+	p, err := h.createParams(ctx, req.Body, &tid)
+	if err != nil {
 		return nil, err
 	}
-	return nil, errNoRunEngine
+	r, err := h.runs.Create(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	loc := runLocation(r)
+	return api.CreateThreadRun200JSONResponse{Body: toAPIRun(r, false), Headers: api.CreateThreadRun200ResponseHeaders{ContentLocation: &loc}}, nil
 }
 
-// CreateRun implements POST /runs.
+// CreateRun implements POST /runs: stateless (LangGraph) or, with thread_id,
+// on that thread (Agent Protocol).
 func (h *Handler) CreateRun(ctx context.Context, req api.CreateRunRequestObject) (api.CreateRunResponseObject, error) {
-	b := runBodyOr(req.Body)
-	return nil, h.refuseRun(ctx, b.ThreadId, firstString(b.AssistantId, b.AgentId), b.IfNotExists)
+	p, err := h.createParams(ctx, req.Body, bodyThread(req.Body))
+	if err != nil {
+		return nil, err
+	}
+	r, err := h.runs.Create(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	loc := runLocation(r)
+	return api.CreateRun200JSONResponse{Body: toAPIRun(r, isAPDialect(req.Body)), Headers: api.CreateRun200ResponseHeaders{ContentLocation: &loc}}, nil
 }
 
-// StreamRun implements POST /runs/stream.
-func (h *Handler) StreamRun(ctx context.Context, req api.StreamRunRequestObject) (api.StreamRunResponseObject, error) {
-	b := runBodyOr(req.Body)
-	return nil, h.refuseRun(ctx, b.ThreadId, firstString(b.AssistantId, b.AgentId), b.IfNotExists)
-}
-
-// WaitRun implements POST /runs/wait.
-func (h *Handler) WaitRun(ctx context.Context, req api.WaitRunRequestObject) (api.WaitRunResponseObject, error) {
-	b := runBodyOr(req.Body)
-	return nil, h.refuseRun(ctx, b.ThreadId, firstString(b.AssistantId, b.AgentId), b.IfNotExists)
+func bodyThread(b *api.RunCreate) *uuid.UUID {
+	if b == nil {
+		return nil
+	}
+	return b.ThreadId
 }
 
 // CreateRunBatch implements POST /runs/batch.
 func (h *Handler) CreateRunBatch(ctx context.Context, req api.CreateRunBatchRequestObject) (api.CreateRunBatchResponseObject, error) {
-	if req.Body != nil {
-		for _, b := range *req.Body {
-			if err := h.refuseRun(ctx, b.ThreadId, firstString(b.AssistantId, b.AgentId), b.IfNotExists); err != errNoRunEngine {
-				return nil, err
-			}
-		}
+	if req.Body == nil || len(*req.Body) == 0 {
+		return nil, invalidf("the batch must hold at least one run")
 	}
-	return nil, errNoRunEngine
+	params := make([]runs.CreateParams, 0, len(*req.Body))
+	for i := range *req.Body {
+		b := &(*req.Body)[i]
+		p, err := h.createParams(ctx, b, bodyThread(b))
+		if err != nil {
+			return nil, fmt.Errorf("batch item %d: %w", i, err)
+		}
+		params = append(params, p)
+	}
+	out := make([]api.Run, 0, len(params))
+	for i, p := range params {
+		r, err := h.runs.Create(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("batch item %d: %w", i, err)
+		}
+		out = append(out, toAPIRun(r, false))
+	}
+	return api.CreateRunBatch200JSONResponse(out), nil
 }
 
-// CancelRuns implements POST /runs/cancel. Named runs that do not exist are
-// a 404; a status-wide cancel has nothing to stop.
+// GetThreadRun implements GET /threads/{thread_id}/runs/{run_id}.
+func (h *Handler) GetThreadRun(ctx context.Context, req api.GetThreadRunRequestObject) (api.GetThreadRunResponseObject, error) {
+	tid := req.ThreadId
+	r, err := h.runs.Get(ctx, &tid, req.RunId)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetThreadRun200JSONResponse(toAPIRun(r, false)), nil
+}
+
+// GetRun implements the Agent Protocol's GET /runs/{run_id}.
+func (h *Handler) GetRun(ctx context.Context, req api.GetRunRequestObject) (api.GetRunResponseObject, error) {
+	r, err := h.runs.Get(ctx, nil, req.RunId)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetRun200JSONResponse(toAPIRun(r, true)), nil
+}
+
+// ListThreadRuns implements GET /threads/{thread_id}/runs.
+func (h *Handler) ListThreadRuns(ctx context.Context, req api.ListThreadRunsRequestObject) (api.ListThreadRunsResponseObject, error) {
+	status := ""
+	if req.Params.Status != nil {
+		status = string(*req.Params.Status)
+	}
+	fields := parseList(req.Params.Select)
+	if err := checkSelect(fields, runFields); err != nil {
+		return nil, err
+	}
+	limit, offset := intOr(req.Params.Limit, 10), intOr(req.Params.Offset, 0)
+	list, total, err := h.runs.List(ctx, req.ThreadId, status, limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Run, len(list))
+	for i, r := range list {
+		out[i] = toAPIRun(r, false)
+	}
+	return selectedList[api.Run]{items: out, fields: fields, page: pagination(offset, limit, len(out), total)}, nil
+}
+
+var runFields = []string{"run_id", "thread_id", "assistant_id", "created_at", "updated_at", "status", "metadata", "kwargs", "multitask_strategy", "error", "agent_id"}
+
+// SearchRuns implements the Agent Protocol's POST /runs/search.
+func (h *Handler) SearchRuns(ctx context.Context, req api.SearchRunsRequestObject) (api.SearchRunsResponseObject, error) {
+	b := req.Body
+	if b == nil {
+		b = &api.RunSearchRequest{}
+	}
+	q := storage.RunQuery{ThreadID: b.ThreadId, Metadata: b.Metadata, Limit: intOr(b.Limit, 10), Offset: intOr(b.Offset, 0)}
+	if b.Status != nil {
+		q.Status = string(*b.Status)
+		if q.Status == storage.RunPending {
+			q.Status = "" // pending on the AP side also covers running; filtered below
+		}
+	}
+	if ref := firstString(b.AgentId, b.AssistantId); ref != nil {
+		id, err := h.assistants.Resolve(*ref)
+		if err != nil {
+			return nil, err
+		}
+		q.AssistantID = &id
+	}
+	list, total, err := h.runs.Search(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Run, 0, len(list))
+	for _, r := range list {
+		if b.Status != nil && *b.Status == api.RunStatusPending && !storage.RunActive(r.Status) {
+			total--
+			continue
+		}
+		out = append(out, toAPIRun(r, true))
+	}
+	p := pagination(q.Offset, q.Limit, len(out), total)
+	return api.SearchRuns200JSONResponse{Body: out, Headers: api.SearchRuns200ResponseHeaders{XPaginationTotal: &p.total, XPaginationNext: p.nextPtr()}}, nil
+}
+
+// DeleteThreadRun implements DELETE /threads/{thread_id}/runs/{run_id}.
+func (h *Handler) DeleteThreadRun(ctx context.Context, req api.DeleteThreadRunRequestObject) (api.DeleteThreadRunResponseObject, error) {
+	tid := req.ThreadId
+	if err := h.runs.Delete(ctx, &tid, req.RunId); err != nil {
+		return nil, err
+	}
+	return api.DeleteThreadRun204Response{}, nil
+}
+
+// DeleteRun implements the Agent Protocol's DELETE /runs/{run_id}.
+func (h *Handler) DeleteRun(ctx context.Context, req api.DeleteRunRequestObject) (api.DeleteRunResponseObject, error) {
+	if err := h.runs.Delete(ctx, nil, req.RunId); err != nil {
+		return nil, err
+	}
+	return api.DeleteRun204Response{}, nil
+}
+
+// CancelThreadRun implements POST /threads/{thread_id}/runs/{run_id}/cancel:
+// 202 without wait, 204 once stopped with wait.
+func (h *Handler) CancelThreadRun(ctx context.Context, req api.CancelThreadRunRequestObject) (api.CancelThreadRunResponseObject, error) {
+	wait, err := parseBool(req.Params.Wait, false)
+	if err != nil {
+		return nil, err
+	}
+	tid := req.ThreadId
+	if err := h.runs.Cancel(ctx, &tid, req.RunId, actionOf(req.Params.Action), wait); err != nil {
+		return nil, err
+	}
+	if wait {
+		return api.CancelThreadRun204Response{}, nil
+	}
+	return api.CancelThreadRun202Response{}, nil
+}
+
+// CancelRun implements the Agent Protocol's POST /runs/{run_id}/cancel.
+func (h *Handler) CancelRun(ctx context.Context, req api.CancelRunRequestObject) (api.CancelRunResponseObject, error) {
+	wait, err := parseBool(req.Params.Wait, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.runs.Cancel(ctx, nil, req.RunId, actionOf(req.Params.Action), wait); err != nil {
+		return nil, err
+	}
+	if wait {
+		return api.CancelRun204Response{}, nil
+	}
+	return api.CancelRun202Response{}, nil
+}
+
+func actionOf(a *api.ActionParam) string {
+	if a == nil {
+		return runs.ActionInterrupt
+	}
+	return string(*a)
+}
+
+// CancelRuns implements POST /runs/cancel.
 func (h *Handler) CancelRuns(ctx context.Context, req api.CancelRunsRequestObject) (api.CancelRunsResponseObject, error) {
-	if b := req.Body; b != nil && len(b.RunIds) > 0 {
-		return nil, runNotFound(b.RunIds[0])
+	b := req.Body
+	if b == nil || (len(b.RunIds) == 0 && b.Status == nil) {
+		return nil, invalidf("give either status (pending, running, all) or thread_id with run_ids")
+	}
+	status := ""
+	if b.Status != nil {
+		status = string(*b.Status)
+	}
+	if err := h.runs.CancelMany(ctx, b.ThreadId, b.RunIds, status, actionOf(req.Params.Action)); err != nil {
+		return nil, err
 	}
 	return api.CancelRuns204Response{}, nil
 }
 
-// SearchRuns implements POST /runs/search.
-func (h *Handler) SearchRuns(ctx context.Context, req api.SearchRunsRequestObject) (api.SearchRunsResponseObject, error) {
-	return api.SearchRuns200JSONResponse{Body: []api.Run{}}, nil
-}
-
-// GetRun implements GET /runs/{run_id}.
-func (h *Handler) GetRun(ctx context.Context, req api.GetRunRequestObject) (api.GetRunResponseObject, error) {
-	return nil, runNotFound(req.RunId)
-}
-
-// DeleteRun implements DELETE /runs/{run_id}.
-func (h *Handler) DeleteRun(ctx context.Context, req api.DeleteRunRequestObject) (api.DeleteRunResponseObject, error) {
-	return nil, runNotFound(req.RunId)
-}
-
-// WaitRunById implements GET /runs/{run_id}/wait.
-func (h *Handler) WaitRunById(ctx context.Context, req api.WaitRunByIdRequestObject) (api.WaitRunByIdResponseObject, error) {
-	return nil, runNotFound(req.RunId)
-}
-
-// JoinRunStream implements GET /runs/{run_id}/stream.
-func (h *Handler) JoinRunStream(ctx context.Context, req api.JoinRunStreamRequestObject) (api.JoinRunStreamResponseObject, error) {
-	return nil, runNotFound(req.RunId)
-}
-
-// CancelRun implements POST /runs/{run_id}/cancel.
-func (h *Handler) CancelRun(ctx context.Context, req api.CancelRunRequestObject) (api.CancelRunResponseObject, error) {
-	return nil, runNotFound(req.RunId)
-}
-
-func bodyOr(b *api.RunCreateStateful) api.RunCreateStateful {
-	if b == nil {
-		return api.RunCreateStateful{}
+// CancelSubagent implements POST /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id}/cancel.
+// Graphs served today start no synchronous subagents, so a live run has none
+// to cancel.
+func (h *Handler) CancelSubagent(ctx context.Context, req api.CancelSubagentRequestObject) (api.CancelSubagentResponseObject, error) {
+	tid := req.ThreadId
+	if _, err := h.runs.Get(ctx, &tid, req.RunId); err != nil {
+		return nil, err
 	}
-	return *b
-}
-
-func runBodyOr(b *api.RunCreate) api.RunCreate {
-	if b == nil {
-		return api.RunCreate{}
-	}
-	return *b
+	return nil, fmt.Errorf("run %s has no subagent with tool call id %q: %w", req.RunId, req.ToolCallId, errdefs.ErrNotFound)
 }
 
 func firstString(ss ...*string) *string {

@@ -10,6 +10,7 @@ import (
 	"agentserver/api"
 	"agentserver/internal/assistants"
 	"agentserver/internal/graphs"
+	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
 	"agentserver/internal/threads"
@@ -25,6 +26,7 @@ type Deps struct {
 	Threads    *threads.Service
 	Assistants *assistants.Service
 	Store      *store.Service
+	Runs       *runs.Service
 	Log        *slog.Logger
 	// APIKey, when set, is required as x-api-key on every route but /ok.
 	APIKey string
@@ -37,6 +39,7 @@ type Handler struct {
 	threads    *threads.Service
 	assistants *assistants.Service
 	store      *store.Service
+	runs       *runs.Service
 }
 
 var _ api.StrictServerInterface = (*Handler)(nil)
@@ -58,8 +61,8 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
 	e.Use(cors(), apiKeyAuth(d.APIKey), lenientJSON(), validator.middleware())
-	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store}
-	api.RegisterHandlers(e, api.NewStrictHandler(h, nil))
+	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs}
+	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	return e, nil
 }
 

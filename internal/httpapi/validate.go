@@ -36,6 +36,7 @@ func newRequestValidator(doc *openapi3.T) (*requestValidator, error) {
 		options: &openapi3filter.Options{
 			AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
 			SkipSettingDefaults: true,
+			KeepValidatedValue:  true,
 			SchemaValidationOptions: []openapi3.SchemaValidationOption{
 				openapi3.EnableFormatValidation(),
 				openapi3.WithStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(uuidPattern)),

@@ -3,7 +3,9 @@
 // owns every background goroutine. Tests embed it and listen on port 0.
 //
 // Start-up order: storage → graphs → services → system assistants →
-// background workers → listener. Shutdown runs the reverse: stop accepting
-// and finish in-flight requests, stop background workers and wait for them,
+// run recovery and the worker pool → listener. Shutdown: stop the run
+// engine (running runs go back to pending and resume at the next start),
+// end long-lived requests (SSE streams, waits), stop accepting and finish
+// the other in-flight requests, stop background workers and wait for them,
 // then close storage (which commits every queued write first).
 package server

@@ -13,8 +13,10 @@ import (
 	"agentserver/internal/assistants"
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
+	"agentserver/internal/events"
 	"agentserver/internal/graphs"
 	"agentserver/internal/httpapi"
+	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
 	"agentserver/internal/threads"
@@ -34,10 +36,14 @@ type Server struct {
 	Threads    *threads.Service
 	Assistants *assistants.Service
 	Store      *store.Service
+	Runs       *runs.Service
+	Broker     *events.Broker
 
 	bgCancel context.CancelFunc
-	bg       sync.WaitGroup
-	serveErr chan error
+	// reqCancel ends long-lived requests (streams, waits) at shutdown.
+	reqCancel context.CancelFunc
+	bg        sync.WaitGroup
+	serveErr  chan error
 }
 
 // Options tune a server beyond its config; tests and benchmarks use them.
@@ -63,6 +69,8 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	s.Threads = threads.New(db, s.Reducers)
 	s.Assistants = assistants.New(db, reg)
 	s.Store = store.New(db, log)
+	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log})
+	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.Assistants.EnsureSystemAssistants(ctx); err != nil {
@@ -70,14 +78,16 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("create system assistants: %w", err)
 	}
 	e, err := httpapi.New(httpapi.Deps{
-		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store,
+		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs,
 		Log: log, APIKey: cfg.APIKey,
 	})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	s.http = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	reqCtx, reqCancel := context.WithCancel(context.Background())
+	s.reqCancel = reqCancel
+	s.http = &http.Server{Handler: e, BaseContext: func(net.Listener) context.Context { return reqCtx }, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	return s, nil
 }
 
@@ -90,11 +100,19 @@ func (s *Server) Start() error {
 	s.ln = ln
 	bgCtx, cancel := context.WithCancel(context.Background())
 	s.bgCancel = cancel
-	s.bg.Add(1)
+	s.bg.Add(2)
 	go func() {
 		defer s.bg.Done()
 		s.Store.Run(bgCtx)
 	}()
+	go func() {
+		defer s.bg.Done()
+		s.Broker.Run(bgCtx)
+	}()
+	if err := s.Runs.Start(bgCtx); err != nil {
+		ln.Close()
+		return fmt.Errorf("recover runs: %w", err)
+	}
 	s.serveErr = make(chan error, 1)
 	go func() {
 		err := s.http.Serve(ln)
@@ -117,9 +135,16 @@ func (s *Server) URL() string {
 	return "http://" + s.Addr()
 }
 
-// Shutdown stops the server in order: HTTP, background workers, storage.
+// Shutdown stops the server in order: runs (each goes back to pending, to
+// resume at the next start), long-lived requests, HTTP, background workers,
+// storage.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
+	s.http.SetKeepAlivesEnabled(false)
+	if err := s.Runs.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	s.reqCancel()
 	if s.ln != nil {
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))

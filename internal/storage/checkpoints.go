@@ -156,3 +156,26 @@ func deletePrefix(b *bolt.Bucket, prefix []byte) error {
 	}
 	return nil
 }
+
+// DeleteRunCheckpoints removes the checkpoints a run wrote on a thread.
+func (t *Tx) DeleteRunCheckpoints(threadID, runID uuid.UUID) error {
+	c := t.bucket(bucketCheckpoints).Cursor()
+	prefix := threadID[:]
+	var doomed [][]byte
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var cp Checkpoint
+		if err := decode(v, &cp); err != nil {
+			return err
+		}
+		if cp.RunID != nil && *cp.RunID == runID {
+			doomed = append(doomed, append([]byte(nil), k...))
+		}
+	}
+	b := t.bucket(bucketCheckpoints)
+	for _, k := range doomed {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -40,7 +40,7 @@ var bucketNames = [][]byte{
 	bucketAssistants, bucketAssistantVersions,
 	bucketThreads, bucketThreadsByCreated, bucketThreadsByMeta, bucketThreadsByStatus,
 	bucketCheckpoints,
-	bucketRuns, bucketRunsByThread,
+	bucketRuns, bucketRunsByThread, bucketRunsActive, bucketRunEvents,
 	bucketStoreItems, bucketStoreExpiry,
 }
 
@@ -55,6 +55,8 @@ var (
 	bucketCheckpoints       = []byte("checkpoints")
 	bucketRuns              = []byte("runs")
 	bucketRunsByThread      = []byte("runs_by_thread")
+	bucketRunsActive        = []byte("runs_active")
+	bucketRunEvents         = []byte("run_events")
 	bucketStoreItems        = []byte("store_items")
 	bucketStoreExpiry       = []byte("store_expiry")
 

@@ -24,6 +24,8 @@
 //	checkpoints               thread_id(16) | checkpoint_id(16) -> Checkpoint JSON
 //	runs                      run_id(16) -> Run JSON
 //	runs_by_thread            thread_id(16) | run_id(16) -> empty
+//	runs_active               run_id(16) -> empty, for every pending or running run
+//	run_events                run_id(16) | seq(8, big endian) -> stream event JSON (resumable runs only)
 //	store_items               namespace labels joined by 0x1f | 0x00 | key -> StoreItem JSON
 //	store_expiry              expires_at(8, unix nanos) | item key -> empty
 //

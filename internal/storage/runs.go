@@ -2,23 +2,207 @@ package storage
 
 import (
 	"bytes"
+	"fmt"
+	"sort"
+	"time"
 
 	"github.com/google/uuid"
 )
 
-// deleteThreadRuns removes every run of a thread and its index entries.
-func (t *Tx) deleteThreadRuns(threadID uuid.UUID) error {
-	idx := t.bucket(bucketRunsByThread)
-	runs := t.bucket(bucketRuns)
-	c := idx.Cursor()
+// Run statuses.
+const (
+	RunPending     = "pending"
+	RunRunning     = "running"
+	RunSuccess     = "success"
+	RunError       = "error"
+	RunTimeout     = "timeout"
+	RunInterrupted = "interrupted"
+)
+
+// RunActive reports whether a status is pending or running.
+func RunActive(status string) bool {
+	return status == RunPending || status == RunRunning
+}
+
+// Run is the stored form of a run.
+type Run struct {
+	RunID             uuid.UUID      `json:"run_id"`
+	ThreadID          uuid.UUID      `json:"thread_id"`
+	AssistantID       uuid.UUID      `json:"assistant_id"`
+	GraphID           string         `json:"graph_id"`
+	CreatedAt         time.Time      `json:"created_at"`
+	UpdatedAt         time.Time      `json:"updated_at"`
+	Status            string         `json:"status"`
+	Metadata          map[string]any `json:"metadata"`
+	Kwargs            map[string]any `json:"kwargs"`
+	MultitaskStrategy string         `json:"multitask_strategy"`
+	// Error is the failure text when Status is error or timeout.
+	Error string `json:"error,omitempty"`
+	// ErrorName is the error class reported to clients ("GraphError", …).
+	ErrorName string `json:"error_name,omitempty"`
+	// Attempt counts executions: 1 on the first start, +1 per crash retry.
+	Attempt int `json:"attempt"`
+	// NotBefore delays the start (after_seconds).
+	NotBefore time.Time  `json:"not_before"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	// Temporary runs delete their thread when they end (stateless,
+	// on_completion=delete).
+	Temporary bool `json:"temporary,omitempty"`
+	// Stateless runs are reported with the stateless Content-Location.
+	Stateless bool `json:"stateless,omitempty"`
+	// Usage holds token accounting of the run (model runs).
+	Usage map[string]any `json:"usage,omitempty"`
+}
+
+// GetRun returns a run, or ErrNotFound.
+func (t *Tx) GetRun(id uuid.UUID) (Run, error) {
+	var r Run
+	raw := t.bucket(bucketRuns).Get(id[:])
+	if raw == nil {
+		return r, fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	err := decode(raw, &r)
+	return r, err
+}
+
+// PutRun creates or replaces a run and keeps its indexes in step.
+func (t *Tx) PutRun(r Run) error {
+	raw, err := encode(r)
+	if err != nil {
+		return err
+	}
+	if err := t.bucket(bucketRuns).Put(idKey(r.RunID), raw); err != nil {
+		return err
+	}
+	if err := t.bucket(bucketRunsByThread).Put(pairKey(r.ThreadID, r.RunID), nil); err != nil {
+		return err
+	}
+	active := t.bucket(bucketRunsActive)
+	if RunActive(r.Status) {
+		return active.Put(idKey(r.RunID), nil)
+	}
+	return active.Delete(r.RunID[:])
+}
+
+// DeleteRun removes a run, its index entries and its stored stream events.
+func (t *Tx) DeleteRun(id uuid.UUID) error {
+	r, err := t.GetRun(id)
+	if err != nil {
+		return err
+	}
+	if err := t.bucket(bucketRuns).Delete(id[:]); err != nil {
+		return err
+	}
+	if err := t.bucket(bucketRunsByThread).Delete(pairKey(r.ThreadID, id)); err != nil {
+		return err
+	}
+	if err := t.bucket(bucketRunsActive).Delete(id[:]); err != nil {
+		return err
+	}
+	return deletePrefix(t.bucket(bucketRunEvents), id[:])
+}
+
+// ThreadRuns returns the runs of a thread, oldest first (run ids are
+// UUIDv7). keep filters (nil keeps all).
+func (t *Tx) ThreadRuns(threadID uuid.UUID, keep func(Run) bool) ([]Run, error) {
+	var out []Run
+	c := t.bucket(bucketRunsByThread).Cursor()
 	prefix := threadID[:]
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
-		if err := runs.Delete(k[16:32]); err != nil {
-			return err
+	runs := t.bucket(bucketRuns)
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		raw := runs.Get(k[16:32])
+		if raw == nil {
+			continue
 		}
-		if err := c.Delete(); err != nil {
+		var r Run
+		if err := decode(raw, &r); err != nil {
+			return nil, err
+		}
+		if keep == nil || keep(r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// ActiveRuns returns every pending or running run, oldest first.
+func (t *Tx) ActiveRuns() ([]Run, error) {
+	var out []Run
+	runs := t.bucket(bucketRuns)
+	c := t.bucket(bucketRunsActive).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		raw := runs.Get(k)
+		if raw == nil {
+			continue
+		}
+		var r Run
+		if err := decode(raw, &r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].RunID[:], out[j].RunID[:]) < 0 })
+	return out, nil
+}
+
+// RunQuery selects runs for SearchRuns.
+type RunQuery struct {
+	ThreadID    *uuid.UUID
+	AssistantID *uuid.UUID
+	Status      string
+	Metadata    map[string]any
+	Limit       int
+	Offset      int
+}
+
+// SearchRuns returns runs matching q, newest first, and their number.
+func (t *Tx) SearchRuns(q RunQuery, matchMeta func(doc, filter any) bool) ([]Run, int, error) {
+	var all []Run
+	keep := func(r Run) bool {
+		if q.AssistantID != nil && r.AssistantID != *q.AssistantID {
+			return false
+		}
+		if q.Status != "" && r.Status != q.Status {
+			return false
+		}
+		if len(q.Metadata) > 0 && !matchMeta(r.Metadata, q.Metadata) {
+			return false
+		}
+		return true
+	}
+	if q.ThreadID != nil {
+		var err error
+		if all, err = t.ThreadRuns(*q.ThreadID, keep); err != nil {
+			return nil, 0, err
+		}
+	} else {
+		c := t.bucket(bucketRuns).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			var r Run
+			if err := decode(v, &r); err != nil {
+				return nil, 0, err
+			}
+			if keep(r) {
+				all = append(all, r)
+			}
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return bytes.Compare(all[i].RunID[:], all[j].RunID[:]) > 0 })
+	return pageOf(all, q.Offset, q.Limit), len(all), nil
+}
+
+// deleteThreadRuns removes every run of a thread with its index entries and
+// stream events.
+func (t *Tx) deleteThreadRuns(threadID uuid.UUID) error {
+	runs, err := t.ThreadRuns(threadID, nil)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if err := t.DeleteRun(r.RunID); err != nil {
 			return err
 		}
 	}
-	return nil
+	return deletePrefix(t.bucket(bucketRunsByThread), threadID[:])
 }

@@ -42,6 +42,7 @@ type Options struct {
 // StartServer starts a server and stops it when the test ends.
 func StartServer(t testing.TB, opts Options) *Server {
 	t.Helper()
+	RegisterTestGraphs()
 	dir := opts.DataDir
 	if dir == "" {
 		dir = t.TempDir()
@@ -116,6 +117,32 @@ func (s *Server) Do(method, path string, body any) Response {
 // DoWith is Do with extra headers.
 func (s *Server) DoWith(method, path string, body any, header http.Header) Response {
 	s.T.Helper()
+	req := s.newRequest(method, path, body)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	out := Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, &out.JSON); err != nil {
+			s.T.Fatalf("%s %s: body is not JSON (%v): %s", method, path, err, raw)
+		}
+	}
+	return out
+}
+
+// newRequest builds a request; body may be nil, a string (sent as is) or a
+// value encoded as JSON.
+func (s *Server) newRequest(method, path string, body any) *http.Request {
+	s.T.Helper()
 	var rd io.Reader
 	ct := ""
 	switch b := body.(type) {
@@ -141,25 +168,7 @@ func (s *Server) DoWith(method, path string, body any, header http.Header) Respo
 	for k, v := range s.Header {
 		req.Header[k] = v
 	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	resp, err := s.Client.Do(req)
-	if err != nil {
-		s.T.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.T.Fatal(err)
-	}
-	out := Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
-	if len(bytes.TrimSpace(raw)) > 0 {
-		if err := json.Unmarshal(raw, &out.JSON); err != nil {
-			s.T.Fatalf("%s %s: body is not JSON (%v): %s", method, path, err, raw)
-		}
-	}
-	return out
+	return req
 }
 
 // Must sends a request and fails the test unless the status is want.

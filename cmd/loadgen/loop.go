@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxErrors stops a loop that keeps failing: the figures would be meaningless
+// and the cause is better read from the first error.
+const maxErrors = 100
+
+// loopResult is a measured loop's figures and its first error, if any.
+type loopResult struct {
+	stats
+	firstErr error
+}
+
+// loop runs fn for i = 0..n-1 on workers goroutines, timing each call. It
+// stops at n calls, at the time cap, when ctx ends, or after maxErrors
+// failures. Calls are handed out in order, so with one worker the loop is
+// strictly sequential.
+func loop(ctx context.Context, workers, n int, limit time.Duration, fn func(ctx context.Context, i int) error) loopResult {
+	var (
+		next     atomic.Int64
+		nErr     atomic.Int64
+		capped   atomic.Bool
+		errOnce  sync.Once
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	lats := make([][]time.Duration, workers)
+	start := time.Now()
+	deadline := start.Add(limit)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := make([]time.Duration, 0, min(n/workers+1, 1<<16))
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil || nErr.Load() >= maxErrors {
+					break
+				}
+				t0 := time.Now()
+				if t0.After(deadline) {
+					capped.Store(true)
+					break
+				}
+				err := fn(ctx, i)
+				d := time.Since(t0)
+				if err != nil {
+					nErr.Add(1)
+					errOnce.Do(func() { firstErr = err })
+					continue
+				}
+				mine = append(mine, d)
+			}
+			lats[w] = mine
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	var all []time.Duration
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
+	}
+	return loopResult{stats: summarize(all, int(nErr.Load()), wall, capped.Load()), firstErr: firstErr}
+}

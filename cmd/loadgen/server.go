@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"agentserver/internal/config"
+	"agentserver/internal/server"
+	"agentserver/internal/storage"
+)
+
+// buildServer runs `go build -o <dir>/server ./cmd/server` in the working
+// directory, which must be the repository root.
+func buildServer(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "server")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/server")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	fmt.Println("building server: go build -o", bin, "./cmd/server")
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/server (run loadgen from the repository root or pass -server): %w\n%s", err, out.String())
+	}
+	return bin, nil
+}
+
+// target is a running server under test.
+type target struct {
+	name    string
+	baseURL string
+	dataDir string
+	// pid is the process whose /proc/<pid>/status holds the server's memory:
+	// the child, or loadgen itself with -inprocess.
+	pid int
+
+	cmd     *exec.Cmd
+	logFile *os.File
+	exited  chan struct{}
+	waitErr error
+
+	inproc *server.Server
+}
+
+// freeAddr returns a 127.0.0.1 address whose port was free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// startTarget starts a server named name with a fresh data directory under
+// tmp and waits until GET /ok answers 200.
+func startTarget(ctx context.Context, o options, tmp, name string, client *http.Client) (*target, error) {
+	dataDir := filepath.Join(tmp, "data-"+name)
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
+	t := &target{name: name, dataDir: dataDir}
+	if o.inProcess {
+		cfg := config.Default()
+		cfg.Addr = "127.0.0.1:0"
+		cfg.DataDir = dataDir
+		cfg.GraphsFile = o.configFile
+		srv, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), server.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("start in-process server: %w", err)
+		}
+		if err := srv.Start(); err != nil {
+			return nil, errors.Join(err, srv.Shutdown(context.Background()))
+		}
+		t.inproc, t.baseURL, t.pid = srv, srv.URL(), os.Getpid()
+	} else {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		logPath := filepath.Join(tmp, "server-"+name+".log")
+		lf, err := os.Create(logPath)
+		if err != nil {
+			return nil, err
+		}
+		args := append([]string{"--addr", addr, "--data-dir", dataDir, "--config", o.configFile}, o.serverArgs...)
+		cmd := exec.Command(o.serverBin, args...)
+		cmd.Stdout, cmd.Stderr = lf, lf
+		if err := cmd.Start(); err != nil {
+			lf.Close()
+			return nil, fmt.Errorf("start %s: %w", o.serverBin, err)
+		}
+		t.cmd, t.logFile, t.baseURL, t.pid = cmd, lf, "http://"+addr, cmd.Process.Pid
+		t.exited = make(chan struct{})
+		go func() {
+			t.waitErr = cmd.Wait()
+			close(t.exited)
+		}()
+		fmt.Printf("[%s] started %s %s (pid %d)\n", name, o.serverBin, strings.Join(args, " "), t.pid)
+	}
+	if err := t.waitReady(ctx, client, o.readyTO); err != nil {
+		if t.inproc == nil {
+			select {
+			case <-t.exited: // nothing left to stop
+				t.logFile.Close()
+				return nil, err
+			default:
+			}
+		}
+		return nil, errors.Join(err, t.stop())
+	}
+	return t, nil
+}
+
+// waitReady polls GET /ok until it answers 200, the process exits, or the
+// deadline passes.
+func (t *target) waitReady(ctx context.Context, client *http.Client, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.baseURL+"/ok", nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server %s not ready within %s: %w%s", t.name, timeout, ctx.Err(), t.logTail())
+		case <-t.exitedCh():
+			return fmt.Errorf("server %s exited before it was ready: %v%s", t.name, t.waitErr, t.logTail())
+		case <-tick.C:
+		}
+	}
+}
+
+func (t *target) exitedCh() <-chan struct{} {
+	if t.exited == nil {
+		return nil // in-process: never exits on its own
+	}
+	return t.exited
+}
+
+// logTail returns the end of the child's log, for error messages.
+func (t *target) logTail() string {
+	if t.logFile == nil {
+		return ""
+	}
+	b, err := os.ReadFile(t.logFile.Name())
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return "\nserver log tail:\n" + string(b)
+}
+
+// stop sends SIGTERM and waits for the server to exit (SIGKILL after 30 s).
+func (t *target) stop() error {
+	if t.inproc != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return t.inproc.Shutdown(ctx)
+	}
+	defer t.logFile.Close()
+	select {
+	case <-t.exited:
+		return fmt.Errorf("server %s had already exited: %v%s", t.name, t.waitErr, t.logTail())
+	default:
+	}
+	if err := t.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("signal server %s: %w", t.name, err)
+	}
+	select {
+	case <-t.exited:
+	case <-time.After(30 * time.Second):
+		t.cmd.Process.Kill()
+		<-t.exited
+		return fmt.Errorf("server %s did not stop within 30s of SIGTERM; killed", t.name)
+	}
+	if t.waitErr != nil {
+		return fmt.Errorf("server %s exit: %v%s", t.name, t.waitErr, t.logTail())
+	}
+	return nil
+}
+
+// procMem holds the memory figures of /proc/<pid>/status, in KiB. RssFile
+// includes the pages of bbolt's memory map that the process has touched;
+// RssAnon is the Go heap, stacks and runtime.
+type procMem struct {
+	rssKiB, hwmKiB, anonKiB, fileKiB int64
+}
+
+func readProcMem(pid int) (procMem, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return procMem{}, err
+	}
+	var m procMem
+	fields := map[string]*int64{"VmRSS": &m.rssKiB, "VmHWM": &m.hwmKiB, "RssAnon": &m.anonKiB, "RssFile": &m.fileKiB}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if p := fields[k]; ok && p != nil {
+			fmt.Sscanf(strings.TrimSpace(v), "%d", p)
+		}
+	}
+	if m.rssKiB == 0 {
+		return m, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	}
+	return m, nil
+}
+
+// dbFileSize returns the size of the server's database file, or -1.
+func (t *target) dbFileSize() int64 {
+	fi, err := os.Stat(filepath.Join(t.dataDir, storage.FileName))
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}

@@ -1,0 +1,244 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/google/uuid"
+)
+
+var (
+	// ErrNoLog reports that a run has neither a log in memory nor persisted
+	// events to replay.
+	ErrNoLog = errors.New("no event log for run")
+	// ErrClosed reports a call to Subscription.Next after Subscription.Close.
+	ErrClosed = errors.New("subscription closed")
+)
+
+// Event is one stream event of a run.
+type Event struct {
+	// Seq numbers the events of a run: 1-based, strictly increasing.
+	Seq int64
+	// Name is the SSE event name: "metadata", "values", "updates",
+	// "messages", "custom", "error", "end", "values|ns:1", …
+	Name string
+	// Data is the payload: compact one-line JSON.
+	Data json.RawMessage
+}
+
+// ID returns Seq in decimal, the event's SSE id.
+func (e Event) ID() string { return strconv.FormatInt(e.Seq, 10) }
+
+// Log is the event log of one run. It is safe for concurrent use: one
+// producer appends while any number of subscribers read.
+type Log struct {
+	runID  uuid.UUID
+	broker *Broker
+
+	mu        sync.Mutex
+	events    []Event // events[i].Seq strictly increases; elements never change
+	resumable bool
+	persist   bool          // resumable and the broker has a store
+	closed    bool          //
+	gen       uint64        // incremented by every Close, to tell closes apart
+	wake      chan struct{} // non-nil while a subscriber waits; closed on Append and Close
+	dirty     bool          // registered (or being registered) in broker.dirty
+	flushed   int           // events[:flushed] are persisted
+}
+
+// RunID returns the run the log belongs to.
+func (l *Log) RunID() uuid.UUID { return l.runID }
+
+// Resumable reports whether the log's events are persisted for replay.
+func (l *Log) Resumable() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.resumable
+}
+
+// Append adds an event with the next Seq, wakes the subscribers and returns
+// the event. It never blocks on subscribers or storage. Append takes
+// ownership of data: the caller must not modify it afterwards. Empty data
+// becomes null, JSON spanning several lines is compacted, and data that is
+// not JSON is stored as a JSON string of its bytes. On a closed log Append
+// does nothing and returns the zero Event.
+func (l *Log) Append(name string, data json.RawMessage) Event {
+	data = normalizeData(data)
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return Event{}
+	}
+	seq := int64(1)
+	if n := len(l.events); n > 0 {
+		seq = l.events[n-1].Seq + 1
+	}
+	ev := Event{Seq: seq, Name: name, Data: data}
+	l.events = append(l.events, ev)
+	l.wakeLocked()
+	mark := l.persist && !l.dirty
+	if mark {
+		l.dirty = true
+	}
+	l.mu.Unlock()
+	if mark {
+		l.broker.markDirty(l, false)
+	}
+	return ev
+}
+
+// Close marks the end of the run: subscribers receive the remaining events
+// and then io.EOF, and the broker persists the log promptly and starts its
+// retention clock. Close is idempotent.
+func (l *Log) Close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	l.gen++
+	gen, resumable := l.gen, l.resumable
+	l.wakeLocked()
+	flush := l.persist && l.flushed < len(l.events)
+	if flush {
+		l.dirty = true
+	}
+	l.mu.Unlock()
+	l.broker.logClosed(l, gen, resumable, flush)
+}
+
+// Closed reports whether Close has been called.
+func (l *Log) Closed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// LastSeq returns the Seq of the newest event, or 0 when there is none.
+func (l *Log) LastSeq() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.events); n > 0 {
+		return l.events[n-1].Seq
+	}
+	return 0
+}
+
+// Subscribe returns a subscription to the events with Seq > after: after
+// -1 or 0 reads from the start, LastSeq() only new events.
+func (l *Log) Subscribe(after int64) *Subscription {
+	l.mu.Lock()
+	pos := sort.Search(len(l.events), func(i int) bool { return l.events[i].Seq > after })
+	l.mu.Unlock()
+	return &Subscription{log: l, pos: pos, done: make(chan struct{})}
+}
+
+func (l *Log) wakeLocked() {
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
+	}
+}
+
+// reopenLocked turns a closed log back into a live one (a run executed
+// again) and upgrades it to resumable when asked. It reports whether the log
+// now has events to persist.
+func (l *Log) reopenLocked(resumable bool, hasStore bool) (dirty bool) {
+	l.closed = false
+	if resumable && !l.resumable {
+		l.resumable = true
+		l.persist = hasStore
+	}
+	if l.persist && l.flushed < len(l.events) && !l.dirty {
+		l.dirty = true
+		return true
+	}
+	return false
+}
+
+// normalizeData enforces the Event.Data invariant.
+func normalizeData(data json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return json.RawMessage("null")
+	}
+	if !json.Valid(data) {
+		s, _ := json.Marshal(string(data)) // strings always marshal
+		return s
+	}
+	if bytes.ContainsAny(data, "\r\n") {
+		var buf bytes.Buffer
+		buf.Grow(len(data))
+		_ = json.Compact(&buf, data) // data is valid
+		return buf.Bytes()
+	}
+	return data
+}
+
+// Subscription reads the events of one run in order. Next must not be
+// called concurrently with itself; Close may be called from any goroutine.
+type Subscription struct {
+	log    *Log    // nil for a replay of persisted events
+	replay []Event // the persisted events, when log is nil
+	pos    int     // next index into log.events or replay
+
+	done chan struct{}
+	once sync.Once
+}
+
+// Next returns the next event. It blocks until one is appended and returns
+// io.EOF once the log is closed and every event has been returned, ctx.Err()
+// when ctx ends first, and ErrClosed after Close. An event that is already
+// available is returned even when ctx has ended.
+func (s *Subscription) Next(ctx context.Context) (Event, error) {
+	select {
+	case <-s.done:
+		return Event{}, ErrClosed
+	default:
+	}
+	l := s.log
+	if l == nil {
+		if s.pos < len(s.replay) {
+			s.pos++
+			return s.replay[s.pos-1], nil
+		}
+		return Event{}, io.EOF
+	}
+	for {
+		l.mu.Lock()
+		if s.pos < len(l.events) {
+			ev := l.events[s.pos]
+			s.pos++
+			l.mu.Unlock()
+			return ev, nil
+		}
+		if l.closed {
+			l.mu.Unlock()
+			return Event{}, io.EOF
+		}
+		if l.wake == nil {
+			l.wake = make(chan struct{})
+		}
+		wake := l.wake
+		l.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
+		case <-s.done:
+			return Event{}, ErrClosed
+		}
+	}
+}
+
+// Close releases the subscription and wakes a Next blocked on it. It is
+// idempotent.
+func (s *Subscription) Close() {
+	s.once.Do(func() { close(s.done) })
+}

@@ -1,0 +1,490 @@
+// Package graph executes graphs the way LangGraph's Pregel loop does: the
+// input is applied as a first checkpoint, then each super-step runs the
+// scheduled nodes (concurrently when several), folds their updates into the
+// state through the channel reducers, writes a checkpoint and decides the
+// next nodes. A run stopped at any point can continue from its last
+// checkpoint, whose Next lists what remains to run.
+//
+// Invariants:
+//   - Exactly one checkpoint is written per super-step (and one for the
+//     input); a checkpoint with a non-empty Next is a resumable point.
+//   - Node updates are applied in the order of the step's node list, so
+//     results do not depend on goroutine scheduling.
+//   - Cancellation is the context: a cancelled run stops at once, leaving
+//     the last written checkpoint as its state.
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/channels"
+	"agentserver/internal/jsonx"
+	"agentserver/internal/storage"
+)
+
+// Start and End name the virtual entry and exit of every graph.
+const (
+	Start = "__start__"
+	End   = "__end__"
+)
+
+// DefaultRecursionLimit bounds super-steps when config.recursion_limit is unset.
+const DefaultRecursionLimit = 25
+
+// ErrRecursionLimit reports a run that exceeded its super-step budget.
+var ErrRecursionLimit = errors.New("recursion limit reached without hitting a stop condition")
+
+// State is a thread's values.
+type State = map[string]any
+
+// Update is what a node returns: channel writes and, optionally, the nodes
+// to run next (overriding the graph's edges).
+type Update struct {
+	Values map[string]any
+	Goto   []string
+}
+
+// Node computes an update from a snapshot of the state.
+type Node func(ctx context.Context, rt *Runtime, state State) (Update, error)
+
+// Router picks the nodes that follow a node; returning nothing ends the run.
+type Router func(state State) []string
+
+// Graph is a compiled graph.
+type Graph struct {
+	Entry string
+	Nodes map[string]Node
+	// Edges maps a node to its router; a node without one leads to End.
+	Edges map[string]Router
+}
+
+// Sink receives what a run produces. Implementations must not block for long:
+// Emit is called on the run's hot path.
+type Sink interface {
+	// Checkpoint persists cp. final is true for the run's last checkpoint.
+	Checkpoint(ctx context.Context, cp storage.Checkpoint, final bool) error
+	// Wants reports whether anyone asked for a stream mode, so that costly
+	// payloads are only built when needed.
+	Wants(mode string) bool
+	// Emit publishes one stream payload of a mode ("values", "updates",
+	// "messages", "custom", "tasks", "checkpoints", "debug").
+	Emit(mode string, payload any)
+}
+
+// Input describes where a run starts.
+type Input struct {
+	RunID    uuid.UUID
+	ThreadID uuid.UUID
+	// From is the checkpoint to continue from (nil: an empty thread).
+	From *storage.Checkpoint
+	// Retry continues From.Next without applying Values (crash recovery).
+	Retry bool
+	// Values is the run input; nil continues From.Next (resume).
+	Values  any
+	Command map[string]any
+	// InterruptBefore and InterruptAfter list node names, or "*" for all.
+	InterruptBefore []string
+	InterruptAfter  []string
+	Config          map[string]any
+	Context         map[string]any
+	// Metadata is copied into every checkpoint's metadata.
+	Metadata map[string]any
+}
+
+// Result is the end of a run.
+type Result struct {
+	Values map[string]any
+	// Next is non-empty when the run paused (interrupt) before finishing.
+	Next []string
+}
+
+// Executor runs graphs with a reducer registry.
+type Executor struct {
+	Reducers *channels.Registry
+	Now      func() time.Time
+}
+
+type runState struct {
+	ex      *Executor
+	g       *Graph
+	in      Input
+	sink    Sink
+	values  State
+	step    int
+	parent  *uuid.UUID
+	last    *storage.Checkpoint
+	emitted map[string]bool // message ids already streamed
+}
+
+// Run executes g from in and reports what it produced to sink.
+func (e *Executor) Run(ctx context.Context, g *Graph, in Input, sink Sink) (Result, error) {
+	rs := &runState{ex: e, g: g, in: in, sink: sink, values: State{}, step: -1, emitted: map[string]bool{}}
+	if in.From != nil {
+		rs.values = in.From.Values
+		if s, ok := in.From.Metadata["step"].(float64); ok {
+			rs.step = int(s)
+		}
+		id := in.From.CheckpointID
+		rs.parent = &id
+		rs.last = in.From
+	}
+	next, resumed, err := rs.start(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	limit := recursionLimit(in.Config)
+	for steps := 0; len(next) > 0; steps++ {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
+		if !resumed && matches(in.InterruptBefore, next) {
+			return rs.pause(ctx, next)
+		}
+		resumed = false
+		if steps >= limit {
+			return Result{}, fmt.Errorf("%w (limit %d)", ErrRecursionLimit, limit)
+		}
+		ran := next
+		if next, err = rs.superstep(ctx, next); err != nil {
+			return Result{}, err
+		}
+		if len(next) > 0 && matches(in.InterruptAfter, ran) {
+			return rs.pause(ctx, next)
+		}
+	}
+	return Result{Values: rs.values}, rs.finish(ctx)
+}
+
+// start applies the input and returns the first nodes to run, and whether
+// they continue a paused checkpoint (so interrupt_before does not re-fire).
+func (rs *runState) start(ctx context.Context) ([]string, bool, error) {
+	in := rs.in
+	if in.Retry && in.From != nil {
+		return in.From.Next, true, nil
+	}
+	var update any = in.Values
+	var gotoNodes []string
+	if in.Command != nil {
+		if u, ok := in.Command["update"]; ok && u != nil {
+			update = commandUpdate(u)
+		}
+		gotoNodes = GotoNodes(in.Command["goto"])
+	}
+	if update == nil && len(gotoNodes) == 0 {
+		if in.From != nil && len(in.From.Next) > 0 {
+			return in.From.Next, true, nil
+		}
+		return nil, false, nil
+	}
+	if update != nil {
+		m, ok := update.(map[string]any)
+		if !ok {
+			return nil, false, fmt.Errorf("%w: input must be an object", channels.ErrInvalidUpdate)
+		}
+		values, err := rs.ex.Reducers.Apply(rs.values, m)
+		if err != nil {
+			return nil, false, err
+		}
+		rs.values = values
+	}
+	next := gotoNodes
+	if len(next) == 0 {
+		next = []string{rs.g.Entry}
+	}
+	writes := map[string]any{Start: jsonx.Clone(update)}
+	if err := rs.checkpoint(ctx, "input", writes, next, len(next) == 0); err != nil {
+		return nil, false, err
+	}
+	return next, false, nil
+}
+
+// commandUpdate accepts an object or a list of [key, value] pairs.
+func commandUpdate(u any) any {
+	pairs, ok := u.([]any)
+	if !ok {
+		return u
+	}
+	m := map[string]any{}
+	for _, p := range pairs {
+		if kv, ok := p.([]any); ok && len(kv) == 2 {
+			if k, ok := kv[0].(string); ok {
+				m[k] = kv[1]
+			}
+		}
+	}
+	return m
+}
+
+// GotoNodes reads a goto target: a node name, a Send object {node, input},
+// or a list of them.
+func GotoNodes(g any) []string {
+	switch v := g.(type) {
+	case string:
+		return []string{v}
+	case map[string]any:
+		if n, ok := v["node"].(string); ok {
+			return []string{n}
+		}
+	case []any:
+		var out []string
+		for _, e := range v {
+			out = append(out, GotoNodes(e)...)
+		}
+		return out
+	}
+	return nil
+}
+
+type nodeResult struct {
+	name   string
+	update Update
+	err    error
+}
+
+// superstep runs the nodes of one step and returns the next ones.
+func (rs *runState) superstep(ctx context.Context, nodes []string) ([]string, error) {
+	results := make([]nodeResult, len(nodes))
+	snapshot := rs.values
+	var wg sync.WaitGroup
+	for i, name := range nodes {
+		fn, ok := rs.g.Nodes[name]
+		if !ok {
+			return nil, fmt.Errorf("graph has no node %q", name)
+		}
+		rt := &Runtime{RunID: rs.in.RunID, ThreadID: rs.in.ThreadID, Node: name, Step: rs.step + 1, Config: rs.in.Config, Context: rs.in.Context, sink: rs.sink, emitted: &rs.emitted}
+		rs.emitTask(name, snapshot)
+		if len(nodes) == 1 {
+			u, err := fn(ctx, rt, snapshot)
+			results[i] = nodeResult{name, u, err}
+			break
+		}
+		wg.Add(1)
+		go func(i int, name string) {
+			defer wg.Done()
+			u, err := fn(ctx, rt, snapshot)
+			results[i] = nodeResult{name, u, err}
+		}(i, name)
+	}
+	wg.Wait()
+	writes := map[string]any{}
+	var next []string
+	for _, r := range results {
+		if r.err != nil {
+			return nil, fmt.Errorf("node %s: %w", r.name, r.err)
+		}
+	}
+	for _, r := range results {
+		values, err := rs.ex.Reducers.Apply(rs.values, r.update.Values)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", r.name, err)
+		}
+		rs.values = values
+		writes[r.name] = r.update.Values
+		rs.emitNodeMessages(r.name, r.update.Values)
+		if rs.sink.Wants("updates") {
+			rs.sink.Emit("updates", map[string]any{r.name: orEmpty(r.update.Values)})
+		}
+		rs.emitTaskResult(r.name, r.update.Values)
+	}
+	for _, r := range results {
+		targets := r.update.Goto
+		if len(targets) == 0 {
+			if route := rs.g.Edges[r.name]; route != nil {
+				targets = route(rs.values)
+			}
+		}
+		for _, t := range targets {
+			if t != End && !slices.Contains(next, t) {
+				next = append(next, t)
+			}
+		}
+	}
+	return next, rs.checkpoint(ctx, "loop", writes, next, len(next) == 0)
+}
+
+// pause stops before the given nodes: the last checkpoint already lists
+// them in Next, so a later run with a null input continues there.
+func (rs *runState) pause(ctx context.Context, next []string) (Result, error) {
+	if rs.sink.Wants("updates") {
+		rs.sink.Emit("updates", map[string]any{"__interrupt__": []any{}})
+	}
+	if rs.last != nil && rs.last.CheckpointID != uuid.Nil {
+		if err := rs.sink.Checkpoint(ctx, *rs.last, true); err != nil {
+			return Result{}, err
+		}
+	}
+	return Result{Values: rs.values, Next: next}, nil
+}
+
+// finish makes sure the final checkpoint reached the sink as final.
+func (rs *runState) finish(ctx context.Context) error {
+	if rs.last == nil {
+		return nil
+	}
+	return rs.sink.Checkpoint(ctx, *rs.last, true)
+}
+
+func (rs *runState) checkpoint(ctx context.Context, source string, writes map[string]any, next []string, final bool) error {
+	rs.step++
+	meta := jsonx.Merge(rs.in.Metadata, map[string]any{
+		"source": source, "step": float64(rs.step), "writes": writes, "parents": map[string]any{},
+		"run_id": rs.in.RunID.String(), "thread_id": rs.in.ThreadID.String(),
+	})
+	runID := rs.in.RunID
+	cp := storage.Checkpoint{
+		ThreadID: rs.in.ThreadID, CheckpointID: uuid.Must(uuid.NewV7()), ParentID: rs.parent,
+		CreatedAt: rs.ex.now(), Values: rs.values, Metadata: meta, Next: nonNil(next), RunID: &runID,
+	}
+	for _, n := range next {
+		cp.Tasks = append(cp.Tasks, storage.CheckpointTask{ID: uuid.NewString(), Name: n, Interrupts: []any{}})
+	}
+	if cp.Tasks == nil {
+		cp.Tasks = []storage.CheckpointTask{}
+	}
+	id := cp.CheckpointID
+	rs.parent = &id
+	rs.last = &cp
+	// The final checkpoint is handed over once, by finish or pause.
+	if !final {
+		if err := rs.sink.Checkpoint(ctx, cp, false); err != nil {
+			return err
+		}
+	}
+	if rs.sink.Wants("values") {
+		rs.sink.Emit("values", rs.values)
+	}
+	if rs.sink.Wants("checkpoints") || rs.sink.Wants("debug") {
+		payload := map[string]any{
+			"values": rs.values, "metadata": meta, "next": cp.Next,
+			"config":        map[string]any{"configurable": map[string]any{"thread_id": rs.in.ThreadID.String(), "checkpoint_ns": "", "checkpoint_id": id.String()}},
+			"parent_config": parentConfig(rs.in.ThreadID, cp.ParentID),
+			"tasks":         cp.Tasks,
+		}
+		rs.sink.Emit("checkpoints", payload)
+		rs.debug("checkpoint", payload)
+	}
+	return nil
+}
+
+func parentConfig(thread uuid.UUID, parent *uuid.UUID) any {
+	if parent == nil {
+		return nil
+	}
+	return map[string]any{"configurable": map[string]any{"thread_id": thread.String(), "checkpoint_ns": "", "checkpoint_id": parent.String()}}
+}
+
+func (rs *runState) emitTask(name string, input State) {
+	if !rs.sink.Wants("tasks") && !rs.sink.Wants("debug") {
+		return
+	}
+	payload := map[string]any{"id": name + ":" + rs.in.RunID.String(), "name": name, "input": input, "triggers": []string{"branch:to:" + name}}
+	rs.sink.Emit("tasks", payload)
+	rs.debug("task", payload)
+}
+
+func (rs *runState) emitTaskResult(name string, update map[string]any) {
+	if !rs.sink.Wants("tasks") && !rs.sink.Wants("debug") {
+		return
+	}
+	var result []any
+	for k, v := range update {
+		result = append(result, []any{k, v})
+	}
+	payload := map[string]any{"id": name + ":" + rs.in.RunID.String(), "name": name, "error": nil, "result": nonNilAny(result), "interrupts": []any{}}
+	rs.sink.Emit("tasks", payload)
+	rs.debug("task_result", payload)
+}
+
+func (rs *runState) debug(kind string, payload any) {
+	if rs.sink.Wants("debug") {
+		rs.sink.Emit("debug", map[string]any{"type": kind, "step": float64(rs.step), "timestamp": rs.ex.now().Format(time.RFC3339Nano), "payload": payload})
+	}
+}
+
+// emitNodeMessages streams messages a node wrote to state that it did not
+// already stream token by token, as LangGraph's messages mode does.
+func (rs *runState) emitNodeMessages(node string, update map[string]any) {
+	if !rs.sink.Wants("messages") {
+		return
+	}
+	msgs, err := channels.NormalizeMessages(update[channels.MessagesChannel])
+	if update[channels.MessagesChannel] == nil || err != nil {
+		return
+	}
+	for _, m := range msgs {
+		msg := m.(map[string]any)
+		id, _ := msg["id"].(string)
+		if rs.emitted[id] || msg["type"] == "human" || msg["type"] == "remove" {
+			continue
+		}
+		rs.emitted[id] = true
+		rs.sink.Emit("messages", []any{msg, MessageMetadata(rs.in, node, rs.step+1)})
+	}
+}
+
+// MessageMetadata is the metadata half of a messages-tuple event.
+func MessageMetadata(in Input, node string, step int) map[string]any {
+	md := jsonx.Merge(in.Metadata, map[string]any{
+		"langgraph_node": node, "langgraph_step": float64(step), "langgraph_checkpoint_ns": node + ":" + in.RunID.String(),
+		"langgraph_triggers": []string{"branch:to:" + node}, "run_id": in.RunID.String(), "thread_id": in.ThreadID.String(),
+	})
+	return md
+}
+
+func (e *Executor) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now().UTC()
+}
+
+func matches(list []string, nodes []string) bool {
+	for _, n := range list {
+		if n == "*" || slices.Contains(nodes, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func recursionLimit(cfg map[string]any) int {
+	switch v := cfg["recursion_limit"].(type) {
+	case float64:
+		if v > 0 {
+			return int(v)
+		}
+	case int:
+		if v > 0 {
+			return v
+		}
+	}
+	return DefaultRecursionLimit
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilAny(s []any) []any {
+	if s == nil {
+		return []any{}
+	}
+	return s
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}

@@ -1,0 +1,598 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/assistants"
+	"agentserver/internal/testutil"
+)
+
+func startRunsServer(t *testing.T) *testutil.Server {
+	return testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs})
+}
+
+func newThread(t *testing.T, s *testutil.Server) string {
+	t.Helper()
+	return s.Must(200, "POST", "/threads", nil).Object(t)["thread_id"].(string)
+}
+
+func userInput(text string) map[string]any {
+	return map[string]any{"messages": []any{map[string]any{"role": "user", "content": text}}}
+}
+
+func lastMessage(t *testing.T, values any) map[string]any {
+	t.Helper()
+	msgs := values.(map[string]any)["messages"].([]any)
+	return msgs[len(msgs)-1].(map[string]any)
+}
+
+func runStatus(t *testing.T, s *testutil.Server, tid, rid string) string {
+	t.Helper()
+	return s.Must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).Object(t)["status"].(string)
+}
+
+func waitStatus(t *testing.T, s *testutil.Server, tid, rid, want string) {
+	t.Helper()
+	testutil.Eventually(t, 5*time.Second, "run "+rid+" to become "+want, func() bool { return runStatus(t, s, tid, rid) == want })
+}
+
+func TestRunWaitEcho(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("hi")})
+	if got := lastMessage(t, r.JSON)["content"]; got != "echo: hi" {
+		t.Fatalf("last message = %v", got)
+	}
+	loc := r.Header.Get("Content-Location")
+	if !strings.HasPrefix(loc, "/threads/"+tid+"/runs/") {
+		t.Fatalf("Content-Location = %q", loc)
+	}
+	rid := strings.TrimPrefix(loc, "/threads/"+tid+"/runs/")
+	run := s.Must(200, "GET", loc, nil).Object(t)
+	if run["status"] != "success" || run["assistant_id"] != assistants.SystemID("echo").String() {
+		t.Fatalf("run = %v", run)
+	}
+	if run["multitask_strategy"] != "enqueue" || run["kwargs"].(map[string]any)["input"] == nil {
+		t.Fatalf("run fields = %v", run)
+	}
+	th := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)
+	if th["status"] != "idle" || th["metadata"].(map[string]any)["graph_id"] != "echo" {
+		t.Fatalf("thread after run = %v", th)
+	}
+	if got := lastMessage(t, th["values"])["content"]; got != "echo: hi" {
+		t.Fatalf("thread values = %v", th["values"])
+	}
+	hist := s.Must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 10}).List(t)
+	if len(hist) != 2 {
+		t.Fatalf("history = %d checkpoints, want input + loop", len(hist))
+	}
+	newest := hist[0].(map[string]any)["metadata"].(map[string]any)
+	if newest["source"] != "loop" || newest["run_id"] != rid || newest["writes"].(map[string]any)["echo"] == nil {
+		t.Fatalf("checkpoint metadata = %v", newest)
+	}
+	list := s.Must(200, "GET", "/threads/"+tid+"/runs", nil)
+	if len(list.List(t)) != 1 || list.Header.Get("X-Pagination-Total") != "1" {
+		t.Fatalf("list = %s", list.Raw)
+	}
+	// A second run continues the conversation.
+	r2 := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("again")})
+	if msgs := r2.JSON.(map[string]any)["messages"].([]any); len(msgs) != 4 {
+		t.Fatalf("messages after 2 runs = %d", len(msgs))
+	}
+}
+
+func TestRunCreateAndJoin(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	run := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": "join-" + tid}}).Object(t)
+	rid := run["run_id"].(string)
+	if run["status"] != "pending" {
+		t.Fatalf("created run = %v", run)
+	}
+	waitStatus(t, s, tid, rid, "running")
+	if st := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)["status"]; st != "busy" {
+		t.Fatalf("thread status while running = %v", st)
+	}
+	s.Must(409, "POST", "/threads/"+tid+"/state", map[string]any{"values": map[string]any{"x": 1}})
+	s.Must(409, "DELETE", "/threads/"+tid+"/runs/"+rid, nil)
+	joined := make(chan testutil.Response, 1)
+	go func() { joined <- s.Do("GET", "/threads/"+tid+"/runs/"+rid+"/join", nil) }()
+	testutil.Release("join-" + tid)
+	j := <-joined
+	if j.Status != 200 || lastMessage(t, j.JSON)["content"] != "released join-"+tid {
+		t.Fatalf("join = %d %s", j.Status, j.Raw)
+	}
+	if runStatus(t, s, tid, rid) != "success" {
+		t.Fatal("run not success after join")
+	}
+	s.Must(404, "GET", "/threads/"+tid+"/runs/"+uuid.NewString(), nil)
+	other := newThread(t, s)
+	s.Must(404, "GET", "/threads/"+other+"/runs/"+rid, nil)
+	s.Must(204, "DELETE", "/threads/"+tid+"/runs/"+rid, nil)
+	s.Must(404, "GET", "/threads/"+tid+"/runs/"+rid, nil)
+}
+
+func TestRunStreamModes(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{
+		"assistant_id": "echo", "input": userInput("stream me"),
+		"stream_mode": []string{"values", "updates", "messages-tuple", "custom", "tasks", "checkpoints", "debug", "messages"},
+	}, nil)
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Location"), "/threads/"+tid+"/runs/") {
+		t.Fatalf("Content-Location = %q", resp.Header.Get("Content-Location"))
+	}
+	evs, err := testutil.NewSSEReader(resp.Body).All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]int{}
+	for _, e := range evs {
+		names[e.Event]++
+		if e.ID != "" {
+			t.Fatalf("non-resumable stream carries ids: %+v", e)
+		}
+	}
+	if evs[0].Event != "metadata" || evs[0].Data.(map[string]any)["attempt"] != 1.0 || evs[0].Data.(map[string]any)["run_id"] == nil {
+		t.Fatalf("first event = %+v", evs[0])
+	}
+	if evs[len(evs)-1].Event != "end" {
+		t.Fatalf("last event = %+v", evs[len(evs)-1])
+	}
+	for _, want := range []string{"values", "updates", "messages", "tasks", "checkpoints", "debug", "messages/metadata", "messages/complete"} {
+		if names[want] == 0 {
+			t.Errorf("no %q event in %v", want, names)
+		}
+	}
+	if names["values"] != 2 {
+		t.Errorf("values events = %d, want 2 (input and echo steps)", names["values"])
+	}
+	for _, e := range evs {
+		switch e.Event {
+		case "updates":
+			if _, ok := e.Data.(map[string]any)["echo"]; !ok {
+				t.Errorf("updates event not keyed by node: %s", e.Raw)
+			}
+		case "messages":
+			pair := e.Data.([]any)
+			if pair[0].(map[string]any)["content"] != "echo: stream me" || pair[1].(map[string]any)["langgraph_node"] != "echo" {
+				t.Errorf("messages event = %s", e.Raw)
+			}
+		}
+	}
+}
+
+func TestResumableStreamAndLastEventID(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	gate := "resume-" + tid
+	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{
+		"assistant_id": "gated", "input": map[string]any{"gate": gate}, "stream_resumable": true,
+		"stream_mode": []string{"values", "custom"}, "on_disconnect": "continue",
+	}, nil)
+	loc := resp.Header.Get("Location")
+	if !strings.HasSuffix(loc, "/stream") {
+		t.Fatalf("Location = %q", loc)
+	}
+	rd := testutil.NewSSEReader(resp.Body)
+	first, _ := rd.Next()
+	second, _ := rd.Next()
+	if first.ID != "1" || first.Event != "metadata" || second.ID != "2" {
+		t.Fatalf("first events = %+v %+v", first, second)
+	}
+	resp.Body.Close() // the client drops; on_disconnect=continue keeps the run
+	testutil.Release(gate)
+	rid := strings.TrimSuffix(strings.TrimPrefix(loc, "/threads/"+tid+"/runs/"), "/stream")
+	waitStatus(t, s, tid, rid, "success")
+
+	for _, c := range []struct {
+		last  string
+		first string
+	}{{"-1", "1"}, {"1", "2"}, {"2", "3"}} {
+		j := s.Stream("GET", loc, nil, http.Header{"Last-Event-ID": {c.last}})
+		evs, err := testutil.NewSSEReader(j.Body).All()
+		j.Body.Close()
+		if err != nil || len(evs) == 0 || evs[0].ID != c.first || evs[len(evs)-1].Event != "end" {
+			t.Fatalf("Last-Event-ID %s: %v %+v", c.last, err, evs)
+		}
+	}
+	// Filtered join: only values (plus control events).
+	j := s.Stream("GET", loc+`?stream_mode=["values"]`, nil, http.Header{"Last-Event-ID": {"-1"}})
+	evs, _ := testutil.NewSSEReader(j.Body).All()
+	j.Body.Close()
+	for _, e := range evs {
+		if e.Event == "custom" {
+			t.Fatalf("filter let a custom event through: %+v", evs)
+		}
+	}
+}
+
+func TestJoinNonResumableSeesOnlyNewEvents(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	gate := "live-" + tid
+	run := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}, "stream_mode": []string{"values", "custom"}}).Object(t)
+	rid := run["run_id"].(string)
+	waitStatus(t, s, tid, rid, "running")
+	j := s.Stream("GET", "/threads/"+tid+"/runs/"+rid+"/stream", nil, nil)
+	defer j.Body.Close()
+	// The metadata and custom events happened before the join.
+	go testutil.Release(gate)
+	evs, err := testutil.NewSSEReader(j.Body).All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Event == "metadata" || e.Event == "custom" {
+			t.Fatalf("join replayed an old event: %+v", e)
+		}
+	}
+	if len(evs) == 0 || evs[len(evs)-1].Event != "end" {
+		t.Fatalf("join events = %+v", evs)
+	}
+	// Joining a finished non-resumable run: an empty stream that closes.
+	j2 := s.Stream("GET", "/threads/"+tid+"/runs/"+rid+"/stream", nil, nil)
+	evs2, _ := testutil.NewSSEReader(j2.Body).All()
+	j2.Body.Close()
+	if len(evs2) != 0 {
+		t.Fatalf("join of a finished run = %+v", evs2)
+	}
+}
+
+func TestMultitaskStrategies(t *testing.T) {
+	s := startRunsServer(t)
+	start := func(tid, gate, strategy string) testutil.Response {
+		body := map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}
+		if strategy != "" {
+			body["multitask_strategy"] = strategy
+		}
+		return s.Do("POST", "/threads/"+tid+"/runs", body)
+	}
+	t.Run("reject", func(t *testing.T) {
+		tid := newThread(t, s)
+		first := start(tid, "rj1-"+tid, "").Object(t)["run_id"].(string)
+		waitStatus(t, s, tid, first, "running")
+		r := start(tid, "rj2-"+tid, "reject")
+		if r.Status != 409 {
+			t.Fatalf("reject: %d %s", r.Status, r.Raw)
+		}
+		testutil.Release("rj1-" + tid)
+		waitStatus(t, s, tid, first, "success")
+	})
+	t.Run("interrupt", func(t *testing.T) {
+		tid := newThread(t, s)
+		first := start(tid, "in1-"+tid, "").Object(t)["run_id"].(string)
+		waitStatus(t, s, tid, first, "running")
+		testutil.Release("in2-" + tid)
+		second := start(tid, "in2-"+tid, "interrupt").Object(t)["run_id"].(string)
+		waitStatus(t, s, tid, first, "interrupted")
+		waitStatus(t, s, tid, second, "success")
+		vals := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)["values"]
+		if lastMessage(t, vals)["content"] != "released in2-"+tid {
+			t.Fatalf("state after interrupt = %v", vals)
+		}
+	})
+	t.Run("rollback", func(t *testing.T) {
+		tid := newThread(t, s)
+		first := start(tid, "rb1-"+tid, "").Object(t)["run_id"].(string)
+		waitStatus(t, s, tid, first, "running")
+		testutil.Release("rb2-" + tid)
+		second := start(tid, "rb2-"+tid, "rollback").Object(t)["run_id"].(string)
+		testutil.Eventually(t, 5*time.Second, "rolled back run to disappear", func() bool {
+			return s.Do("GET", "/threads/"+tid+"/runs/"+first, nil).Status == 404
+		})
+		waitStatus(t, s, tid, second, "success")
+		hist := s.Must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 20}).List(t)
+		for _, h := range hist {
+			if h.(map[string]any)["metadata"].(map[string]any)["run_id"] == first {
+				t.Fatal("a checkpoint of the rolled back run survived")
+			}
+		}
+	})
+	t.Run("enqueue", func(t *testing.T) {
+		tid := newThread(t, s)
+		first := start(tid, "eq1-"+tid, "enqueue").Object(t)["run_id"].(string)
+		second := start(tid, "eq2-"+tid, "enqueue").Object(t)["run_id"].(string)
+		waitStatus(t, s, tid, first, "running")
+		testutil.Release("eq2-" + tid)
+		if st := runStatus(t, s, tid, second); st != "pending" {
+			t.Fatalf("second run started before the first ended: %s", st)
+		}
+		testutil.Release("eq1-" + tid)
+		waitStatus(t, s, tid, second, "success")
+		if runStatus(t, s, tid, first) != "success" {
+			t.Fatal("first run did not succeed")
+		}
+	})
+}
+
+func TestCancel(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": "never-" + tid}}).Object(t)["run_id"].(string)
+	waitStatus(t, s, tid, rid, "running")
+	began := time.Now()
+	s.Must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1&action=interrupt", nil)
+	if time.Since(began) > 2*time.Second {
+		t.Fatal("cancel took too long")
+	}
+	if runStatus(t, s, tid, rid) != "interrupted" {
+		t.Fatal("run not interrupted after cancel with wait")
+	}
+	if st := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)["status"]; st != "idle" {
+		t.Fatalf("thread after cancel = %v", st)
+	}
+	// Cancelling a finished run is a no-op 2xx.
+	s.Must(202, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=false", nil)
+	if runStatus(t, s, tid, rid) != "interrupted" {
+		t.Fatal("cancel of a finished run changed it")
+	}
+	s.Must(404, "POST", "/threads/"+tid+"/runs/"+uuid.NewString()+"/cancel", nil)
+	s.Must(404, "POST", "/threads/"+newThread(t, s)+"/runs/"+rid+"/cancel", nil)
+	s.Must(422, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=maybe", nil)
+
+	// wait=0 answers 202 at once; rollback deletes the run.
+	rid2 := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": "never2-" + tid}}).Object(t)["run_id"].(string)
+	waitStatus(t, s, tid, rid2, "running")
+	s.Must(202, "POST", "/threads/"+tid+"/runs/"+rid2+"/cancel?wait=0&action=rollback", nil)
+	testutil.Eventually(t, 5*time.Second, "rolled back run to be deleted", func() bool {
+		return s.Do("GET", "/threads/"+tid+"/runs/"+rid2, nil).Status == 404
+	})
+
+	// A pending run (delayed) is cancelled without ever starting.
+	rid3 := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("later"), "after_seconds": 60}).Object(t)["run_id"].(string)
+	s.Must(204, "POST", "/threads/"+tid+"/runs/"+rid3+"/cancel?wait=true", nil)
+	if runStatus(t, s, tid, rid3) != "interrupted" {
+		t.Fatal("pending run not interrupted")
+	}
+}
+
+func TestFailingRunAndThreadError(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "failing", "input": map[string]any{"x": 1}})
+	e := r.Object(t)["__error__"].(map[string]any)
+	if !strings.Contains(e["message"].(string), "boom") || e["error"] == "" {
+		t.Fatalf("__error__ = %v", e)
+	}
+	th := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)
+	if th["status"] != "error" {
+		t.Fatalf("thread after failure = %v", th)
+	}
+	runs := s.Must(200, "GET", "/threads/"+tid+"/runs?status=error", nil).List(t)
+	if len(runs) != 1 || !strings.Contains(runs[0].(map[string]any)["error"].(string), "boom") {
+		t.Fatalf("failed runs = %v", runs)
+	}
+	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "failing", "input": map[string]any{}}, nil)
+	evs, _ := testutil.NewSSEReader(resp.Body).All()
+	resp.Body.Close()
+	found := false
+	for _, ev := range evs {
+		found = found || (ev.Event == "error" && strings.Contains(ev.Raw, "boom"))
+	}
+	if !found {
+		t.Fatalf("no error event: %+v", evs)
+	}
+}
+
+func TestInterruptBeforeAndResume(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "steps", "input": map[string]any{"trail": []any{}}, "interrupt_before": []string{"b"}})
+	if trail := r.Object(t)["trail"].([]any); len(trail) != 1 {
+		t.Fatalf("trail at interrupt = %v", trail)
+	}
+	th := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)
+	st := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)
+	if th["status"] != "interrupted" || st["next"].([]any)[0] != "b" {
+		t.Fatalf("thread %v, next %v", th["status"], st["next"])
+	}
+	r2 := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "steps", "input": nil})
+	if trail := r2.Object(t)["trail"].([]any); len(trail) != 3 {
+		t.Fatalf("trail after resume = %v", trail)
+	}
+	if st := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)["status"]; st != "idle" {
+		t.Fatalf("thread after resume = %v", st)
+	}
+	// interrupt_after "*" pauses after the first node; command.goto jumps.
+	tid2 := newThread(t, s)
+	s.Must(200, "POST", "/threads/"+tid2+"/runs/wait", map[string]any{"assistant_id": "steps", "input": map[string]any{}, "interrupt_after": "*"})
+	if next := s.Must(200, "GET", "/threads/"+tid2+"/state", nil).Object(t)["next"].([]any); len(next) != 1 || next[0] != "b" {
+		t.Fatalf("next after interrupt_after = %v", next)
+	}
+	g := s.Must(200, "POST", "/threads/"+tid2+"/runs/wait", map[string]any{"assistant_id": "steps", "command": map[string]any{"goto": "c"}})
+	if trail := g.Object(t)["trail"].([]any); len(trail) != 2 || trail[1] != "c" {
+		t.Fatalf("trail after goto = %v", trail)
+	}
+}
+
+func TestRunOptions(t *testing.T) {
+	s := startRunsServer(t)
+	t.Run("if_not_exists", func(t *testing.T) {
+		id := uuid.NewString()
+		s.Must(404, "POST", "/threads/"+id+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("x")})
+		s.Must(200, "POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("x"), "if_not_exists": "create"})
+		if th := s.Must(200, "GET", "/threads/"+id, nil).Object(t); th["metadata"].(map[string]any)["graph_id"] != "echo" {
+			t.Fatalf("created thread = %v", th)
+		}
+	})
+	t.Run("unknown assistant", func(t *testing.T) {
+		tid := newThread(t, s)
+		s.Must(404, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": uuid.NewString(), "input": userInput("x")})
+		s.Must(404, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "nope", "input": userInput("x")})
+		s.Must(422, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "stream_mode": "sideways"})
+		if n := len(s.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t)); n != 0 {
+			t.Fatalf("rejected creations left %d runs", n)
+		}
+	})
+	t.Run("after_seconds", func(t *testing.T) {
+		tid := newThread(t, s)
+		rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("x"), "after_seconds": 0.3}).Object(t)["run_id"].(string)
+		if st := runStatus(t, s, tid, rid); st != "pending" {
+			t.Fatalf("delayed run is %s at once", st)
+		}
+		waitStatus(t, s, tid, rid, "success")
+	})
+	t.Run("fork from checkpoint", func(t *testing.T) {
+		tid := newThread(t, s)
+		s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("one")})
+		hist := s.Must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 10}).List(t)
+		first := hist[len(hist)-1].(map[string]any)["checkpoint"].(map[string]any)["checkpoint_id"].(string)
+		r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("two"), "checkpoint_id": first})
+		msgs := r.Object(t)["messages"].([]any)
+		if len(msgs) != 3 || lastMessage(t, r.JSON)["content"] != "echo: two" {
+			t.Fatalf("fork messages = %v", msgs)
+		}
+	})
+	t.Run("config, context and metadata", func(t *testing.T) {
+		tid := newThread(t, s)
+		rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{
+			"assistant_id": "echo", "input": userInput("x"), "metadata": map[string]any{"tag": "m"},
+			"config": map[string]any{"configurable": map[string]any{"k": "v"}}, "context": map[string]any{"c": 1},
+		}).Object(t)["run_id"].(string)
+		run := s.Must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).Object(t)
+		kw := run["kwargs"].(map[string]any)
+		conf := kw["config"].(map[string]any)["configurable"].(map[string]any)
+		if run["metadata"].(map[string]any)["tag"] != "m" || conf["k"] != "v" || conf["run_id"] != rid || kw["context"].(map[string]any)["c"] != 1.0 {
+			t.Fatalf("run = %v", run)
+		}
+	})
+}
+
+func TestStatelessRuns(t *testing.T) {
+	s := startRunsServer(t)
+	r := s.Must(200, "POST", "/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("solo")})
+	if lastMessage(t, r.JSON)["content"] != "echo: solo" {
+		t.Fatalf("stateless wait = %s", r.Raw)
+	}
+	if loc := r.Header.Get("Content-Location"); !strings.HasPrefix(loc, "/runs/") {
+		t.Fatalf("stateless Content-Location = %q", loc)
+	}
+	if n := s.Must(200, "POST", "/threads/count", nil).JSON; n != 0.0 {
+		t.Fatalf("temporary thread kept: %v threads", n)
+	}
+	kept := s.Must(200, "POST", "/runs", map[string]any{"assistant_id": "echo", "input": userInput("keep"), "on_completion": "keep"}).Object(t)
+	tid := kept["thread_id"].(string)
+	testutil.Eventually(t, 5*time.Second, "kept thread to be idle", func() bool {
+		r := s.Do("GET", "/threads/"+tid, nil)
+		return r.Status == 200 && r.Object(t)["status"] == "idle"
+	})
+	resp := s.Stream("POST", "/runs/stream", map[string]any{"assistant_id": "echo", "input": userInput("s"), "stream_mode": "updates"}, nil)
+	evs, _ := testutil.NewSSEReader(resp.Body).All()
+	resp.Body.Close()
+	if len(evs) < 3 || evs[1].Event != "updates" {
+		t.Fatalf("stateless stream = %+v", evs)
+	}
+	batch := s.Must(200, "POST", "/runs/batch", []any{
+		map[string]any{"assistant_id": "echo", "input": userInput("b1")},
+		map[string]any{"assistant_id": "echo", "input": userInput("b2")},
+	}).List(t)
+	if len(batch) != 2 {
+		t.Fatalf("batch = %v", batch)
+	}
+	s.Must(422, "POST", "/runs/batch", []any{})
+}
+
+func TestAgentProtocolRuns(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	run := s.Must(200, "POST", "/runs", map[string]any{"agent_id": "gated", "thread_id": tid, "input": map[string]any{"gate": "ap-" + tid}}).Object(t)
+	rid := run["run_id"].(string)
+	if run["thread_id"] != tid || run["agent_id"] == nil {
+		t.Fatalf("AP run = %v", run)
+	}
+	testutil.Eventually(t, 5*time.Second, "run to start", func() bool { return runStatus(t, s, tid, rid) == "running" })
+	if st := s.Must(200, "GET", "/runs/"+rid, nil).Object(t)["status"]; st != "pending" {
+		t.Fatalf("AP status of a running run = %v, want pending", st)
+	}
+	found := s.Must(200, "POST", "/runs/search", map[string]any{"thread_id": tid, "status": "pending"}).List(t)
+	if len(found) != 1 {
+		t.Fatalf("AP search = %v", found)
+	}
+	testutil.Release("ap-" + tid)
+	w := s.Must(200, "GET", "/runs/"+rid+"/wait", nil).Object(t)
+	if w["run"].(map[string]any)["status"] != "success" || w["values"] == nil || len(w["messages"].([]any)) != 1 {
+		t.Fatalf("AP wait = %v", w)
+	}
+	aw := s.Must(200, "POST", "/runs/wait", map[string]any{"agent_id": "echo", "thread_id": tid, "messages": []any{map[string]any{"role": "user", "content": "ap"}}}).Object(t)
+	if aw["run"] == nil || lastMessage(t, aw["values"])["content"] != "echo: ap" {
+		t.Fatalf("AP create+wait = %v", aw)
+	}
+	s.Must(204, "POST", "/runs/"+rid+"/cancel?wait=1", nil)
+	s.Must(204, "DELETE", "/runs/"+rid, nil)
+	s.Must(404, "GET", "/runs/"+rid, nil)
+}
+
+func TestWebhook(t *testing.T) {
+	var mu sync.Mutex
+	var got []map[string]any
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		got = append(got, body)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("hook"), "webhook": hook.URL + "/done"})
+	testutil.Eventually(t, 5*time.Second, "webhook delivery", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 1
+	})
+	if got[0]["status"] != "success" || got[0]["thread_id"] != tid || lastMessage(t, got[0]["values"])["content"] != "echo: hook" {
+		t.Fatalf("webhook body = %v", got[0])
+	}
+	s.Must(422, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "webhook": "ftp://x"})
+}
+
+func TestOnDisconnectCancel(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": "dc-" + tid}, "stream_mode": "custom"}, nil)
+	rid := strings.TrimPrefix(resp.Header.Get("Content-Location"), "/threads/"+tid+"/runs/")
+	rd := testutil.NewSSEReader(resp.Body)
+	rd.Next() // metadata
+	rd.Next() // custom: the node is waiting
+	resp.Body.Close()
+	waitStatus(t, s, tid, rid, "interrupted")
+}
+
+func TestThreadJoinStream(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	resp := s.Stream("GET", "/threads/"+tid+"/stream", nil, nil)
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("thread stream: %d %s", resp.StatusCode, b)
+	}
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("t1")})
+	rd := testutil.NewSSEReader(resp.Body)
+	seen := map[string]bool{}
+	for !seen["run_done"] {
+		ev, err := rd.Next()
+		if err != nil {
+			t.Fatalf("thread stream ended early: %v (seen %v)", err, seen)
+		}
+		seen[ev.Event] = true
+	}
+	if !seen["metadata"] || !seen["values"] {
+		t.Fatalf("thread stream events = %v", seen)
+	}
+}

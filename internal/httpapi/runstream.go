@@ -1,0 +1,354 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/api"
+	"agentserver/internal/events"
+	"agentserver/internal/runs"
+	"agentserver/internal/sse"
+	"agentserver/internal/storage"
+)
+
+// heartbeatEvery is the cadence of ": heartbeat" comments on idle streams.
+const heartbeatEvery = 5 * time.Second
+
+// keepAliveEvery is how often /wait and /join write a newline while waiting.
+const keepAliveEvery = time.Second
+
+// eventSource is a subscription to a run's or a thread's events.
+type eventSource interface {
+	Next(ctx context.Context) (events.Event, error)
+	Close()
+}
+
+// streamResponse streams a run's events as SSE. It satisfies the strict
+// response interface of every streaming route.
+type streamResponse struct {
+	ctx     context.Context
+	runs    *runs.Service
+	sub     eventSource
+	headers map[string]string
+	withIDs bool
+	filter  map[string]bool
+	// onDisconnect runs when the client leaves before the stream ended.
+	onDisconnect func()
+}
+
+func (s *streamResponse) write(w http.ResponseWriter) error {
+	for k, v := range s.headers {
+		w.Header().Set(k, v)
+	}
+	sw := sse.NewWriter(w)
+	if err := sw.Start(); err != nil {
+		return err
+	}
+	if s.sub == nil {
+		return nil // nothing retained to replay: an empty stream
+	}
+	defer s.sub.Close()
+	var filter func(string) bool
+	if len(s.filter) > 0 {
+		filter = func(name string) bool {
+			base := name
+			for i := 0; i < len(name); i++ {
+				if name[i] == '|' || name[i] == '/' {
+					base = name[:i]
+					break
+				}
+			}
+			return s.filter[base] || name == "metadata" || name == "error" || name == "end" ||
+				(base == "messages" && (s.filter["messages-tuple"] || s.filter["messages"]))
+		}
+	}
+	err := sse.Pump(s.ctx, sw, s.sub.Next, sse.PumpOptions{Heartbeat: heartbeatEvery, Filter: filter, WithIDs: s.withIDs})
+	if err != nil && s.ctx.Err() != nil && s.onDisconnect != nil {
+		s.onDisconnect()
+		return nil
+	}
+	return err
+}
+
+func (s *streamResponse) VisitStreamThreadRunResponse(w http.ResponseWriter) error { return s.write(w) }
+func (s *streamResponse) VisitStreamRunResponse(w http.ResponseWriter) error       { return s.write(w) }
+func (s *streamResponse) VisitJoinThreadRunStreamResponse(w http.ResponseWriter) error {
+	return s.write(w)
+}
+func (s *streamResponse) VisitJoinRunStreamResponse(w http.ResponseWriter) error { return s.write(w) }
+func (s *streamResponse) VisitJoinThreadStreamResponse(w http.ResponseWriter) error {
+	return s.write(w)
+}
+
+// startStream creates a run and streams it from its first event.
+func (h *Handler) startStream(ctx context.Context, b *api.RunCreate, threadID *uuid.UUID) (*streamResponse, error) {
+	p, err := h.createParams(ctx, b, threadID)
+	if err != nil {
+		return nil, err
+	}
+	r, err := h.runs.Create(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := h.runs.Subscribe(r.RunID, "-1")
+	if err != nil {
+		return nil, err
+	}
+	headers := map[string]string{"Content-Location": runLocation(r)}
+	if p.StreamResumable {
+		headers["Location"] = streamLocation(r)
+	}
+	resp := &streamResponse{ctx: ctx, runs: h.runs, sub: sub, headers: headers, withIDs: p.StreamResumable}
+	if onDisconnectCancel(b) {
+		resp.onDisconnect = h.cancelInBackground(r)
+	}
+	return resp, nil
+}
+
+// cancelInBackground returns a function that interrupts a run after its
+// client went away; the request context is gone by then.
+func (h *Handler) cancelInBackground(r storage.Run) func() {
+	return func() {
+		if h.runs.Stopped() {
+			return // shutting down: the run is kept for the next start
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		tid := r.ThreadID
+		_ = h.runs.Cancel(ctx, &tid, r.RunID, runs.ActionInterrupt, false)
+	}
+}
+
+// StreamThreadRun implements POST /threads/{thread_id}/runs/stream.
+func (h *Handler) StreamThreadRun(ctx context.Context, req api.StreamThreadRunRequestObject) (api.StreamThreadRunResponseObject, error) {
+	tid := req.ThreadId
+	return h.startStream(ctx, req.Body, &tid)
+}
+
+// StreamRun implements POST /runs/stream.
+func (h *Handler) StreamRun(ctx context.Context, req api.StreamRunRequestObject) (api.StreamRunResponseObject, error) {
+	return h.startStream(ctx, req.Body, bodyThread(req.Body))
+}
+
+// joinStream streams an existing run from Last-Event-ID (or from now).
+func (h *Handler) joinStream(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID, lastEventID *string, modes []string, cancelParam *string) (*streamResponse, error) {
+	cancelOnDisconnect, err := parseBool(cancelParam, false)
+	if err != nil {
+		return nil, err
+	}
+	r, err := h.runs.Get(ctx, threadID, runID)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := h.runs.Subscribe(runID, deref(lastEventID))
+	if err != nil {
+		return nil, err
+	}
+	resp := &streamResponse{ctx: ctx, runs: h.runs, sub: sub, withIDs: boolKwarg(r, "resumable"), filter: map[string]bool{}}
+	for _, m := range parseList(modes) {
+		resp.filter[m] = true
+	}
+	if cancelOnDisconnect {
+		resp.onDisconnect = h.cancelInBackground(r)
+	}
+	return resp, nil
+}
+
+func boolKwarg(r storage.Run, key string) bool {
+	b, _ := r.Kwargs[key].(bool)
+	return b
+}
+
+// JoinThreadRunStream implements GET /threads/{thread_id}/runs/{run_id}/stream.
+func (h *Handler) JoinThreadRunStream(ctx context.Context, req api.JoinThreadRunStreamRequestObject) (api.JoinThreadRunStreamResponseObject, error) {
+	tid := req.ThreadId
+	return h.joinStream(ctx, &tid, req.RunId, req.Params.LastEventID, req.Params.StreamMode, req.Params.CancelOnDisconnect)
+}
+
+// JoinRunStream implements GET /runs/{run_id}/stream.
+func (h *Handler) JoinRunStream(ctx context.Context, req api.JoinRunStreamRequestObject) (api.JoinRunStreamResponseObject, error) {
+	return h.joinStream(ctx, nil, req.RunId, req.Params.LastEventID, req.Params.StreamMode, req.Params.CancelOnDisconnect)
+}
+
+// waitResponse waits for a run and writes its final values (LangGraph) or
+// {run, values, messages} (Agent Protocol). While waiting it writes a newline
+// every second so proxies and clients keep the connection.
+type waitResponse struct {
+	ctx          context.Context
+	runs         *runs.Service
+	run          storage.Run
+	headers      map[string]string
+	apShape      bool
+	onDisconnect func()
+}
+
+func (wr *waitResponse) write(w http.ResponseWriter) error {
+	for k, v := range wr.headers {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	rc := http.NewResponseController(w)
+	started := false
+	tick := time.NewTicker(keepAliveEvery)
+	defer tick.Stop()
+	done := wr.runs.Done(wr.run.RunID)
+	for done != nil {
+		select {
+		case <-done:
+			done = nil
+		case <-tick.C:
+			if !started {
+				w.WriteHeader(http.StatusOK)
+				started = true
+			}
+			if _, err := w.Write([]byte("\n")); err != nil {
+				return err
+			}
+			rc.Flush()
+		case <-wr.ctx.Done():
+			if wr.onDisconnect != nil {
+				wr.onDisconnect()
+			}
+			return nil
+		}
+	}
+	tid := wr.run.ThreadID
+	var threadID *uuid.UUID
+	if !wr.run.Stateless {
+		threadID = &tid
+	}
+	run, values, err := wr.runs.Wait(wr.ctx, threadID, wr.run.RunID)
+	if err != nil {
+		return err
+	}
+	body := waitBody(run, values, wr.apShape)
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	if !started {
+		w.WriteHeader(http.StatusOK)
+	}
+	_, err = w.Write(raw)
+	return err
+}
+
+// waitBody is the final JSON of /wait and /join.
+func waitBody(run storage.Run, values map[string]any, apShape bool) any {
+	if apShape {
+		r := toAPIRun(run, true)
+		out := map[string]any{"run": r, "values": orEmpty(values)}
+		if msgs, ok := values["messages"]; ok {
+			out["messages"] = msgs
+		}
+		return out
+	}
+	if run.Status == storage.RunError {
+		name := run.ErrorName
+		if name == "" {
+			name = "Error"
+		}
+		return map[string]any{"__error__": map[string]any{"error": name, "message": run.Error}}
+	}
+	if values == nil {
+		return map[string]any{}
+	}
+	return values
+}
+
+func (wr *waitResponse) VisitWaitThreadRunResponse(w http.ResponseWriter) error { return wr.write(w) }
+func (wr *waitResponse) VisitWaitRunResponse(w http.ResponseWriter) error       { return wr.write(w) }
+func (wr *waitResponse) VisitJoinThreadRunResponse(w http.ResponseWriter) error { return wr.write(w) }
+func (wr *waitResponse) VisitWaitRunByIdResponse(w http.ResponseWriter) error   { return wr.write(w) }
+
+// startWait creates a run and waits for it.
+func (h *Handler) startWait(ctx context.Context, b *api.RunCreate, threadID *uuid.UUID, apShape bool) (*waitResponse, error) {
+	p, err := h.createParams(ctx, b, threadID)
+	if err != nil {
+		return nil, err
+	}
+	r, err := h.runs.Create(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	wr := &waitResponse{ctx: ctx, runs: h.runs, run: r, apShape: apShape, headers: map[string]string{
+		"Content-Location": runLocation(r),
+		"Location":         runLocation(r) + "/join",
+	}}
+	if onDisconnectCancel(b) {
+		wr.onDisconnect = h.cancelInBackground(r)
+	}
+	return wr, nil
+}
+
+// WaitThreadRun implements POST /threads/{thread_id}/runs/wait.
+func (h *Handler) WaitThreadRun(ctx context.Context, req api.WaitThreadRunRequestObject) (api.WaitThreadRunResponseObject, error) {
+	tid := req.ThreadId
+	return h.startWait(ctx, req.Body, &tid, false)
+}
+
+// WaitRun implements POST /runs/wait.
+func (h *Handler) WaitRun(ctx context.Context, req api.WaitRunRequestObject) (api.WaitRunResponseObject, error) {
+	return h.startWait(ctx, req.Body, bodyThread(req.Body), isAPDialect(req.Body))
+}
+
+// joinWait waits for an existing run.
+func (h *Handler) joinWait(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID, cancelParam *string, apShape bool) (*waitResponse, error) {
+	cancelOnDisconnect, err := parseBool(cancelParam, false)
+	if err != nil {
+		return nil, err
+	}
+	r, err := h.runs.Get(ctx, threadID, runID)
+	if err != nil {
+		return nil, err
+	}
+	wr := &waitResponse{ctx: ctx, runs: h.runs, run: r, apShape: apShape}
+	if cancelOnDisconnect {
+		wr.onDisconnect = h.cancelInBackground(r)
+	}
+	return wr, nil
+}
+
+// JoinThreadRun implements GET /threads/{thread_id}/runs/{run_id}/join.
+func (h *Handler) JoinThreadRun(ctx context.Context, req api.JoinThreadRunRequestObject) (api.JoinThreadRunResponseObject, error) {
+	tid := req.ThreadId
+	return h.joinWait(ctx, &tid, req.RunId, req.Params.CancelOnDisconnect, false)
+}
+
+// WaitRunById implements the Agent Protocol's GET /runs/{run_id}/wait.
+func (h *Handler) WaitRunById(ctx context.Context, req api.WaitRunByIdRequestObject) (api.WaitRunByIdResponseObject, error) {
+	return h.joinWait(ctx, nil, req.RunId, nil, true)
+}
+
+// JoinThreadStream implements GET /threads/{thread_id}/stream: one stream
+// across every run of the thread, until the client leaves.
+func (h *Handler) JoinThreadStream(ctx context.Context, req api.JoinThreadStreamRequestObject) (api.JoinThreadStreamResponseObject, error) {
+	if _, err := h.threads.Get(ctx, req.ThreadId); err != nil {
+		return nil, err
+	}
+	mode := "run_modes"
+	if modes := parseList(req.Params.StreamMode); len(modes) > 0 {
+		mode = modes[0]
+	}
+	switch mode {
+	case "run_modes", "lifecycle", "state_update":
+	default:
+		return nil, invalidf("stream_mode must be run_modes, lifecycle or state_update")
+	}
+	sub, err := h.runs.SubscribeThread(req.ThreadId, deref(req.Params.LastEventID))
+	if err != nil {
+		return nil, err
+	}
+	resp := &streamResponse{ctx: ctx, runs: h.runs, sub: sub, withIDs: true}
+	switch mode {
+	case "lifecycle":
+		resp.filter = map[string]bool{"metadata": true, "run_done": true}
+	case "state_update":
+		resp.filter = map[string]bool{"values": true, "run_done": true}
+	}
+	return resp, nil
+}

@@ -1,0 +1,33 @@
+// Package runs owns the life of a run: creation with the multitask
+// (double-texting) strategies, the durable queue, the worker pool that
+// executes graphs, cancellation, joins and waits, stream events, webhooks,
+// and recovery after a crash.
+//
+// # Lifecycle
+//
+//	pending ──start──▶ running ──▶ success | error | interrupted | timeout
+//	   │                  │
+//	   └─cancel/interrupt─┴──▶ interrupted (rollback: the run and its checkpoints are deleted)
+//
+// # Invariants
+//
+//   - Every run is a record in bbolt before its creation is acknowledged; a
+//     pending or running run is listed in the runs_active index, so a
+//     restart finds every run that still has work to do.
+//   - At most one run per thread is running, and runs of a thread start in
+//     creation order (FIFO); after_seconds holds a run back without
+//     blocking the runs of other threads.
+//   - A run's context is detached from the request that created it; it is
+//     cancelled only by cancel, the interrupt/rollback strategies, an
+//     on_disconnect=cancel client going away, or shutdown.
+//   - Cancellation is a context cancel with a cause, so it reaches the
+//     in-flight model request or tool at once.
+//   - A thread is busy while it has a pending or running run; when its last
+//     run ends it becomes error, interrupted (its last checkpoint has Next)
+//     or idle.
+//   - On start-up, runs found running were interrupted by a crash: each is
+//     retried from its last checkpoint with attempt+1, and marked error once
+//     it has used MaxAttempts. Pending runs stay queued.
+//   - Producers never wait for stream consumers: events go to the run's log
+//     (package events), which subscribers read at their own pace.
+package runs

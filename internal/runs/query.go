@@ -1,0 +1,312 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/errdefs"
+	"agentserver/internal/events"
+	"agentserver/internal/jsonx"
+	"agentserver/internal/storage"
+)
+
+// streamModes are the stream modes a run may be created with.
+var streamModes = []string{"values", "messages", "messages-tuple", "updates", "events", "debug", "custom", "tasks", "checkpoints", "tools"}
+
+// normalizeModes checks requested stream modes; none means ["values"].
+func normalizeModes(modes []string) ([]string, error) {
+	if len(modes) == 0 {
+		return []string{"values"}, nil
+	}
+	out := make([]string, 0, len(modes))
+	for _, m := range modes {
+		ok := false
+		for _, known := range streamModes {
+			ok = ok || m == known
+		}
+		if !ok {
+			return nil, fmt.Errorf("unknown stream_mode %q (known: %s): %w", m, strings.Join(streamModes, ", "), errdefs.ErrInvalid)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func runNotFound(id uuid.UUID) error {
+	return fmt.Errorf("run %s: %w", id, errdefs.ErrNotFound)
+}
+
+// Get returns a run. With threadID set, a run of another thread is not found.
+func (s *Service) Get(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID) (storage.Run, error) {
+	var run storage.Run
+	err := s.db.View(func(tx *storage.Tx) error {
+		if threadID != nil && !tx.ThreadExists(*threadID) {
+			return fmt.Errorf("thread %s: %w", *threadID, errdefs.ErrNotFound)
+		}
+		r, err := tx.GetRun(runID)
+		if err != nil {
+			return err
+		}
+		if threadID != nil && r.ThreadID != *threadID {
+			return runNotFound(runID)
+		}
+		run = r
+		return nil
+	})
+	if errors.Is(err, errdefs.ErrNotFound) {
+		if o := s.outcomeOf(runID); o != nil && o.run.Temporary && (threadID == nil || o.run.ThreadID == *threadID) {
+			// A temporary run whose thread was deleted stays visible while
+			// its outcome is retained.
+			return o.run, nil
+		}
+	}
+	return run, err
+}
+
+// List returns the runs of a thread, newest first.
+func (s *Service) List(ctx context.Context, threadID uuid.UUID, status string, limit, offset int) ([]storage.Run, int, error) {
+	tid := threadID
+	return s.Search(ctx, storage.RunQuery{ThreadID: &tid, Status: status, Limit: limit, Offset: offset})
+}
+
+// Search returns runs matching q, newest first, and their number.
+func (s *Service) Search(ctx context.Context, q storage.RunQuery) ([]storage.Run, int, error) {
+	var out []storage.Run
+	var total int
+	err := s.db.View(func(tx *storage.Tx) error {
+		if q.ThreadID != nil && !tx.ThreadExists(*q.ThreadID) {
+			return fmt.Errorf("thread %s: %w", *q.ThreadID, errdefs.ErrNotFound)
+		}
+		var err error
+		out, total, err = tx.SearchRuns(q, jsonx.Contains)
+		return err
+	})
+	return out, total, err
+}
+
+// Delete removes a finished run. An active run must be cancelled first.
+func (s *Service) Delete(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID) error {
+	return s.db.Update(ctx, func(tx *storage.Tx) error {
+		r, err := tx.GetRun(runID)
+		if err != nil {
+			return err
+		}
+		if threadID != nil && r.ThreadID != *threadID {
+			return runNotFound(runID)
+		}
+		if storage.RunActive(r.Status) {
+			return fmt.Errorf("run %s is %s; cancel it before deleting it: %w", runID, r.Status, errdefs.ErrConflict)
+		}
+		tx.AfterCommit(func() { s.forgetOutcome(runID) })
+		return tx.DeleteRun(runID)
+	})
+}
+
+func (s *Service) forgetOutcome(runID uuid.UUID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.results, runID)
+}
+
+// Cancel stops a run. A pending run ends at once (rollback deletes it); a
+// running run's context is cancelled with the action as cause. Cancelling a
+// finished run changes nothing. With wait, Cancel returns once the run ended.
+func (s *Service) Cancel(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID, action string, wait bool) error {
+	if action == "" {
+		action = ActionInterrupt
+	}
+	if action != ActionInterrupt && action != ActionRollback {
+		return fmt.Errorf("action must be interrupt or rollback, got %q: %w", action, errdefs.ErrInvalid)
+	}
+	var settled *storage.Run
+	var running bool
+	err := s.db.Update(ctx, func(tx *storage.Tx) error {
+		settled, running = nil, false
+		r, err := tx.GetRun(runID)
+		if err != nil {
+			return err
+		}
+		if threadID != nil && r.ThreadID != *threadID {
+			return runNotFound(runID)
+		}
+		switch r.Status {
+		case storage.RunRunning:
+			running = true
+			return nil
+		case storage.RunPending:
+		default:
+			return nil // finished: nothing to do
+		}
+		r.UpdatedAt = s.now()
+		r.Status = storage.RunInterrupted
+		if action == ActionRollback {
+			if err := tx.DeleteRun(runID); err != nil {
+				return err
+			}
+		} else if err := tx.PutRun(r); err != nil {
+			return err
+		}
+		settled = &r
+		if r.Temporary {
+			return tx.DeleteThread(r.ThreadID)
+		}
+		return s.settleThread(tx, r.ThreadID, r)
+	})
+	if err != nil {
+		return err
+	}
+	if settled != nil {
+		s.sched.forget(settled.ThreadID, runID)
+		s.settle(*settled, nil)
+		return nil
+	}
+	if !running {
+		return nil
+	}
+	done := s.cancelLive(runID, action)
+	if wait && done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// cancelLive cancels a running run's context and returns the channel that
+// closes when it has ended (nil when the run is not live here).
+func (s *Service) cancelLive(runID uuid.UUID, action string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lr := s.live[runID]
+	if lr == nil {
+		return nil
+	}
+	if lr.action == "" || action == ActionRollback {
+		lr.action = action
+	}
+	if lr.cancel != nil {
+		lr.cancel(&cancelCause{lr.action})
+	}
+	return lr.done
+}
+
+// CancelMany cancels the given runs of a thread, or every run with a status
+// (pending, running, or all).
+func (s *Service) CancelMany(ctx context.Context, threadID *uuid.UUID, runIDs []uuid.UUID, status, action string) error {
+	if len(runIDs) > 0 {
+		for _, id := range runIDs {
+			if err := s.Cancel(ctx, threadID, id, action, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var targets []storage.Run
+	err := s.db.View(func(tx *storage.Tx) error {
+		active, err := tx.ActiveRuns()
+		targets = active
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range targets {
+		if (status == "all" || status == r.Status) && (threadID == nil || *threadID == r.ThreadID) {
+			if err := s.Cancel(ctx, nil, r.RunID, action, false); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Wait blocks until a run has ended and returns it with its final values.
+func (s *Service) Wait(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID) (storage.Run, map[string]any, error) {
+	s.mu.Lock()
+	lr := s.live[runID]
+	s.mu.Unlock()
+	if lr != nil {
+		select {
+		case <-lr.done:
+		case <-ctx.Done():
+			return storage.Run{}, nil, ctx.Err()
+		}
+	}
+	if o := s.outcomeOf(runID); o != nil {
+		if threadID != nil && o.run.ThreadID != *threadID {
+			return storage.Run{}, nil, runNotFound(runID)
+		}
+		return o.run, o.values, nil
+	}
+	run, err := s.Get(ctx, threadID, runID)
+	if err != nil {
+		return run, nil, err
+	}
+	var values map[string]any
+	err = s.db.View(func(tx *storage.Tx) error {
+		if cp, err := tx.LatestCheckpoint(run.ThreadID); err == nil {
+			values = cp.Values
+		}
+		return nil
+	})
+	return run, values, err
+}
+
+// Done returns a channel closed when the run ends, or nil when it has ended.
+func (s *Service) Done(runID uuid.UUID) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lr := s.live[runID]; lr != nil {
+		return lr.done
+	}
+	return nil
+}
+
+func (s *Service) outcomeOf(runID uuid.UUID) *outcome {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.results[runID]
+}
+
+// Subscribe returns the run's stream events after lastEventID ("" means only
+// new events, "-1" from the start).
+func (s *Service) Subscribe(runID uuid.UUID, lastEventID string) (*events.Subscription, error) {
+	after, err := parseEventID(lastEventID)
+	if err != nil {
+		return nil, err
+	}
+	if after == onlyNew {
+		if l, ok := s.broker.Get(runID); ok {
+			return l.Subscribe(l.LastSeq()), nil
+		}
+		after = 1 << 62 // nothing retained: an empty stream that ends
+	}
+	sub, err := s.broker.Subscribe(runID, after)
+	if errors.Is(err, events.ErrNoLog) {
+		return nil, nil
+	}
+	return sub, err
+}
+
+const onlyNew = -2
+
+func parseEventID(id string) (int64, error) {
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return onlyNew, nil
+	}
+	var n int64
+	if _, err := fmt.Sscan(id, &n); err != nil || n < -1 {
+		return 0, fmt.Errorf("Last-Event-ID %q is not an event id: %w", id, errdefs.ErrInvalid)
+	}
+	if n < 0 {
+		return 0, nil
+	}
+	return n, nil
+}

@@ -1,0 +1,418 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/assistants"
+	"agentserver/internal/channels"
+	"agentserver/internal/errdefs"
+	"agentserver/internal/events"
+	"agentserver/internal/graph"
+	"agentserver/internal/graphs"
+	"agentserver/internal/jsonx"
+	"agentserver/internal/storage"
+	"agentserver/internal/threads"
+)
+
+// MaxAttempts is how many times a run is started before a crash-interrupted
+// run is marked error.
+const MaxAttempts = 3
+
+// Multitask strategies.
+const (
+	StrategyReject    = "reject"
+	StrategyInterrupt = "interrupt"
+	StrategyRollback  = "rollback"
+	StrategyEnqueue   = "enqueue"
+)
+
+// DefaultStrategy is the multitask strategy when a request names none; it
+// matches the current LangGraph Platform.
+const DefaultStrategy = StrategyEnqueue
+
+// Cancel actions.
+const (
+	ActionInterrupt = "interrupt"
+	ActionRollback  = "rollback"
+)
+
+// Options configure the engine.
+type Options struct {
+	// Workers is the number of runs executed at once.
+	Workers int
+	// Retention is how long a finished run's result and events stay in memory.
+	Retention time.Duration
+	// WebhookClient sends webhooks; nil uses a client with a 10 s timeout.
+	WebhookClient *http.Client
+	Log           *slog.Logger
+}
+
+// Service is the run engine.
+type Service struct {
+	db         *storage.DB
+	threads    *threads.Service
+	assistants *assistants.Service
+	graphs     *graphs.Registry
+	broker     *events.Broker
+	exec       *graph.Executor
+	log        *slog.Logger
+	opts       Options
+	now        func() time.Time
+
+	sched    *scheduler
+	watchers threadWatchers
+
+	mu      sync.Mutex
+	live    map[uuid.UUID]*liveRun // runs with a goroutine, a cancel or waiters
+	results map[uuid.UUID]*outcome // finished runs, kept for Retention
+
+	ctx    context.Context // root of every run context
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup // workers and webhook senders
+}
+
+// liveRun is the in-memory side of a pending or running run.
+type liveRun struct {
+	done   chan struct{} // closed when the run ends
+	cancel context.CancelCauseFunc
+	action string // cancel action requested before the run started
+}
+
+// outcome is how a run ended.
+type outcome struct {
+	run    storage.Run
+	values map[string]any
+	at     time.Time
+}
+
+// New builds the engine. Start must be called before runs execute.
+func New(db *storage.DB, th *threads.Service, as *assistants.Service, reg *graphs.Registry, reducers *channels.Registry, broker *events.Broker, opts Options) *Service {
+	if opts.Workers < 1 {
+		opts.Workers = 1
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = 10 * time.Minute
+	}
+	if opts.WebhookClient == nil {
+		opts.WebhookClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	s := &Service{
+		db: db, threads: th, assistants: as, graphs: reg, broker: broker,
+		exec: &graph.Executor{Reducers: reducers}, log: opts.Log, opts: opts,
+		now:  func() time.Time { return time.Now().UTC() },
+		live: map[uuid.UUID]*liveRun{}, results: map[uuid.UUID]*outcome{},
+	}
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.sched = newScheduler(s, opts.Workers)
+	return s
+}
+
+// CreateParams describe a run to create.
+type CreateParams struct {
+	// ThreadID is nil for a stateless run (a temporary thread is made).
+	ThreadID          *uuid.UUID
+	Assistant         string
+	Input             any
+	Command           map[string]any
+	Metadata          map[string]any
+	Config            map[string]any
+	Context           map[string]any
+	StreamModes       []string
+	StreamSubgraphs   bool
+	StreamResumable   bool
+	InterruptBefore   []string
+	InterruptAfter    []string
+	MultitaskStrategy string
+	IfNotExists       string
+	OnCompletion      string
+	AfterSeconds      float64
+	Webhook           string
+	CheckpointID      *uuid.UUID
+	FeedbackKeys      []string
+	// Headers are request headers copied into config.configurable (x-*).
+	Headers map[string]string
+}
+
+// Create validates and stores a run, applies the multitask strategy and
+// queues it. It returns once the run is durable.
+func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, error) {
+	if p.Assistant == "" {
+		return storage.Run{}, fmt.Errorf("assistant_id is required: %w", errdefs.ErrInvalid)
+	}
+	asst, err := s.assistants.Get(ctx, p.Assistant)
+	if err != nil {
+		return storage.Run{}, err
+	}
+	if _, ok := s.graphs.Get(asst.GraphID); !ok {
+		return storage.Run{}, fmt.Errorf("graph %q of assistant %s is not served: %w", asst.GraphID, asst.AssistantID, errdefs.ErrNotFound)
+	}
+	strategy := p.MultitaskStrategy
+	if strategy == "" {
+		strategy = DefaultStrategy
+	}
+	modes, err := normalizeModes(p.StreamModes)
+	if err != nil {
+		return storage.Run{}, err
+	}
+	now := s.now()
+	run := storage.Run{
+		RunID: uuid.Must(uuid.NewV7()), AssistantID: asst.AssistantID, GraphID: asst.GraphID,
+		CreatedAt: now, UpdatedAt: now, Status: storage.RunPending, MultitaskStrategy: strategy,
+		NotBefore: now.Add(time.Duration(p.AfterSeconds * float64(time.Second))),
+	}
+	stateless := p.ThreadID == nil
+	if stateless {
+		id := uuid.Must(uuid.NewV7())
+		p.ThreadID = &id
+		p.IfNotExists = "create"
+		run.Stateless = true
+		run.Temporary = p.OnCompletion != "keep"
+	}
+	run.ThreadID = *p.ThreadID
+	config := jsonx.Merge(asst.Config, p.Config)
+	configurable := jsonx.Merge(mapOf(asst.Config["configurable"]), mapOf(p.Config["configurable"]))
+	for k, v := range p.Headers {
+		configurable[k] = v
+	}
+	for k, v := range map[string]any{"run_id": run.RunID.String(), "thread_id": run.ThreadID.String(), "graph_id": asst.GraphID, "assistant_id": asst.AssistantID.String()} {
+		configurable[k] = v
+	}
+	config["configurable"] = configurable
+	run.Kwargs = map[string]any{
+		"input": p.Input, "command": nilIfEmpty(p.Command), "config": config, "context": jsonx.Merge(asst.Context, p.Context),
+		"stream_mode": modes, "subgraphs": p.StreamSubgraphs, "resumable": p.StreamResumable,
+		"interrupt_before": nonNilStrings(p.InterruptBefore), "interrupt_after": nonNilStrings(p.InterruptAfter),
+		"webhook": nilIfEmptyString(p.Webhook), "feedback_keys": nonNilStrings(p.FeedbackKeys), "temporary": run.Temporary,
+	}
+	if p.CheckpointID != nil {
+		run.Kwargs["checkpoint_id"] = p.CheckpointID.String()
+	}
+	var cancelIDs []uuid.UUID
+	var ended []storage.Run
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		cancelIDs, ended = nil, nil
+		th, err := tx.GetThread(run.ThreadID)
+		switch {
+		case err == nil:
+		case p.IfNotExists == "create":
+			th = storage.Thread{ThreadID: run.ThreadID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Metadata: map[string]any{}}
+		default:
+			return err
+		}
+		if p.CheckpointID != nil {
+			if _, err := tx.GetCheckpoint(run.ThreadID, *p.CheckpointID); err != nil {
+				return err
+			}
+		}
+		inflight, err := tx.ThreadRuns(run.ThreadID, func(r storage.Run) bool { return storage.RunActive(r.Status) })
+		if err != nil {
+			return err
+		}
+		if len(inflight) > 0 && !stateless {
+			switch strategy {
+			case StrategyReject:
+				return fmt.Errorf("thread %s is busy with run %s; choose another multitask strategy or wait: %w", run.ThreadID, inflight[0].RunID, errdefs.ErrConflict)
+			case StrategyInterrupt, StrategyRollback:
+				for _, r := range inflight {
+					if r.Status == storage.RunRunning {
+						cancelIDs = append(cancelIDs, r.RunID)
+						continue
+					}
+					// A pending run never started: settle it here.
+					if strategy == StrategyRollback {
+						if err := tx.DeleteRun(r.RunID); err != nil {
+							return err
+						}
+					} else {
+						r.Status, r.UpdatedAt = storage.RunInterrupted, now
+						if err := tx.PutRun(r); err != nil {
+							return err
+						}
+					}
+					ended = append(ended, r)
+				}
+			}
+		}
+		run.Metadata = jsonx.Merge(jsonx.Merge(asst.Metadata, th.Metadata), p.Metadata)
+		th.Metadata = jsonx.Merge(th.Metadata, map[string]any{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID.String()})
+		th.Status = threads.StatusBusy
+		th.UpdatedAt = now
+		th.Config = config
+		if err := tx.PutThread(th); err != nil {
+			return err
+		}
+		return tx.PutRun(run)
+	})
+	if err != nil {
+		return storage.Run{}, err
+	}
+	for _, r := range ended {
+		s.sched.forget(r.ThreadID, r.RunID)
+		s.settle(r, nil)
+	}
+	action := ActionInterrupt
+	if strategy == StrategyRollback {
+		action = ActionRollback
+	}
+	for _, id := range cancelIDs {
+		s.cancelLive(id, action)
+	}
+	s.broker.Open(run.RunID, p.StreamResumable)
+	s.track(run.RunID)
+	s.sched.enqueue(run)
+	return run, nil
+}
+
+// Start recovers the runs left by the previous process and lets workers
+// execute queued runs.
+func (s *Service) Start(ctx context.Context) error {
+	active, err := s.recoverable(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range active {
+		s.broker.Open(r.RunID, boolOf(r.Kwargs["resumable"]))
+		s.track(r.RunID)
+		s.sched.enqueue(r)
+	}
+	s.sched.start()
+	return nil
+}
+
+// recoverable returns the runs to queue after a restart: pending runs as
+// they are, running runs (a crash stopped them) back to pending, or error
+// once they used every attempt.
+func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
+	var queue []storage.Run
+	var failed []storage.Run
+	err := s.db.Update(ctx, func(tx *storage.Tx) error {
+		queue, failed = nil, nil
+		active, err := tx.ActiveRuns()
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		for _, r := range active {
+			if r.Status == storage.RunRunning {
+				if r.Attempt >= MaxAttempts {
+					r.Status, r.UpdatedAt = storage.RunError, now
+					r.ErrorName, r.Error = "RunAttemptsExhausted", fmt.Sprintf("run was interrupted %d times (server restarts) and is not retried again", r.Attempt)
+					if err := tx.PutRun(r); err != nil {
+						return err
+					}
+					failed = append(failed, r)
+					continue
+				}
+				r.Status, r.UpdatedAt = storage.RunPending, now
+				if err := tx.PutRun(r); err != nil {
+					return err
+				}
+			}
+			queue = append(queue, r)
+		}
+		for _, r := range failed {
+			if err := s.settleThread(tx, r.ThreadID, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, r := range failed {
+		s.log.Warn("run failed after repeated restarts", "run_id", r.RunID, "thread_id", r.ThreadID, "attempts", r.Attempt)
+	}
+	return queue, err
+}
+
+// Shutdown stops every run (they resume after the next start) and waits for
+// workers and webhooks.
+func (s *Service) Shutdown(ctx context.Context) error {
+	s.sched.stop()
+	s.cancel(errShutdown)
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runs still stopping: %w", ctx.Err())
+	}
+}
+
+// Stopped reports whether Shutdown has begun.
+func (s *Service) Stopped() bool {
+	return s.ctx.Err() != nil
+}
+
+// track registers the in-memory side of a run that is about to be queued.
+func (s *Service) track(id uuid.UUID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.live[id]; !ok {
+		s.live[id] = &liveRun{done: make(chan struct{})}
+	}
+}
+
+// settle records how a run ended and wakes everyone waiting for it.
+func (s *Service) settle(r storage.Run, values map[string]any) {
+	s.mu.Lock()
+	lr := s.live[r.RunID]
+	delete(s.live, r.RunID)
+	now := s.now()
+	s.results[r.RunID] = &outcome{run: r, values: values, at: now}
+	for id, o := range s.results {
+		if now.Sub(o.at) > s.opts.Retention {
+			delete(s.results, id)
+		}
+	}
+	s.mu.Unlock()
+	if lr != nil {
+		close(lr.done)
+	}
+	if l, ok := s.broker.Get(r.RunID); ok && !l.Closed() {
+		l.Close()
+	}
+}
+
+func mapOf(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func boolOf(v any) bool {
+	b, _ := v.(bool)
+	return b
+}
+
+func nilIfEmpty(m map[string]any) any {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func nilIfEmptyString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,142 @@
+package runs
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/storage"
+)
+
+// scheduler keeps, per thread, the FIFO of runs waiting to start and starts
+// the head of each queue when its thread is free, its after_seconds delay has
+// passed and a worker slot is available. It holds no lock while a run
+// executes and never polls: delays are timers, and a finished run dispatches
+// its thread's next run.
+type scheduler struct {
+	s     *Service
+	slots chan struct{}
+
+	mu      sync.Mutex
+	queues  map[uuid.UUID]*threadQueue
+	started bool
+	stopped bool
+}
+
+type threadQueue struct {
+	running bool
+	pending []storage.Run
+	timer   *time.Timer
+}
+
+func newScheduler(s *Service, workers int) *scheduler {
+	return &scheduler{s: s, slots: make(chan struct{}, workers), queues: map[uuid.UUID]*threadQueue{}}
+}
+
+// enqueue appends a pending run to its thread's queue.
+func (q *scheduler) enqueue(r storage.Run) {
+	q.mu.Lock()
+	tq := q.queues[r.ThreadID]
+	if tq == nil {
+		tq = &threadQueue{}
+		q.queues[r.ThreadID] = tq
+	}
+	tq.pending = append(tq.pending, r)
+	q.mu.Unlock()
+	q.dispatch(r.ThreadID)
+}
+
+// forget drops a run that will never start (cancelled or rolled back while
+// pending).
+func (q *scheduler) forget(thread, run uuid.UUID) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if tq := q.queues[thread]; tq != nil {
+		tq.pending = slices.DeleteFunc(tq.pending, func(r storage.Run) bool { return r.RunID == run })
+		q.dropIfIdle(thread, tq)
+	}
+}
+
+func (q *scheduler) dropIfIdle(thread uuid.UUID, tq *threadQueue) {
+	if !tq.running && len(tq.pending) == 0 {
+		if tq.timer != nil {
+			tq.timer.Stop()
+		}
+		delete(q.queues, thread)
+	}
+}
+
+// start lets queued runs execute.
+func (q *scheduler) start() {
+	q.mu.Lock()
+	q.started = true
+	threads := make([]uuid.UUID, 0, len(q.queues))
+	for id := range q.queues {
+		threads = append(threads, id)
+	}
+	q.mu.Unlock()
+	for _, id := range threads {
+		q.dispatch(id)
+	}
+}
+
+// stop prevents any further run from starting.
+func (q *scheduler) stop() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.stopped = true
+	for _, tq := range q.queues {
+		if tq.timer != nil {
+			tq.timer.Stop()
+		}
+	}
+}
+
+// dispatch starts the head of a thread's queue if it may start now.
+func (q *scheduler) dispatch(thread uuid.UUID) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	tq := q.queues[thread]
+	if !q.started || q.stopped || tq == nil || tq.running || len(tq.pending) == 0 {
+		return
+	}
+	head := tq.pending[0]
+	if wait := time.Until(head.NotBefore); wait > 0 {
+		if tq.timer == nil {
+			tq.timer = time.AfterFunc(wait, func() {
+				q.mu.Lock()
+				if t := q.queues[thread]; t != nil {
+					t.timer = nil
+				}
+				q.mu.Unlock()
+				q.dispatch(thread)
+			})
+		}
+		return
+	}
+	tq.pending = tq.pending[1:]
+	tq.running = true
+	q.s.wg.Add(1)
+	go q.work(head)
+}
+
+// work waits for a worker slot, executes the run, and hands the thread to
+// its next run.
+func (q *scheduler) work(r storage.Run) {
+	defer q.s.wg.Done()
+	select {
+	case q.slots <- struct{}{}:
+		q.s.execute(r)
+		<-q.slots
+	case <-q.s.ctx.Done():
+	}
+	q.mu.Lock()
+	if tq := q.queues[r.ThreadID]; tq != nil {
+		tq.running = false
+		q.dropIfIdle(r.ThreadID, tq)
+	}
+	q.mu.Unlock()
+	q.dispatch(r.ThreadID)
+}

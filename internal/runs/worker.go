@@ -1,0 +1,411 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/channels"
+	"agentserver/internal/errdefs"
+	"agentserver/internal/events"
+	"agentserver/internal/graph"
+	"agentserver/internal/storage"
+	"agentserver/internal/threads"
+)
+
+// cancelCause is the cause of a run context cancelled on purpose.
+type cancelCause struct{ action string }
+
+func (c *cancelCause) Error() string { return "run cancelled (" + c.action + ")" }
+
+// errShutdown is the cause of run contexts cancelled by Shutdown.
+var errShutdown = errors.New("server shutting down")
+
+// execute runs one run to its end. It is called by the scheduler on a worker.
+func (s *Service) execute(queued storage.Run) {
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	defer cancel(nil)
+	s.mu.Lock()
+	lr := s.live[queued.RunID]
+	if lr == nil {
+		lr = &liveRun{done: make(chan struct{})}
+		s.live[queued.RunID] = lr
+	}
+	lr.cancel = cancel
+	requested := lr.action
+	s.mu.Unlock()
+	if requested != "" {
+		cancel(&cancelCause{requested})
+	}
+
+	run, ok := s.markRunning(queued.RunID)
+	if !ok {
+		return
+	}
+	log := s.broker.Open(run.RunID, boolOf(run.Kwargs["resumable"]))
+	sink := newRunSink(s, run, log)
+	sink.emitRaw("metadata", map[string]any{"run_id": run.RunID.String(), "attempt": run.Attempt, "thread_id": run.ThreadID.String()})
+
+	def, ok := s.graphs.Get(run.GraphID)
+	var res graph.Result
+	var err error
+	if !ok || def.Graph == nil {
+		err = fmt.Errorf("graph %q is not served by this server", run.GraphID)
+	} else {
+		var in graph.Input
+		if in, err = s.input(run); err == nil {
+			res, err = s.exec.Run(ctx, def.Graph, in, sink)
+		}
+	}
+	s.finish(ctx, run, sink, res, err)
+}
+
+// markRunning moves a pending run to running and counts the attempt. It
+// returns false when the run is no longer pending (cancelled or deleted
+// while queued).
+func (s *Service) markRunning(id uuid.UUID) (storage.Run, bool) {
+	var run storage.Run
+	err := s.db.Update(context.Background(), func(tx *storage.Tx) error {
+		r, err := tx.GetRun(id)
+		if err != nil {
+			return err
+		}
+		if r.Status != storage.RunPending {
+			return fmt.Errorf("run %s is %s: %w", id, r.Status, errdefs.ErrConflict)
+		}
+		now := s.now()
+		r.Status, r.UpdatedAt, r.StartedAt = storage.RunRunning, now, &now
+		r.Attempt++
+		run = r
+		return tx.PutRun(r)
+	})
+	if err != nil {
+		if !errors.Is(err, errdefs.ErrNotFound) && !errors.Is(err, errdefs.ErrConflict) {
+			s.log.Error("start run", "run_id", id, "err", err)
+		}
+		return run, false
+	}
+	return run, true
+}
+
+// input builds the executor input: a retry continues from the run's own last
+// checkpoint; otherwise the run starts from the requested checkpoint (a
+// fork) or the thread's newest one.
+func (s *Service) input(run storage.Run) (graph.Input, error) {
+	kw := run.Kwargs
+	in := graph.Input{
+		RunID: run.RunID, ThreadID: run.ThreadID, Values: kw["input"], Command: mapOf(kw["command"]),
+		InterruptBefore: stringList(kw["interrupt_before"]), InterruptAfter: stringList(kw["interrupt_after"]),
+		Config: mapOf(kw["config"]), Context: mapOf(kw["context"]),
+		Metadata: map[string]any{"graph_id": run.GraphID, "assistant_id": run.AssistantID.String()},
+	}
+	for k, v := range run.Metadata {
+		if _, taken := in.Metadata[k]; !taken {
+			in.Metadata[k] = v
+		}
+	}
+	err := s.db.View(func(tx *storage.Tx) error {
+		var from storage.Checkpoint
+		var err error
+		if run.Attempt > 1 {
+			own, lerr := tx.ListCheckpoints(run.ThreadID, nil, 1, func(cp storage.Checkpoint) bool { return cp.RunID != nil && *cp.RunID == run.RunID })
+			if lerr == nil && len(own) == 1 {
+				in.From, in.Retry = &own[0], true
+				return nil
+			}
+		}
+		if id, ok := kw["checkpoint_id"].(string); ok {
+			cid, perr := uuid.Parse(id)
+			if perr != nil {
+				return fmt.Errorf("checkpoint_id %q: %w", id, errdefs.ErrInvalid)
+			}
+			from, err = tx.GetCheckpoint(run.ThreadID, cid)
+		} else {
+			from, err = tx.LatestCheckpoint(run.ThreadID)
+			if errors.Is(err, errdefs.ErrNotFound) {
+				return nil
+			}
+		}
+		if err != nil {
+			return err
+		}
+		in.From = &from
+		return nil
+	})
+	return in, err
+}
+
+// finish records how the run ended, settles its thread and tells everyone.
+func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, res graph.Result, runErr error) {
+	cause := context.Cause(ctx)
+	if runErr != nil && errors.Is(cause, errShutdown) {
+		s.requeueOnShutdown(run)
+		return
+	}
+	now := s.now()
+	run.UpdatedAt, run.EndedAt = now, &now
+	var cc *cancelCause
+	rollback := false
+	switch {
+	case runErr == nil:
+		run.Status = storage.RunSuccess
+	case errors.As(cause, &cc):
+		run.Status = storage.RunInterrupted
+		rollback = cc.action == ActionRollback
+	default:
+		run.Status = storage.RunError
+		run.ErrorName, run.Error = errorName(runErr), runErr.Error()
+	}
+	if runErr != nil && run.Status == storage.RunError {
+		sink.emitRaw("error", map[string]any{"error": run.ErrorName, "message": run.Error})
+	}
+	var values map[string]any
+	err := s.db.Update(context.Background(), func(tx *storage.Tx) error {
+		if rollback {
+			if err := tx.DeleteRunCheckpoints(run.ThreadID, run.RunID); err != nil {
+				return err
+			}
+			if err := tx.DeleteRun(run.RunID); err != nil {
+				return err
+			}
+		} else {
+			if sink.final != nil && run.Status != storage.RunError {
+				if err := tx.PutCheckpoint(*sink.final); err != nil {
+					return err
+				}
+			}
+			if err := tx.PutRun(run); err != nil {
+				return err
+			}
+		}
+		values = nil
+		if cp, err := tx.LatestCheckpoint(run.ThreadID); err == nil {
+			values = cp.Values
+		}
+		if run.Temporary {
+			if err := tx.DeleteThread(run.ThreadID); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+				return err
+			}
+			return nil
+		}
+		return s.settleThread(tx, run.ThreadID, run)
+	})
+	if err != nil {
+		s.log.Error("finish run", "run_id", run.RunID, "thread_id", run.ThreadID, "err", err)
+	}
+	if runErr != nil && run.Status == storage.RunError {
+		s.log.Warn("run failed", "run_id", run.RunID, "thread_id", run.ThreadID, "err", runErr)
+	}
+	if res.Values != nil && run.Status == storage.RunSuccess {
+		values = res.Values
+	}
+	sink.emitRaw("end", nil)
+	done, _ := json.Marshal(map[string]any{"run_id": run.RunID.String(), "status": run.Status})
+	s.watchers.publish(run.ThreadID, "run_done", done)
+	s.settle(run, values)
+	if hook, ok := run.Kwargs["webhook"].(string); ok && hook != "" && !rollback {
+		s.sendWebhook(hook, run, values)
+	}
+}
+
+// requeueOnShutdown puts a run stopped by shutdown back to pending so the
+// next start resumes it without spending an attempt.
+func (s *Service) requeueOnShutdown(run storage.Run) {
+	err := s.db.Update(context.Background(), func(tx *storage.Tx) error {
+		r, err := tx.GetRun(run.RunID)
+		if err != nil {
+			return err
+		}
+		r.Status, r.UpdatedAt = storage.RunPending, s.now()
+		r.Attempt--
+		return tx.PutRun(r)
+	})
+	if err != nil && !errors.Is(err, storage.ErrClosed) {
+		s.log.Error("requeue run at shutdown", "run_id", run.RunID, "err", err)
+	}
+}
+
+// settleThread sets a thread's status after one of its runs ended: busy
+// while other runs are pending or running; otherwise error when the run
+// failed, interrupted when it paused with work left, else idle.
+func (s *Service) settleThread(tx *storage.Tx, threadID uuid.UUID, ended storage.Run) error {
+	th, err := tx.GetThread(threadID)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	others, err := tx.ThreadRuns(threadID, func(r storage.Run) bool { return r.RunID != ended.RunID && storage.RunActive(r.Status) })
+	if err != nil {
+		return err
+	}
+	th.Error = nil
+	switch {
+	case len(others) > 0:
+		th.Status = threads.StatusBusy
+	case ended.Status == storage.RunError:
+		th.Status = threads.StatusError
+		th.Error = ended.Error
+	case ended.Status == storage.RunSuccess && pausedAt(tx, threadID):
+		th.Status = threads.StatusInterrupted
+	default:
+		th.Status = threads.StatusIdle
+	}
+	now := s.now()
+	th.UpdatedAt, th.StateUpdatedAt = now, now
+	return tx.PutThread(th)
+}
+
+func pausedAt(tx *storage.Tx, threadID uuid.UUID) bool {
+	cp, err := tx.LatestCheckpoint(threadID)
+	return err == nil && len(cp.Next) > 0
+}
+
+func errorName(err error) string {
+	switch {
+	case errors.Is(err, graph.ErrRecursionLimit):
+		return "GraphRecursionError"
+	case errors.Is(err, channels.ErrInvalidUpdate), errors.Is(err, errdefs.ErrInvalid):
+		return "InvalidUpdateError"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "TimeoutError"
+	}
+	return "GraphError"
+}
+
+func stringList(v any) []string {
+	switch t := v.(type) {
+	case []string:
+		return t
+	case []any:
+		out := make([]string, 0, len(t))
+		for _, e := range t {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	case string:
+		return []string{t}
+	}
+	return nil
+}
+
+// runSink turns executor output into checkpoints and stream events.
+type runSink struct {
+	s     *Service
+	run   storage.Run
+	log   *events.Log
+	modes map[string]bool
+	// final is the last checkpoint, written with the run's end.
+	final  *storage.Checkpoint
+	legacy map[string]map[string]any // legacy "messages" mode: accumulated message per id
+}
+
+func newRunSink(s *Service, run storage.Run, log *events.Log) *runSink {
+	modes := map[string]bool{}
+	for _, m := range stringList(run.Kwargs["stream_mode"]) {
+		modes[m] = true
+	}
+	return &runSink{s: s, run: run, log: log, modes: modes, legacy: map[string]map[string]any{}}
+}
+
+// Checkpoint writes intermediate checkpoints at once; the final one is kept
+// and written in the same transaction as the run's end.
+func (k *runSink) Checkpoint(ctx context.Context, cp storage.Checkpoint, final bool) error {
+	if final {
+		c := cp
+		k.final = &c
+		return nil
+	}
+	return k.s.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutCheckpoint(cp) })
+}
+
+// Wants maps executor modes to the stream modes the run was created with.
+func (k *runSink) Wants(mode string) bool {
+	if mode == "messages" {
+		return k.modes["messages-tuple"] || k.modes["messages"] || k.modes["events"]
+	}
+	if mode == "updates" && k.modes["events"] {
+		return true
+	}
+	return k.modes[mode]
+}
+
+// Emit appends a payload to the run's event log under its wire name.
+func (k *runSink) Emit(mode string, payload any) {
+	switch mode {
+	case "messages":
+		if k.modes["messages-tuple"] {
+			k.emitRaw("messages", payload)
+		}
+		if k.modes["messages"] {
+			k.emitLegacyMessage(payload)
+		}
+		if k.modes["events"] {
+			k.emitRaw("events", streamEvent("on_chat_model_stream", payload))
+		}
+		return
+	case "updates":
+		if k.modes["events"] {
+			k.emitRaw("events", map[string]any{"event": "on_chain_stream", "name": "LangGraph", "run_id": k.run.RunID.String(), "tags": []any{}, "metadata": map[string]any{}, "data": map[string]any{"chunk": payload}})
+		}
+		if !k.modes["updates"] {
+			return
+		}
+	}
+	k.emitRaw(mode, payload)
+}
+
+// emitLegacyMessage derives the legacy messages/* events from a
+// messages-tuple payload: metadata once per message id, then the message so
+// far (partial for chunks, complete for whole messages).
+func (k *runSink) emitLegacyMessage(payload any) {
+	pair, ok := payload.([]any)
+	if !ok || len(pair) != 2 {
+		return
+	}
+	msg, _ := pair[0].(map[string]any)
+	id, _ := msg["id"].(string)
+	acc, seen := k.legacy[id]
+	if !seen {
+		k.emitRaw("messages/metadata", map[string]any{id: map[string]any{"metadata": pair[1]}})
+		acc = map[string]any{}
+		for kk, v := range msg {
+			acc[kk] = v
+		}
+		k.legacy[id] = acc
+	} else if c, ok := msg["content"].(string); ok {
+		prev, _ := acc["content"].(string)
+		acc["content"] = prev + c
+	}
+	if t, _ := msg["type"].(string); t == "AIMessageChunk" {
+		k.emitRaw("messages/partial", []any{acc})
+		return
+	}
+	k.emitRaw("messages/complete", []any{acc})
+}
+
+func streamEvent(name string, payload any) map[string]any {
+	data := map[string]any{}
+	var meta any = map[string]any{}
+	if pair, ok := payload.([]any); ok && len(pair) == 2 {
+		data["chunk"] = pair[0]
+		meta = pair[1]
+	}
+	return map[string]any{"event": name, "name": "model", "tags": []any{}, "metadata": meta, "data": data, "parent_ids": []any{}}
+}
+
+func (k *runSink) emitRaw(name string, payload any) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		raw, _ = json.Marshal(map[string]any{"error": "EncodeError", "message": err.Error()})
+		name = "error"
+	}
+	k.log.Append(name, raw)
+	k.s.watchers.publish(k.run.ThreadID, name, raw)
+}

@@ -1,0 +1,16 @@
+// Package sse writes Server-Sent Events the way the LangGraph SDKs read them.
+//
+// # Invariants
+//
+//   - Nothing reaches the client before the first Start, Event or Comment,
+//     so a handler can still answer with a JSON error after NewWriter.
+//   - Every frame is written with one Write and flushed at once: an event is
+//     "id: <id>\n" (only when the id is not empty), "event: <name>\n" (only
+//     when the name is not empty), "data: <data>\n" and a blank line.
+//   - A frame holds exactly one event: names and ids lose their CR and LF
+//     bytes (ids also NUL), and data is sent on one line when it is JSON
+//     (compacted); other data is split at its line breaks into several data
+//     lines, which the SDKs concatenate without a separator.
+//   - Pump never starts a goroutine: it waits for the next event with a
+//     context that expires when a heartbeat is due.
+package sse

@@ -1,0 +1,155 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+)
+
+// StoredEvent is one persisted stream event of a run: the SSE event name and
+// its JSON payload, numbered by Seq (1-based, strictly increasing per run).
+type StoredEvent struct {
+	Seq  int64
+	Name string
+	Data json.RawMessage
+}
+
+// runEventValue is the JSON stored under a run_events key; Seq lives in the key.
+type runEventValue struct {
+	Event string          `json:"event"`
+	Data  json.RawMessage `json:"data"`
+}
+
+// runEventKey encodes run_id(16) | seq(8, big endian).
+func runEventKey(runID uuid.UUID, seq int64) []byte {
+	k := make([]byte, 24)
+	copy(k, runID[:])
+	binary.BigEndian.PutUint64(k[16:], uint64(seq))
+	return k
+}
+
+// AppendRunEvents stores evs as events of run runID in one durable write.
+// Every Seq must be at least 1; an event whose Seq is already stored is
+// overwritten, so retrying a failed append is safe. Concurrent calls share a
+// group commit.
+func (db *DB) AppendRunEvents(ctx context.Context, runID uuid.UUID, evs []StoredEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	// Encode outside the transaction: Update may run fn more than once, and
+	// the transaction stays short.
+	keys := make([][]byte, len(evs))
+	vals := make([][]byte, len(evs))
+	for i, ev := range evs {
+		if ev.Seq < 1 {
+			return fmt.Errorf("append run events: seq %d of event %q is not positive", ev.Seq, ev.Name)
+		}
+		data := ev.Data
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		v, err := encode(runEventValue{Event: ev.Name, Data: data})
+		if err != nil {
+			return fmt.Errorf("append run events: seq %d: %w", ev.Seq, err)
+		}
+		keys[i] = runEventKey(runID, ev.Seq)
+		vals[i] = v
+	}
+	return db.Update(ctx, func(tx *Tx) error {
+		b := tx.bucket(bucketRunEvents)
+		for i := range keys {
+			if err := b.Put(keys[i], vals[i]); err != nil {
+				return fmt.Errorf("put run event: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// LoadRunEvents returns the stored events of run runID whose Seq is greater
+// than after, in Seq order. A negative after means from the start. A run
+// without stored events yields an empty slice and no error.
+func (db *DB) LoadRunEvents(runID uuid.UUID, after int64) ([]StoredEvent, error) {
+	var out []StoredEvent
+	err := db.View(func(tx *Tx) error {
+		var err error
+		out, err = tx.LoadRunEvents(runID, after)
+		return err
+	})
+	return out, err
+}
+
+// LoadRunEvents is DB.LoadRunEvents inside a transaction.
+func (t *Tx) LoadRunEvents(runID uuid.UUID, after int64) ([]StoredEvent, error) {
+	var out []StoredEvent
+	c := t.bucket(bucketRunEvents).Cursor()
+	prefix := runID[:]
+	start := after + 1
+	if start < 1 {
+		start = 1
+	}
+	for k, v := c.Seek(runEventKey(runID, start)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(k) != 24 {
+			return nil, fmt.Errorf("load run events: malformed key of %d bytes", len(k))
+		}
+		var rv runEventValue
+		if err := decode(v, &rv); err != nil {
+			return nil, fmt.Errorf("load run events: %w", err)
+		}
+		out = append(out, StoredEvent{Seq: int64(binary.BigEndian.Uint64(k[16:])), Name: rv.Event, Data: rv.Data})
+	}
+	return out, nil
+}
+
+// DeleteRunEvents removes every stored event of the given runs in one
+// durable write. Runs without stored events are skipped.
+func (db *DB) DeleteRunEvents(ctx context.Context, runIDs []uuid.UUID) error {
+	if len(runIDs) == 0 {
+		return nil
+	}
+	return db.Update(ctx, func(tx *Tx) error {
+		for _, id := range runIDs {
+			if err := tx.DeleteRunEvents(id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// DeleteRunEvents removes every stored event of run runID. Run deletion calls
+// it in the same transaction that deletes the run record.
+func (t *Tx) DeleteRunEvents(runID uuid.UUID) error {
+	if err := deletePrefix(t.bucket(bucketRunEvents), runID[:]); err != nil {
+		return fmt.Errorf("delete run events: %w", err)
+	}
+	return nil
+}
+
+// RunsWithEvents lists the runs that have stored events, in id order. It
+// visits one key per run, not every event.
+func (db *DB) RunsWithEvents() ([]uuid.UUID, error) {
+	var out []uuid.UUID
+	err := db.View(func(tx *Tx) error {
+		c := tx.bucket(bucketRunEvents).Cursor()
+		for k, _ := c.First(); k != nil; {
+			if len(k) < 16 {
+				return fmt.Errorf("list runs with events: malformed key of %d bytes", len(k))
+			}
+			var id uuid.UUID
+			copy(id[:], k[:16])
+			out = append(out, id)
+			next := prefixEnd(id[:])
+			if next == nil {
+				break
+			}
+			k, _ = c.Seek(next)
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,149 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+func mkEvents(from, to int64) []StoredEvent {
+	var out []StoredEvent
+	for s := from; s <= to; s++ {
+		out = append(out, StoredEvent{Seq: s, Name: "values", Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, s))})
+	}
+	return out
+}
+
+func seqs(evs []StoredEvent) []int64 {
+	var out []int64
+	for _, e := range evs {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func TestRunEventsAppendLoad(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	a, b := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	// Seqs past 255 and 65535 check the big-endian ordering.
+	if err := db.AppendRunEvents(ctx, a, mkEvents(1, 300)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AppendRunEvents(ctx, a, nil); err != nil { // empty append is a no-op
+		t.Fatal(err)
+	}
+	if err := db.AppendRunEvents(ctx, a, []StoredEvent{{Seq: 70000, Name: "end"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AppendRunEvents(ctx, b, mkEvents(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+
+	all, err := db.LoadRunEvents(a, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 301 || all[0].Seq != 1 || all[299].Seq != 300 || all[300].Seq != 70000 {
+		t.Fatalf("loaded %d events, seqs %v…", len(all), seqs(all)[:3])
+	}
+	if all[5].Name != "values" || string(all[5].Data) != `{"n":6}` {
+		t.Fatalf("event 6 = %+v", all[5])
+	}
+	if all[300].Name != "end" || string(all[300].Data) != "null" {
+		t.Fatalf("nil data not stored as null: %+v", all[300])
+	}
+	for _, after := range []int64{0, 1, 150, 299, 300, 69999, 70000, 1 << 40} {
+		got, err := db.LoadRunEvents(a, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []int64
+		for _, s := range seqs(all) {
+			if s > after {
+				want = append(want, s)
+			}
+		}
+		if !slices.Equal(seqs(got), want) {
+			t.Fatalf("after %d: got %d events, want %d", after, len(got), len(want))
+		}
+	}
+	gotB, err := db.LoadRunEvents(b, 0)
+	if err != nil || !slices.Equal(seqs(gotB), []int64{1, 2, 3}) {
+		t.Fatalf("run b: %v %v", seqs(gotB), err)
+	}
+	none, err := db.LoadRunEvents(uuid.Must(uuid.NewV7()), 0)
+	if err != nil || len(none) != 0 {
+		t.Fatalf("unknown run: %v %v", none, err)
+	}
+
+	// Overwrite is idempotent.
+	if err := db.AppendRunEvents(ctx, b, mkEvents(2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if gotB, _ = db.LoadRunEvents(b, 0); len(gotB) != 3 {
+		t.Fatalf("after retry: %d events", len(gotB))
+	}
+
+	ids, err := db.RunsWithEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []uuid.UUID{a, b}
+	slices.SortFunc(want, func(x, y uuid.UUID) int { return slices.Compare(x[:], y[:]) })
+	if !slices.Equal(ids, want) {
+		t.Fatalf("RunsWithEvents = %v, want %v", ids, want)
+	}
+}
+
+func TestRunEventsRejectsBadInput(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	id := uuid.Must(uuid.NewV7())
+	if err := db.AppendRunEvents(ctx, id, []StoredEvent{{Seq: 0, Name: "x", Data: json.RawMessage("1")}}); err == nil {
+		t.Fatal("seq 0 accepted")
+	}
+	if err := db.AppendRunEvents(ctx, id, []StoredEvent{{Seq: 1, Name: "x", Data: json.RawMessage("{")}}); err == nil {
+		t.Fatal("invalid JSON accepted")
+	}
+	if got, _ := db.LoadRunEvents(id, 0); len(got) != 0 {
+		t.Fatalf("rejected append stored %d events", len(got))
+	}
+}
+
+func TestRunEventsDelete(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	var ids []uuid.UUID
+	for i := 0; i < 4; i++ {
+		id := uuid.Must(uuid.NewV7())
+		ids = append(ids, id)
+		if err := db.AppendRunEvents(ctx, id, mkEvents(1, 50)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.DeleteRunEvents(ctx, []uuid.UUID{ids[0], ids[2], uuid.Must(uuid.NewV7())}); err != nil {
+		t.Fatal(err)
+	}
+	// Tx.DeleteRunEvents composes with other writes of one transaction.
+	if err := db.Update(ctx, func(tx *Tx) error { return tx.DeleteRunEvents(ids[3]) }); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		got, err := db.LoadRunEvents(id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[int]int{1: 50}[i]; len(got) != want {
+			t.Fatalf("run %d: %d events left, want %d", i, len(got), want)
+		}
+	}
+	left, err := db.RunsWithEvents()
+	if err != nil || !slices.Equal(left, ids[1:2]) {
+		t.Fatalf("RunsWithEvents = %v %v", left, err)
+	}
+}

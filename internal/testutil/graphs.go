@@ -1,0 +1,97 @@
+package testutil
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/graph"
+	"agentserver/internal/graphs"
+)
+
+// TestGraphs is a langgraph.json serving echo and the test graphs below.
+const TestGraphs = `{"graphs": {"echo": "builtin:echo", "gated": "builtin:test-gated", "failing": "builtin:test-failing", "steps": "builtin:test-steps"}}`
+
+var (
+	registerOnce sync.Once
+	gatesMu      sync.Mutex
+	gates        = map[string]chan struct{}{}
+)
+
+// Gate returns the channel a "gated" run named name waits on; closing it
+// (Release) lets the run finish.
+func Gate(name string) chan struct{} {
+	gatesMu.Lock()
+	defer gatesMu.Unlock()
+	g, ok := gates[name]
+	if !ok {
+		g = make(chan struct{})
+		gates[name] = g
+	}
+	return g
+}
+
+// Release opens a gate once.
+func Release(name string) {
+	g := Gate(name)
+	select {
+	case <-g:
+	default:
+		close(g)
+	}
+}
+
+// RegisterTestGraphs adds the test graphs to the built-in registry:
+//   - test-gated: emits a custom event {"waiting": gate}, then waits until
+//     the gate named by input "gate" is released (or its context ends), then
+//     answers like echo;
+//   - test-failing: its only node fails with "boom";
+//   - test-steps: nodes a → b → c, each appending its name to "trail".
+func RegisterTestGraphs() {
+	registerOnce.Do(func() {
+		graphs.RegisterBuiltin("test-gated", func() *graphs.Definition {
+			d := graphs.Echo()
+			d.Graph = &graph.Graph{Entry: "wait", Nodes: map[string]graph.Node{"wait": gatedNode}}
+			return d
+		})
+		graphs.RegisterBuiltin("test-failing", func() *graphs.Definition {
+			d := graphs.Echo()
+			d.Graph = &graph.Graph{Entry: "fail", Nodes: map[string]graph.Node{"fail": func(context.Context, *graph.Runtime, graph.State) (graph.Update, error) {
+				return graph.Update{}, errors.New("boom")
+			}}}
+			return d
+		})
+		graphs.RegisterBuiltin("test-steps", func() *graphs.Definition {
+			d := graphs.Echo()
+			step := func(name string) graph.Node {
+				return func(_ context.Context, _ *graph.Runtime, st graph.State) (graph.Update, error) {
+					trail, _ := st["trail"].([]any)
+					return graph.Update{Values: map[string]any{"trail": append(append([]any{}, trail...), name)}}, nil
+				}
+			}
+			d.Graph = &graph.Graph{
+				Entry: "a",
+				Nodes: map[string]graph.Node{"a": step("a"), "b": step("b"), "c": step("c")},
+				Edges: map[string]graph.Router{
+					"a": func(graph.State) []string { return []string{"b"} },
+					"b": func(graph.State) []string { return []string{"c"} },
+				},
+			}
+			return d
+		})
+	})
+}
+
+func gatedNode(ctx context.Context, rt *graph.Runtime, st graph.State) (graph.Update, error) {
+	name, _ := st["gate"].(string)
+	rt.Custom(map[string]any{"waiting": name})
+	select {
+	case <-Gate(name):
+	case <-ctx.Done():
+		return graph.Update{}, context.Cause(ctx)
+	}
+	msg := map[string]any{"type": "ai", "id": uuid.NewString(), "content": "released " + name}
+	return graph.Update{Values: map[string]any{"messages": []any{msg}}}, nil
+}
