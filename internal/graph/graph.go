@@ -367,7 +367,9 @@ func (rs *runState) checkpoint(ctx context.Context, source string, writes map[st
 			"parent_config": parentConfig(rs.in.ThreadID, cp.ParentID),
 			"tasks":         cp.Tasks,
 		}
-		rs.sink.Emit("checkpoints", payload)
+		if rs.sink.Wants("checkpoints") {
+			rs.sink.Emit("checkpoints", payload)
+		}
 		rs.debug("checkpoint", payload)
 	}
 	return nil
@@ -385,7 +387,9 @@ func (rs *runState) emitTask(name string, input State) {
 		return
 	}
 	payload := map[string]any{"id": name + ":" + rs.in.RunID.String(), "name": name, "input": input, "triggers": []string{"branch:to:" + name}}
-	rs.sink.Emit("tasks", payload)
+	if rs.sink.Wants("tasks") {
+		rs.sink.Emit("tasks", payload)
+	}
 	rs.debug("task", payload)
 }
 
@@ -398,7 +402,9 @@ func (rs *runState) emitTaskResult(name string, update map[string]any) {
 		result = append(result, []any{k, v})
 	}
 	payload := map[string]any{"id": name + ":" + rs.in.RunID.String(), "name": name, "error": nil, "result": nonNilAny(result), "interrupts": []any{}}
-	rs.sink.Emit("tasks", payload)
+	if rs.sink.Wants("tasks") {
+		rs.sink.Emit("tasks", payload)
+	}
 	rs.debug("task_result", payload)
 }
 

@@ -96,10 +96,13 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	b, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{
-		Timeout:        5 * time.Second,
-		NoSync:         opts.NoSync,
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
+		Timeout: 5 * time.Second,
+		// Address space only: avoids remapping (which blocks writers) as the
+		// file grows.
+		InitialMmapSize: 1 << 30,
+		NoSync:          opts.NoSync,
+		NoFreelistSync:  true,
+		FreelistType:    bolt.FreelistMapType,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open bbolt: %w", err)
@@ -288,6 +291,13 @@ func (t *Tx) AfterCommit(f func()) {
 	t.afterCommit = append(t.afterCommit, f)
 }
 
+// fillPercent packs pages fuller than bbolt's default: most keys here grow
+// in time order (UUIDv7, timestamps), so half-empty split pages would only
+// waste file and memory.
+const fillPercent = 0.9
+
 func (t *Tx) bucket(name []byte) *bolt.Bucket {
-	return t.tx.Bucket(name)
+	b := t.tx.Bucket(name)
+	b.FillPercent = fillPercent
+	return b
 }

@@ -19,13 +19,13 @@
 //	                          versions are immutable: PutAssistantVersion refuses to overwrite (ErrConflict)
 //	threads                   thread_id(16) -> Thread JSON (values are NOT stored here)
 //	threads_by_created        created_at(8, unix nanos, big endian) | thread_id(16) -> empty
-//	threads_by_meta           key | 0x00 | canonical JSON of value | 0x00 | thread_id(16) -> empty
-//	threads_by_status         status | 0x00 | thread_id(16) -> empty
+//	threads_by_meta           key | 0x00 | canonical JSON of value | 0x00 | created_at(8) | thread_id(16) -> empty
+//	threads_by_status         status | 0x00 | created_at(8) | thread_id(16) -> empty
 //	checkpoints               thread_id(16) | checkpoint_id(16) -> Checkpoint JSON
 //	runs                      run_id(16) -> Run JSON
 //	runs_by_thread            thread_id(16) | run_id(16) -> empty
 //	runs_active               run_id(16) -> empty, for every pending or running run
-//	run_events                run_id(16) | seq(8, big endian) -> stream event JSON (resumable runs only)
+//	run_events                run_id(16) | seq(8, big endian) -> {"event": name, "data": json} (resumable runs only)
 //	store_items               namespace labels joined by 0x1f | 0x00 | key -> StoreItem JSON
 //	store_expiry              expires_at(8, unix nanos) | item key -> empty
 //

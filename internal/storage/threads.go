@@ -158,24 +158,26 @@ func statusPrefix(status string) []byte {
 // the index, so that an indexed search with the default order decodes no
 // more than one page of records.
 func (t *Tx) SearchThreads(q ThreadQuery) ([]Thread, int, error) {
-	cands, exact := t.threadCandidates(q)
+	ids, scans, exact := t.threadSources(q)
+	if ids == nil && len(scans) == 1 && exact && (q.SortBy == "" || q.SortBy == "created_at") {
+		return t.searchOneIndex(scans[0], q)
+	}
+	cands := ids
+	if ids == nil {
+		sets := make([][]threadCandidate, len(scans))
+		for i, sc := range scans {
+			sets[i] = scanTimeIDs(sc.b, sc.prefix)
+		}
+		cands = intersect(sets)
+	}
 	needsLoad := !exact || (q.SortBy != "" && q.SortBy != "created_at" && q.SortBy != "thread_id")
 	if !needsLoad {
 		sortCandidates(cands, q.SortBy, q.Desc)
-		total := len(cands)
 		if q.CountOnly {
-			return nil, total, nil
+			return nil, len(cands), nil
 		}
-		page := pageOf(cands, q.Offset, q.Limit)
-		out := make([]Thread, 0, len(page))
-		for _, c := range page {
-			th, err := t.GetThread(c.id)
-			if err != nil {
-				return nil, 0, err
-			}
-			out = append(out, th)
-		}
-		return out, total, nil
+		out, err := t.loadThreads(pageOf(cands, q.Offset, q.Limit))
+		return out, len(cands), err
 	}
 	var matched []Thread
 	for _, c := range cands {
@@ -195,12 +197,64 @@ func (t *Tx) SearchThreads(q ThreadQuery) ([]Thread, int, error) {
 	return pageOf(matched, q.Offset, q.Limit), len(matched), nil
 }
 
-// threadCandidates returns a superset of the matching threads and whether it
-// is exactly the matching set (no record needs checking).
-func (t *Tx) threadCandidates(q ThreadQuery) ([]threadCandidate, bool) {
+// indexScan is one index range whose keys end in created_at | thread_id.
+type indexScan struct {
+	b      *bolt.Bucket
+	prefix []byte
+}
+
+// searchOneIndex answers a query that one index range answers exactly, in
+// creation order: it counts the range's keys and decodes only the page.
+func (t *Tx) searchOneIndex(sc indexScan, q ThreadQuery) ([]Thread, int, error) {
+	total := 0
+	c := sc.b.Cursor()
+	for k, _ := c.Seek(sc.prefix); k != nil && bytes.HasPrefix(k, sc.prefix); k, _ = c.Next() {
+		total++
+	}
+	if q.CountOnly {
+		return nil, total, nil
+	}
+	var page []threadCandidate
+	step := c.Next
+	k, _ := c.Seek(sc.prefix)
+	if q.Desc {
+		step = c.Prev
+		k, _ = seekLastWithPrefix(c, sc.prefix)
+	}
+	for skipped := 0; k != nil && bytes.HasPrefix(k, sc.prefix) && (q.Limit <= 0 || len(page) < q.Limit); k, _ = step() {
+		if len(k) != len(sc.prefix)+24 {
+			continue
+		}
+		if skipped < q.Offset {
+			skipped++
+			continue
+		}
+		created, id := splitTimeID(k)
+		page = append(page, threadCandidate{id: id, created: created})
+	}
+	out, err := t.loadThreads(page)
+	return out, total, err
+}
+
+func (t *Tx) loadThreads(cands []threadCandidate) ([]Thread, error) {
+	out := make([]Thread, 0, len(cands))
+	for _, c := range cands {
+		th, err := t.GetThread(c.id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, th)
+	}
+	return out, nil
+}
+
+// threadSources returns where a query's candidates come from: explicit ids,
+// or index ranges to intersect; exact reports that the candidates are
+// exactly the matches (no record needs checking).
+func (t *Tx) threadSources(q ThreadQuery) ([]threadCandidate, []indexScan, bool) {
 	if len(q.IDs) > 0 {
 		seen := make(map[uuid.UUID]bool, len(q.IDs))
-		var out []threadCandidate
+		out := []threadCandidate{}
 		for _, id := range q.IDs {
 			if seen[id] {
 				continue
@@ -208,9 +262,9 @@ func (t *Tx) threadCandidates(q ThreadQuery) ([]threadCandidate, bool) {
 			seen[id] = true
 			out = append(out, threadCandidate{id: id})
 		}
-		return out, false
+		return out, nil, false
 	}
-	var sets [][]threadCandidate
+	var scans []indexScan
 	exact := len(q.Values) == 0
 	for k, v := range q.Metadata {
 		p, ok := indexedValue(k, v)
@@ -218,15 +272,15 @@ func (t *Tx) threadCandidates(q ThreadQuery) ([]threadCandidate, bool) {
 			exact = false
 			continue
 		}
-		sets = append(sets, scanTimeIDs(t.bucket(bucketThreadsByMeta), p))
+		scans = append(scans, indexScan{t.bucket(bucketThreadsByMeta), p})
 	}
 	if q.Status != "" {
-		sets = append(sets, scanTimeIDs(t.bucket(bucketThreadsByStatus), statusPrefix(q.Status)))
+		scans = append(scans, indexScan{t.bucket(bucketThreadsByStatus), statusPrefix(q.Status)})
 	}
-	if len(sets) == 0 {
-		return scanTimeIDs(t.bucket(bucketThreadsByCreated), nil), exact
+	if len(scans) == 0 {
+		scans = append(scans, indexScan{t.bucket(bucketThreadsByCreated), nil})
 	}
-	return intersect(sets), exact
+	return nil, scans, exact
 }
 
 func (t *Tx) threadMatches(th Thread, q ThreadQuery) bool {

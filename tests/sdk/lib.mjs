@@ -143,3 +143,52 @@ export async function echoNode(client) {
 
 /** A LangChain-serialised human message as the SDK sends it inside `values`. */
 export const human = (content, id) => ({ type: "human", content, id });
+
+/**
+ * Drains an SDK stream (runs.stream / runs.joinStream) into an array of
+ * {event, data, id} parts. `id` is undefined when the server sent none.
+ */
+export async function collectStream(iterable) {
+  const parts = [];
+  for await (const part of iterable) parts.push({ event: part.event, data: part.data, id: part.id });
+  return parts;
+}
+
+/** Parses an SSE body into [{id, event, data}] (data JSON-parsed; comments skipped). */
+export function parseSSE(text) {
+  const out = [];
+  for (const block of text.split(/\r?\n\r?\n/)) {
+    let id;
+    let event = "";
+    const data = [];
+    for (const line of block.split(/\r?\n/)) {
+      if (line === "" || line.startsWith(":")) continue;
+      const i = line.indexOf(":");
+      const field = i === -1 ? line : line.slice(0, i);
+      let value = i === -1 ? "" : line.slice(i + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "id") id = value;
+      else if (field === "event") event = value;
+      else if (field === "data") data.push(value);
+    }
+    if (!event && !data.length && id === undefined) continue;
+    out.push({ id, event, data: data.length ? JSON.parse(data.join("\n")) : null });
+  }
+  return out;
+}
+
+/**
+ * Raw SSE request for wire-level checks (headers, `id:` lines) the SDK hides.
+ * Reads the whole body (the stream must end). Returns {status, headers, text, events}.
+ */
+export async function rawSSE(method, path, { json, headers = {}, timeoutMs = 10_000 } = {}) {
+  const init = { method, headers: { accept: "text/event-stream", ...headers }, signal: AbortSignal.timeout(timeoutMs) };
+  if (json !== undefined) {
+    init.body = JSON.stringify(json);
+    init.headers["content-type"] = "application/json";
+  }
+  const res = await fetch(`${API_URL}${path}`, init);
+  const text = await res.text();
+  const isSSE = (res.headers.get("content-type") ?? "").includes("text/event-stream");
+  return { status: res.status, headers: res.headers, text, events: isSSE ? parseSSE(text) : [] };
+}
