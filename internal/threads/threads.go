@@ -90,6 +90,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Thread, error) {
 		if err := tx.PutThread(th); err != nil {
 			return err
 		}
+		out = Thread{Thread: th, Values: map[string]any{}, Interrupts: map[string]any{}}
 		var parent *storage.Checkpoint
 		for i, step := range p.Supersteps {
 			cp, err := s.applySuperstep(tx, th.ThreadID, parent, step, i)
@@ -98,9 +99,10 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Thread, error) {
 			}
 			parent = &cp
 		}
-		var err error
-		out, err = s.load(tx, id)
-		return err
+		if parent != nil {
+			out.Values, out.Interrupts = parent.Values, interruptsOf(*parent)
+		}
+		return nil
 	})
 	return out, err
 }

@@ -1,0 +1,203 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/channels"
+	"agentserver/internal/storage"
+)
+
+// memSink records what a run produced.
+type memSink struct {
+	mu     sync.Mutex
+	cps    []storage.Checkpoint
+	finals int
+	events []string
+}
+
+func (m *memSink) Checkpoint(_ context.Context, cp storage.Checkpoint, final bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cps = append(m.cps, cp)
+	if final {
+		m.finals++
+	}
+	return nil
+}
+func (m *memSink) Wants(string) bool { return true }
+func (m *memSink) Emit(mode string, _ any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(m.events, mode)
+}
+
+func appendNode(name string) Node {
+	return func(_ context.Context, _ *Runtime, st State) (Update, error) {
+		trail, _ := st["trail"].([]any)
+		return Update{Values: map[string]any{"trail": append(append([]any{}, trail...), name)}}, nil
+	}
+}
+
+func chain() *Graph {
+	return &Graph{
+		Entry: "a",
+		Nodes: map[string]Node{"a": appendNode("a"), "b": appendNode("b"), "c": appendNode("c")},
+		Edges: map[string]Router{"a": func(State) []string { return []string{"b"} }, "b": func(State) []string { return []string{"c"} }},
+	}
+}
+
+func run(t *testing.T, g *Graph, in Input) (Result, *memSink, error) {
+	t.Helper()
+	ex := &Executor{Reducers: channels.NewRegistry()}
+	sink := &memSink{}
+	if in.RunID == uuid.Nil {
+		in.RunID, in.ThreadID = uuid.New(), uuid.New()
+	}
+	res, err := ex.Run(context.Background(), g, in, sink)
+	return res, sink, err
+}
+
+func trailOf(v map[string]any) []any {
+	t, _ := v["trail"].([]any)
+	return t
+}
+
+func TestRunWritesOneCheckpointPerStep(t *testing.T) {
+	res, sink, err := run(t, chain(), Input{Values: map[string]any{"trail": []any{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := trailOf(res.Values); !slices.Equal(got, []any{"a", "b", "c"}) {
+		t.Fatalf("trail = %v", got)
+	}
+	if len(sink.cps) != 4 || sink.finals != 1 {
+		t.Fatalf("%d checkpoints (%d final), want input + 3 steps with one final", len(sink.cps), sink.finals)
+	}
+	for i, cp := range sink.cps {
+		if cp.Metadata["step"] != float64(i) {
+			t.Fatalf("checkpoint %d step = %v", i, cp.Metadata["step"])
+		}
+		if i > 0 && *cp.ParentID != sink.cps[i-1].CheckpointID {
+			t.Fatalf("checkpoint %d parent is not the previous one", i)
+		}
+	}
+	if src := sink.cps[0].Metadata["source"]; src != "input" || len(sink.cps[0].Next) != 1 {
+		t.Fatalf("input checkpoint = %v next %v", src, sink.cps[0].Next)
+	}
+}
+
+func TestInterruptsAndResume(t *testing.T) {
+	res, sink, err := run(t, chain(), Input{Values: map[string]any{}, InterruptBefore: []string{"c"}})
+	if err != nil || !slices.Equal(res.Next, []string{"c"}) {
+		t.Fatalf("interrupt_before: %v next %v", err, res.Next)
+	}
+	last := sink.cps[len(sink.cps)-1]
+	// Resuming with no input continues the paused checkpoint and does not
+	// pause again before the same node.
+	res2, _, err := run(t, chain(), Input{From: &last, InterruptBefore: []string{"c"}})
+	if err != nil || len(res2.Next) != 0 || !slices.Equal(trailOf(res2.Values), []any{"a", "b", "c"}) {
+		t.Fatalf("resume: %v %v", err, res2.Values)
+	}
+	res3, _, err := run(t, chain(), Input{Values: map[string]any{}, InterruptAfter: []string{"*"}})
+	if err != nil || !slices.Equal(res3.Next, []string{"b"}) || len(trailOf(res3.Values)) != 1 {
+		t.Fatalf("interrupt_after: %v %v %v", err, res3.Next, res3.Values)
+	}
+}
+
+func TestRetryContinuesFromCheckpointWithoutReapplyingInput(t *testing.T) {
+	_, sink, err := run(t, chain(), Input{Values: map[string]any{"trail": []any{"x"}}, InterruptAfter: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := sink.cps[len(sink.cps)-1]
+	res, _, err := run(t, chain(), Input{From: &mid, Retry: true, Values: map[string]any{"trail": []any{"x"}}})
+	if err != nil || !slices.Equal(trailOf(res.Values), []any{"x", "a", "b", "c"}) {
+		t.Fatalf("retry = %v %v", err, res.Values)
+	}
+}
+
+func TestParallelNodesAndDeterministicOrder(t *testing.T) {
+	var running, peak atomic.Int32
+	gate := make(chan struct{})
+	slow := func(name string) Node {
+		return func(ctx context.Context, rt *Runtime, st State) (Update, error) {
+			if n := running.Add(1); n > peak.Load() {
+				peak.Store(n)
+			}
+			if running.Load() == 2 {
+				close(gate)
+			}
+			<-gate
+			running.Add(-1)
+			return Update{Values: map[string]any{"messages": []any{map[string]any{"type": "ai", "content": name, "id": name}}}}, nil
+		}
+	}
+	g := &Graph{Entry: "fan", Nodes: map[string]Node{
+		"fan": func(context.Context, *Runtime, State) (Update, error) { return Update{Goto: []string{"x", "y"}}, nil },
+		"x":   slow("x"), "y": slow("y"),
+	}}
+	res, _, err := run(t, g, Input{Values: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak.Load() != 2 {
+		t.Fatalf("nodes of one step did not run concurrently (peak %d)", peak.Load())
+	}
+	msgs := res.Values["messages"].([]any)
+	if msgs[0].(map[string]any)["content"] != "x" || msgs[1].(map[string]any)["content"] != "y" {
+		t.Fatalf("updates not applied in node order: %v", msgs)
+	}
+}
+
+func TestRecursionLimitAndNodeErrors(t *testing.T) {
+	loop := &Graph{Entry: "a", Nodes: map[string]Node{"a": appendNode("a")}, Edges: map[string]Router{"a": func(State) []string { return []string{"a"} }}}
+	if _, _, err := run(t, loop, Input{Values: map[string]any{}, Config: map[string]any{"recursion_limit": 5.0}}); !errors.Is(err, ErrRecursionLimit) {
+		t.Fatalf("loop: %v", err)
+	}
+	boom := &Graph{Entry: "a", Nodes: map[string]Node{"a": func(context.Context, *Runtime, State) (Update, error) { return Update{}, errors.New("boom") }}}
+	if _, _, err := run(t, boom, Input{Values: map[string]any{}}); err == nil || err.Error() != "node a: boom" {
+		t.Fatalf("node error: %v", err)
+	}
+	if _, _, err := run(t, chain(), Input{Values: "not an object"}); !errors.Is(err, channels.ErrInvalidUpdate) {
+		t.Fatalf("bad input: %v", err)
+	}
+}
+
+func TestCommandUpdateAndGoto(t *testing.T) {
+	res, _, err := run(t, chain(), Input{Command: map[string]any{"update": []any{[]any{"trail", []any{"u"}}}, "goto": "c"}})
+	if err != nil || !slices.Equal(trailOf(res.Values), []any{"u", "c"}) {
+		t.Fatalf("command = %v %v", err, res.Values)
+	}
+	res, sink, err := run(t, chain(), Input{})
+	if err != nil || len(sink.cps) != 0 || len(res.Values) != 0 {
+		t.Fatalf("null input on an empty thread = %v, %d checkpoints", err, len(sink.cps))
+	}
+}
+
+func TestCancelStopsTheRun(t *testing.T) {
+	started := make(chan struct{})
+	g := &Graph{Entry: "wait", Nodes: map[string]Node{"wait": func(ctx context.Context, _ *Runtime, _ State) (Update, error) {
+		close(started)
+		<-ctx.Done()
+		return Update{}, ctx.Err()
+	}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	ex := &Executor{Reducers: channels.NewRegistry()}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ex.Run(ctx, g, Input{RunID: uuid.New(), ThreadID: uuid.New(), Values: map[string]any{}}, &memSink{})
+		done <- err
+	}()
+	<-started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled run: %v", err)
+	}
+}
