@@ -258,6 +258,9 @@ func (h *Handler) UpdateThreadState(ctx context.Context, req api.UpdateThreadSta
 // GetThreadHistory implements GET /threads/{thread_id}/history.
 func (h *Handler) GetThreadHistory(ctx context.Context, req api.GetThreadHistoryRequestObject) (api.GetThreadHistoryResponseObject, error) {
 	q := threads.HistoryQuery{Limit: intOr(req.Params.Limit, 10)}
+	if q.Limit == 0 {
+		q.Limit = 10 // as if absent: a history page is never unbounded
+	}
 	if req.Params.Before != nil {
 		var err error
 		if q.Before, err = checkpointIDFrom(*req.Params.Before); err != nil {

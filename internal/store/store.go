@@ -423,6 +423,9 @@ func newMatcher(filter map[string]any, query string) (func(*storage.StoreItem) b
 		if err := json.Unmarshal(raw, &filter); err != nil {
 			return nil, invalidf("filter is not JSON: %v", err)
 		}
+		if err := checkOperators(filter); err != nil {
+			return nil, err
+		}
 	}
 	return func(it *storage.StoreItem) bool {
 		for k, want := range filter {
@@ -435,7 +438,30 @@ func newMatcher(filter map[string]any, query string) (func(*storage.StoreItem) b
 	}, nil
 }
 
-var comparisonOps = map[string]bool{"$eq": true, "$ne": true, "$gt": true, "$gte": true, "$lt": true, "$lte": true}
+var comparisonOps = map[string]bool{"$eq": true, "$ne": true, "$gt": true, "$gte": true, "$lt": true, "$lte": true, "$in": true, "$nin": true}
+
+// checkOperators rejects filter entries that use an operator we do not
+// know, instead of silently matching nothing.
+func checkOperators(filter map[string]any) error {
+	for field, want := range filter {
+		ops, ok := want.(map[string]any)
+		if !ok {
+			continue
+		}
+		for op, arg := range ops {
+			if !strings.HasPrefix(op, "$") {
+				continue
+			}
+			if !comparisonOps[op] {
+				return invalidf("filter on %q: unsupported operator %q (supported: $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin)", field, op)
+			}
+			if _, isList := arg.([]any); (op == "$in" || op == "$nin") && !isList {
+				return invalidf("filter on %q: %s takes a list", field, op)
+			}
+		}
+	}
+	return nil
+}
 
 // matchField reports whether a top-level value field matches one filter
 // entry.
@@ -467,6 +493,12 @@ func compare(v any, present bool, op string, arg any) bool {
 		return equal
 	case "$ne":
 		return !equal
+	case "$in", "$nin":
+		in := false
+		for _, e := range arg.([]any) {
+			in = in || (present && jsonx.Contains(v, e) && jsonx.Contains(e, v))
+		}
+		return in == (op == "$in")
 	}
 	if !present {
 		return false

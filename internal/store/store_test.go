@@ -517,3 +517,29 @@ func FuzzParseNamespaceParam(f *testing.F) {
 		}
 	})
 }
+
+func TestSearchSetOperators(t *testing.T) {
+	s, _, _ := newTest(t)
+	ctx := context.Background()
+	for i, color := range []string{"red", "green", "blue"} {
+		if err := s.Put(ctx, []string{"ops"}, color, map[string]any{"color": color, "n": float64(i)}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := s.Search(ctx, []string{"ops"}, map[string]any{"color": map[string]any{"$in": []any{"red", "blue"}}}, 10, 0, "", false)
+	if err != nil || len(in) != 2 {
+		t.Fatalf("$in: %v %v", in, err)
+	}
+	nin, err := s.Search(ctx, []string{"ops"}, map[string]any{"color": map[string]any{"$nin": []any{"red"}}}, 10, 0, "", false)
+	if err != nil || len(nin) != 2 {
+		t.Fatalf("$nin: %v %v", nin, err)
+	}
+	for _, bad := range []map[string]any{
+		{"color": map[string]any{"$regex": "r.*"}},
+		{"color": map[string]any{"$in": "red"}},
+	} {
+		if _, err := s.Search(ctx, []string{"ops"}, bad, 10, 0, "", false); !errors.Is(err, errdefs.ErrInvalid) {
+			t.Errorf("filter %v: err = %v, want ErrInvalid", bad, err)
+		}
+	}
+}
