@@ -3,18 +3,13 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"agentserver/internal/config"
-	"agentserver/internal/server"
+	"agentserver/internal/testutil"
 )
 
 // fuzzRoutes are the JSON-body routes whose decoding the fuzzer drives.
@@ -44,18 +39,7 @@ func FuzzRequestDecoding(f *testing.F) {
 			f.Add(i, seed)
 		}
 	}
-	dir := f.TempDir()
-	graphsFile := filepath.Join(dir, "langgraph.json")
-	if err := os.WriteFile(graphsFile, []byte(`{"graphs":{"echo":"builtin:echo"}}`), 0o644); err != nil {
-		f.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.GraphsFile = graphsFile
-	srv, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), server.Options{NoSync: true})
-	if err != nil {
-		f.Fatal(err)
-	}
+	srv := testutil.Build(f, testutil.Options{NoSync: true})
 	f.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -201,14 +201,20 @@ func toAPIRun(r storage.Run, apStatus bool) api.Run {
 	return out
 }
 
+// createRun converts a run-creating body and creates the run.
+func (h *Handler) createRun(ctx context.Context, b *api.RunCreate, threadID *uuid.UUID) (runs.CreateParams, storage.Run, error) {
+	p, err := h.createParams(ctx, b, threadID)
+	if err != nil {
+		return p, storage.Run{}, err
+	}
+	r, err := h.runs.Create(ctx, p)
+	return p, r, err
+}
+
 // CreateThreadRun implements POST /threads/{thread_id}/runs.
 func (h *Handler) CreateThreadRun(ctx context.Context, req api.CreateThreadRunRequestObject) (api.CreateThreadRunResponseObject, error) {
 	tid := req.ThreadId
-	p, err := h.createParams(ctx, req.Body, &tid)
-	if err != nil {
-		return nil, err
-	}
-	r, err := h.runs.Create(ctx, p)
+	_, r, err := h.createRun(ctx, req.Body, &tid)
 	if err != nil {
 		return nil, err
 	}
@@ -219,11 +225,7 @@ func (h *Handler) CreateThreadRun(ctx context.Context, req api.CreateThreadRunRe
 // CreateRun implements POST /runs: stateless (LangGraph) or, with thread_id,
 // on that thread (Agent Protocol).
 func (h *Handler) CreateRun(ctx context.Context, req api.CreateRunRequestObject) (api.CreateRunResponseObject, error) {
-	p, err := h.createParams(ctx, req.Body, bodyThread(req.Body))
-	if err != nil {
-		return nil, err
-	}
-	r, err := h.runs.Create(ctx, p)
+	_, r, err := h.createRun(ctx, req.Body, bodyThread(req.Body))
 	if err != nil {
 		return nil, err
 	}

@@ -224,9 +224,19 @@ func TestJoinNonResumableSeesOnlyNewEvents(t *testing.T) {
 	s := startRunsServer(t)
 	tid := newThread(t, s)
 	gate := "live-" + tid
-	run := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}, "stream_mode": []string{"values", "custom"}}).Object(t)
-	rid := run["run_id"].(string)
-	waitStatus(t, s, tid, rid, "running")
+	first := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}, "stream_mode": []string{"values", "custom"}, "on_disconnect": "continue"}, nil)
+	defer first.Body.Close()
+	rid := strings.TrimPrefix(first.Header.Get("Content-Location"), "/threads/"+tid+"/runs/")
+	rd := testutil.NewSSEReader(first.Body)
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			t.Fatalf("first stream ended before the custom event: %v", err)
+		}
+		if ev.Event == "custom" {
+			break // the node is now waiting on its gate
+		}
+	}
 	j := s.Stream("GET", "/threads/"+tid+"/runs/"+rid+"/stream", nil, nil)
 	defer j.Body.Close()
 	// The metadata and custom events happened before the join.

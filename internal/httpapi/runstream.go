@@ -86,11 +86,7 @@ func (s *streamResponse) VisitJoinThreadStreamResponse(w http.ResponseWriter) er
 
 // startStream creates a run and streams it from its first event.
 func (h *Handler) startStream(ctx context.Context, b *api.RunCreate, threadID *uuid.UUID) (*streamResponse, error) {
-	p, err := h.createParams(ctx, b, threadID)
-	if err != nil {
-		return nil, err
-	}
-	r, err := h.runs.Create(ctx, p)
+	p, r, err := h.createRun(ctx, b, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -267,11 +263,7 @@ func (wr *waitResponse) VisitWaitRunByIdResponse(w http.ResponseWriter) error   
 
 // startWait creates a run and waits for it.
 func (h *Handler) startWait(ctx context.Context, b *api.RunCreate, threadID *uuid.UUID, apShape bool) (*waitResponse, error) {
-	p, err := h.createParams(ctx, b, threadID)
-	if err != nil {
-		return nil, err
-	}
-	r, err := h.runs.Create(ctx, p)
+	_, r, err := h.createRun(ctx, b, threadID)
 	if err != nil {
 		return nil, err
 	}

@@ -37,10 +37,12 @@ type Options struct {
 	APIKey string
 	// DataDir reuses a directory (for restart tests); empty means a new one.
 	DataDir string
+	// NoSync turns off fsync (for fuzzing and benchmarks).
+	NoSync bool
 }
 
-// StartServer starts a server and stops it when the test ends.
-func StartServer(t testing.TB, opts Options) *Server {
+// Build makes a server (not yet listening) over a temporary data directory.
+func Build(t testing.TB, opts Options) *server.Server {
 	t.Helper()
 	RegisterTestGraphs()
 	dir := opts.DataDir
@@ -61,10 +63,17 @@ func StartServer(t testing.TB, opts Options) *Server {
 	cfg.GraphsFile = graphsFile
 	cfg.APIKey = opts.APIKey
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := server.New(cfg, log, server.Options{})
+	srv, err := server.New(cfg, log, server.Options{NoSync: opts.NoSync})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv
+}
+
+// StartServer starts a server and stops it when the test ends.
+func StartServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	srv := Build(t, opts)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
