@@ -30,6 +30,9 @@ type Config struct {
 	LogLevel string
 	// ShutdownTimeout bounds the graceful shutdown.
 	ShutdownTimeout time.Duration
+	// StreamRetention is how long a finished run's stream events (and, for
+	// resumable streams, their stored copy) stay available to joins.
+	StreamRetention time.Duration
 }
 
 // Default returns the configuration used when nothing is set.
@@ -41,6 +44,7 @@ func Default() Config {
 		Jobs:            DefaultJobs(),
 		LogLevel:        "info",
 		ShutdownTimeout: 10 * time.Second,
+		StreamRetention: 10 * time.Minute,
 	}
 }
 
@@ -85,6 +89,7 @@ func Parse(args []string, getenv func(string) string, stderr io.Writer) (Config,
 	}
 	fs.IntVar(&c.Jobs, "n-jobs", c.Jobs, fmt.Sprintf("number of run workers (env %s)", EnvJobs))
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful shutdown may take")
+	fs.DurationVar(&c.StreamRetention, "stream-retention", c.StreamRetention, "how long a finished run's stream events stay joinable")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -116,6 +121,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown-timeout must be positive"))
+	}
+	if c.StreamRetention <= 0 {
+		errs = append(errs, errors.New("stream-retention must be positive"))
 	}
 	return errors.Join(errs...)
 }

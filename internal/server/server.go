@@ -69,8 +69,8 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	s.Threads = threads.New(db, s.Reducers)
 	s.Assistants = assistants.New(db, reg)
 	s.Store = store.New(db, log)
-	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log})
-	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log})
+	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention})
+	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.Assistants.EnsureSystemAssistants(ctx); err != nil {
