@@ -76,7 +76,38 @@ type Sink interface {
 	// Emit publishes one stream payload of a mode ("values", "updates",
 	// "messages", "custom", "tasks", "checkpoints", "debug").
 	Emit(mode string, payload any)
+	// Usage adds one model call's token usage to the run's totals.
+	Usage(u Usage)
+	// Note records a fact about the run's outcome (e.g. "stop_reason").
+	Note(key string, value any)
 }
+
+// Usage is the token usage of one model call.
+type Usage struct {
+	Model        string
+	InputTokens  int
+	OutputTokens int
+	TotalTokens  int
+}
+
+// InterruptError pauses a run inside a node to wait for human input. The
+// node's step is not applied; a later run resumes it with command.resume,
+// which the node reads with Runtime.Resume.
+type InterruptError struct {
+	ID    string
+	Value any
+}
+
+func (e *InterruptError) Error() string { return "interrupted: waiting for input" }
+
+// Interrupt returns the error a node returns to pause with value as the
+// question shown to the client.
+func Interrupt(value any) error {
+	return &InterruptError{ID: uuid.NewString(), Value: value}
+}
+
+// errPaused ends the loop after a step paused on interrupts.
+var errPaused = errors.New("paused")
 
 // Input describes where a run starts.
 type Input struct {
@@ -121,6 +152,9 @@ type runState struct {
 	parent  *uuid.UUID
 	last    *storage.Checkpoint
 	emitted map[string]bool // message ids already streamed
+	// resume is the command.resume value for the first step of this run.
+	resume    any
+	hasResume bool
 }
 
 // Run executes g from in and reports what it produced to sink.
@@ -134,6 +168,9 @@ func (e *Executor) Run(ctx context.Context, g *Graph, in Input, sink Sink) (Resu
 		id := in.From.CheckpointID
 		rs.parent = &id
 		rs.last = in.From
+	}
+	if in.Command != nil {
+		rs.resume, rs.hasResume = in.Command["resume"]
 	}
 	next, resumed, err := rs.start(ctx)
 	if err != nil {
@@ -152,7 +189,12 @@ func (e *Executor) Run(ctx context.Context, g *Graph, in Input, sink Sink) (Resu
 			return Result{}, fmt.Errorf("%w (limit %d)", ErrRecursionLimit, limit)
 		}
 		ran := next
-		if next, err = rs.superstep(ctx, next); err != nil {
+		next, err = rs.superstep(ctx, next)
+		rs.hasResume, rs.resume = false, nil
+		if errors.Is(err, errPaused) {
+			return Result{Values: rs.values, Next: ran}, nil
+		}
+		if err != nil {
 			return Result{}, err
 		}
 		if len(next) > 0 && matches(in.InterruptAfter, ran) {
@@ -258,7 +300,8 @@ func (rs *runState) superstep(ctx context.Context, nodes []string) ([]string, er
 		if !ok {
 			return nil, fmt.Errorf("graph has no node %q", name)
 		}
-		rt := &Runtime{RunID: rs.in.RunID, ThreadID: rs.in.ThreadID, Node: name, Step: rs.step + 1, Config: rs.in.Config, Context: rs.in.Context, sink: rs.sink, emitted: &rs.emitted}
+		rt := &Runtime{RunID: rs.in.RunID, ThreadID: rs.in.ThreadID, Node: name, Step: rs.step + 1, Config: rs.in.Config, Context: rs.in.Context,
+			sink: rs.sink, emitted: &rs.emitted, resume: rs.resume, hasResume: rs.hasResume}
 		rs.emitTask(name, snapshot)
 		if len(nodes) == 1 {
 			u, err := fn(ctx, rt, snapshot)
@@ -275,10 +318,18 @@ func (rs *runState) superstep(ctx context.Context, nodes []string) ([]string, er
 	wg.Wait()
 	writes := map[string]any{}
 	var next []string
+	var interrupts []*InterruptError
 	for _, r := range results {
-		if r.err != nil {
+		var ie *InterruptError
+		switch {
+		case errors.As(r.err, &ie):
+			interrupts = append(interrupts, ie)
+		case r.err != nil:
 			return nil, fmt.Errorf("node %s: %w", r.name, r.err)
 		}
+	}
+	if len(interrupts) > 0 {
+		return nil, rs.interruptStep(ctx, nodes, results)
 	}
 	for _, r := range results {
 		values, err := rs.ex.Reducers.Apply(rs.values, r.update.Values)
@@ -309,6 +360,34 @@ func (rs *runState) superstep(ctx context.Context, nodes []string) ([]string, er
 	return next, rs.checkpoint(ctx, "loop", writes, next, len(next) == 0)
 }
 
+// interruptStep records a step that paused on interrupts: a checkpoint with
+// the same values, the step's nodes as Next and the interrupts on their
+// tasks, so that the thread shows what it waits for.
+func (rs *runState) interruptStep(ctx context.Context, nodes []string, results []nodeResult) error {
+	var all []any
+	if err := rs.writeCheckpoint(ctx, "loop", map[string]any{}, nodes, true, false); err != nil {
+		return err
+	}
+	for i, r := range results {
+		var ie *InterruptError
+		if errors.As(r.err, &ie) {
+			item := map[string]any{"value": ie.Value, "id": ie.ID}
+			rs.last.Tasks[i].Interrupts = []any{item}
+			all = append(all, item)
+		}
+	}
+	if rs.sink.Wants("updates") {
+		rs.sink.Emit("updates", map[string]any{"__interrupt__": all})
+	}
+	if rs.sink.Wants("values") {
+		rs.sink.Emit("values", jsonx.Merge(rs.values, map[string]any{"__interrupt__": all}))
+	}
+	if err := rs.sink.Checkpoint(ctx, *rs.last, true); err != nil {
+		return err
+	}
+	return errPaused
+}
+
 // pause stops before the given nodes: the last checkpoint already lists
 // them in Next, so a later run with a null input continues there.
 func (rs *runState) pause(ctx context.Context, next []string) (Result, error) {
@@ -332,6 +411,13 @@ func (rs *runState) finish(ctx context.Context) error {
 }
 
 func (rs *runState) checkpoint(ctx context.Context, source string, writes map[string]any, next []string, final bool) error {
+	return rs.writeCheckpoint(ctx, source, writes, next, final, true)
+}
+
+// writeCheckpoint builds the next checkpoint; the final one is handed to
+// the sink by finish, pause or interruptStep. emitValues is false when the
+// caller streams the values itself.
+func (rs *runState) writeCheckpoint(ctx context.Context, source string, writes map[string]any, next []string, final, emitValues bool) error {
 	rs.step++
 	meta := jsonx.Merge(rs.in.Metadata, map[string]any{
 		"source": source, "step": float64(rs.step), "writes": writes, "parents": map[string]any{},
@@ -357,7 +443,7 @@ func (rs *runState) checkpoint(ctx context.Context, source string, writes map[st
 			return err
 		}
 	}
-	if rs.sink.Wants("values") {
+	if emitValues && rs.sink.Wants("values") {
 		rs.sink.Emit("values", rs.values)
 	}
 	if rs.sink.Wants("checkpoints") || rs.sink.Wants("debug") {

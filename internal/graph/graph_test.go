@@ -20,6 +20,7 @@ type memSink struct {
 	cps    []storage.Checkpoint
 	finals int
 	events []string
+	usage  []Usage
 }
 
 func (m *memSink) Checkpoint(_ context.Context, cp storage.Checkpoint, final bool) error {
@@ -32,6 +33,12 @@ func (m *memSink) Checkpoint(_ context.Context, cp storage.Checkpoint, final boo
 	return nil
 }
 func (m *memSink) Wants(string) bool { return true }
+func (m *memSink) Usage(u Usage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.usage = append(m.usage, u)
+}
+func (m *memSink) Note(key string, value any) {}
 func (m *memSink) Emit(mode string, _ any) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -199,5 +206,27 @@ func TestCancelStopsTheRun(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled run: %v", err)
+	}
+}
+
+func TestNodeInterruptAndResume(t *testing.T) {
+	ask := func(_ context.Context, rt *Runtime, _ State) (Update, error) {
+		if v, ok := rt.Resume(); ok {
+			return Update{Values: map[string]any{"answer": v}}, nil
+		}
+		return Update{}, Interrupt(map[string]any{"question": "ok?"})
+	}
+	g := &Graph{Entry: "ask", Nodes: map[string]Node{"ask": ask}}
+	res, sink, err := run(t, g, Input{Values: map[string]any{"q": 1}})
+	if err != nil || !slices.Equal(res.Next, []string{"ask"}) {
+		t.Fatalf("interrupt: %v next %v", err, res.Next)
+	}
+	paused := sink.cps[len(sink.cps)-1]
+	if len(paused.Tasks) != 1 || len(paused.Tasks[0].Interrupts) != 1 || sink.finals != 1 {
+		t.Fatalf("paused checkpoint tasks = %+v (finals %d)", paused.Tasks, sink.finals)
+	}
+	res2, _, err := run(t, g, Input{From: &paused, Command: map[string]any{"resume": "yes"}})
+	if err != nil || res2.Values["answer"] != "yes" || len(res2.Next) != 0 {
+		t.Fatalf("resume: %v %v", err, res2)
 	}
 }

@@ -13,8 +13,26 @@ type Runtime struct {
 	Config   map[string]any
 	Context  map[string]any
 
-	sink    Sink
-	emitted *map[string]bool
+	sink      Sink
+	emitted   *map[string]bool
+	resume    any
+	hasResume bool
+}
+
+// Resume returns the command.resume value a run was started with, when this
+// node is the one being resumed after an interrupt.
+func (rt *Runtime) Resume() (any, bool) {
+	return rt.resume, rt.hasResume
+}
+
+// ReportUsage adds one model call's token usage to the run's totals.
+func (rt *Runtime) ReportUsage(u Usage) {
+	rt.sink.Usage(u)
+}
+
+// Note records a fact about the run's outcome, such as why it stopped.
+func (rt *Runtime) Note(key string, value any) {
+	rt.sink.Note(key, value)
 }
 
 // Wants reports whether a stream mode has a listener.

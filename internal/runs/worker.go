@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -12,6 +13,7 @@ import (
 	"agentserver/internal/errdefs"
 	"agentserver/internal/events"
 	"agentserver/internal/graph"
+	"agentserver/internal/jsonx"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
 )
@@ -147,6 +149,12 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 	}
 	now := s.now()
 	run.UpdatedAt, run.EndedAt = now, &now
+	if extra := sink.outcomeMetadata(); len(extra) > 0 {
+		run.Metadata = jsonx.Merge(run.Metadata, extra)
+		if u, ok := extra["usage"].(map[string]any); ok {
+			run.Usage = u
+		}
+	}
 	var cc *cancelCause
 	rollback := false
 	switch {
@@ -304,6 +312,75 @@ type runSink struct {
 	// final is the last checkpoint, written with the run's end.
 	final  *storage.Checkpoint
 	legacy map[string]map[string]any // legacy "messages" mode: accumulated message per id
+
+	mu    sync.Mutex // guards usage and notes (nodes run concurrently)
+	usage *usageTotals
+	notes map[string]any
+}
+
+// usageTotals accumulates a run's token usage.
+type usageTotals struct {
+	Input, Output, Total, Calls int
+	ByModel                     map[string]map[string]int
+}
+
+func (u *usageTotals) add(r graph.Usage) {
+	u.Input += r.InputTokens
+	u.Output += r.OutputTokens
+	u.Total += r.TotalTokens
+	u.Calls++
+	m := u.ByModel[r.Model]
+	if m == nil {
+		m = map[string]int{}
+		u.ByModel[r.Model] = m
+	}
+	m["input_tokens"] += r.InputTokens
+	m["output_tokens"] += r.OutputTokens
+	m["total_tokens"] += r.TotalTokens
+	m["calls"]++
+}
+
+func (u *usageTotals) asMap() map[string]any {
+	by := map[string]any{}
+	for k, v := range u.ByModel {
+		by[k] = v
+	}
+	return map[string]any{"input_tokens": u.Input, "output_tokens": u.Output, "total_tokens": u.Total, "calls": u.Calls, "by_model": by}
+}
+
+// Usage adds a model call's tokens to the run's totals.
+func (k *runSink) Usage(u graph.Usage) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.usage == nil {
+		k.usage = &usageTotals{ByModel: map[string]map[string]int{}}
+	}
+	k.usage.add(u)
+}
+
+// Note records an outcome fact of the run (stored in its metadata).
+func (k *runSink) Note(key string, value any) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.notes == nil {
+		k.notes = map[string]any{}
+	}
+	k.notes[key] = value
+}
+
+// outcomeMetadata is what the run's metadata gains when it ends: token usage
+// and notes such as the stop reason.
+func (k *runSink) outcomeMetadata() map[string]any {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]any{}
+	for key, v := range k.notes {
+		out[key] = v
+	}
+	if k.usage != nil {
+		out["usage"] = k.usage.asMap()
+	}
+	return out
 }
 
 func newRunSink(s *Service, run storage.Run, log *events.Log) *runSink {
