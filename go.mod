@@ -7,6 +7,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/oapi-codegen/runtime v1.9.0
+	github.com/sashabaranov/go-openai v1.43.0
 	go.etcd.io/bbolt v1.5.0
 )
 

@@ -236,8 +236,8 @@ func (rs *runState) start(ctx context.Context) ([]string, bool, error) {
 		}
 		rs.values = values
 	}
-	next := gotoNodes
-	if len(next) == 0 {
+	next := slices.DeleteFunc(slices.Clone(gotoNodes), func(n string) bool { return n == End })
+	if len(gotoNodes) == 0 {
 		next = []string{rs.g.Entry}
 	}
 	writes := map[string]any{Start: jsonx.Clone(update)}

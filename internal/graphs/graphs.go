@@ -89,9 +89,14 @@ type File struct {
 	Dependencies []string          `json:"dependencies,omitempty"`
 }
 
+// SourceResolver builds the graph of a source that is not built in (an agent
+// spec file); path is resolved against langgraph.json's directory.
+type SourceResolver func(id, path string) (*Definition, error)
+
 // Load reads langgraph.json at path, loads its env file and returns the
-// registry of its graphs.
-func Load(path string) (*Registry, error) {
+// registry of its graphs. resolve handles sources that are not built in; nil
+// accepts built-ins only.
+func Load(path string, resolve SourceResolver) (*Registry, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
@@ -108,7 +113,7 @@ func Load(path string) (*Registry, error) {
 	}
 	var defs []*Definition
 	for id, src := range f.Graphs {
-		d, err := resolve(id, src)
+		d, err := resolveSource(filepath.Dir(path), id, src, resolve)
 		if err != nil {
 			return nil, fmt.Errorf("%s: graphs.%s: %w", path, id, err)
 		}
@@ -117,7 +122,7 @@ func Load(path string) (*Registry, error) {
 	return NewRegistry(defs...)
 }
 
-func resolve(id, src string) (*Definition, error) {
+func resolveSource(dir, id, src string, resolve SourceResolver) (*Definition, error) {
 	if name, ok := strings.CutPrefix(src, BuiltinPrefix); ok {
 		build, known := builtins[name]
 		if !known {
@@ -127,7 +132,19 @@ func resolve(id, src string) (*Definition, error) {
 		d.ID, d.Source = id, src
 		return d, nil
 	}
-	return nil, fmt.Errorf("%w: source %q is not a built-in graph (use %s<name>)", ErrInvalidConfig, src, BuiltinPrefix)
+	if resolve == nil {
+		return nil, fmt.Errorf("%w: source %q is not a built-in graph (use %s<name>)", ErrInvalidConfig, src, BuiltinPrefix)
+	}
+	path := src
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	d, err := resolve(id, path)
+	if err != nil {
+		return nil, err
+	}
+	d.ID, d.Source = id, src
+	return d, nil
 }
 
 // loadEnv applies the "env" entry: a .env file path or an inline object.

@@ -23,7 +23,7 @@ func TestLoadBuiltinAndEnv(t *testing.T) {
 	os.Unsetenv("GRAPHS_TEST_B")
 	t.Cleanup(func() { os.Unsetenv("GRAPHS_TEST_B") })
 	p := write(t, dir, "langgraph.json", `{"graphs":{"echo":"builtin:echo","e2":"builtin:echo"},"env":".env"}`)
-	r, err := Load(p)
+	r, err := Load(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestLoadRejects(t *testing.T) {
 		"badjson": `{"graphs":`,
 	} {
 		p := write(t, dir, name+".json", body)
-		if _, err := Load(p); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := Load(p, nil); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%s: err = %v, want ErrInvalidConfig", name, err)
 		}
 	}

@@ -74,7 +74,7 @@ func (h *Handler) DeleteAssistant(ctx context.Context, req api.DeleteAssistantRe
 			return nil, err
 		}
 		for _, th := range owned {
-			if err := h.threads.Delete(ctx, th.ThreadID); err != nil {
+			if err := h.deleteThread(ctx, th.ThreadID); err != nil {
 				return nil, err
 			}
 		}

@@ -295,6 +295,9 @@ func (h *Handler) ListThreadRuns(ctx context.Context, req api.ListThreadRunsRequ
 		return nil, err
 	}
 	limit, offset := intOr(req.Params.Limit, 10), intOr(req.Params.Offset, 0)
+	if limit == 0 {
+		limit = 10
+	}
 	list, total, err := h.runs.List(ctx, req.ThreadId, status, limit, offset)
 	if err != nil {
 		return nil, err
@@ -318,7 +321,7 @@ func (h *Handler) SearchRuns(ctx context.Context, req api.SearchRunsRequestObjec
 	if b.Status != nil {
 		q.Status = string(*b.Status)
 		if q.Status == storage.RunPending {
-			q.Status = "" // pending on the AP side also covers running; filtered below
+			q.Status, q.Active = "", true // the AP's pending also covers running
 		}
 	}
 	if ref := firstString(b.AgentId, b.AssistantId); ref != nil {
@@ -334,10 +337,6 @@ func (h *Handler) SearchRuns(ctx context.Context, req api.SearchRunsRequestObjec
 	}
 	out := make([]api.Run, 0, len(list))
 	for _, r := range list {
-		if b.Status != nil && *b.Status == api.RunStatusPending && !storage.RunActive(r.Status) {
-			total--
-			continue
-		}
 		out = append(out, toAPIRun(r, true))
 	}
 	p := pagination(q.Offset, q.Limit, len(out), total)

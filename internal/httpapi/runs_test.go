@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -604,5 +605,92 @@ func TestThreadJoinStream(t *testing.T) {
 	}
 	if !seen["metadata"] || !seen["values"] {
 		t.Fatalf("thread stream events = %v", seen)
+	}
+}
+
+func TestRunsAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, DataDir: dir})
+	tid := newThread(t, s)
+	done := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("before")}).Object(t)["run_id"].(string)
+	waitStatus(t, s, tid, done, "success")
+	gate := "restart-" + tid
+	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate, "messages": []any{map[string]any{"role": "user", "content": "once"}}}}).Object(t)["run_id"].(string)
+	waitStatus(t, s, tid, rid, "running")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s2 := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, DataDir: dir})
+	// A finished non-resumable run has no retained events: an empty stream.
+	j := s2.Stream("GET", "/threads/"+tid+"/runs/"+done+"/stream", nil, nil)
+	evs, err := testutil.NewSSEReader(j.Body).All()
+	j.Body.Close()
+	if j.StatusCode != 200 || err != nil || len(evs) != 0 {
+		t.Fatalf("join after restart: %d %v %+v", j.StatusCode, err, evs)
+	}
+	// The interrupted run resumes where it stopped: its input is not applied twice.
+	testutil.Release(gate)
+	waitStatus(t, s2, tid, rid, "success")
+	run := s2.Must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).Object(t)
+	if run["status"] != "success" {
+		t.Fatalf("run after restart = %v", run)
+	}
+	count := 0
+	for _, m := range s2.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)["values"].(map[string]any)["messages"].([]any) {
+		if m.(map[string]any)["content"] == "once" {
+			count++
+		}
+	}
+	if count != 1 {
+		t.Fatalf("input applied %d times after a graceful restart", count)
+	}
+}
+
+func TestCancelRunWaitingForWorker(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, Jobs: 1})
+	busy, idle := newThread(t, s), newThread(t, s)
+	gate := "slot-" + busy
+	blocker := s.Must(200, "POST", "/threads/"+busy+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)["run_id"].(string)
+	waitStatus(t, s, busy, blocker, "running")
+	queued := s.Must(200, "POST", "/threads/"+idle+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("x")}).Object(t)["run_id"].(string)
+	s.Must(204, "POST", "/threads/"+idle+"/runs/"+queued+"/cancel?wait=1", nil)
+	j := s.Do("GET", "/threads/"+idle+"/runs/"+queued+"/join", nil)
+	if j.Status != 200 || runStatus(t, s, idle, queued) != "interrupted" {
+		t.Fatalf("join of a cancelled queued run: %d %s", j.Status, j.Raw)
+	}
+	testutil.Release(gate)
+	waitStatus(t, s, busy, blocker, "success")
+	if runStatus(t, s, idle, queued) != "interrupted" {
+		t.Fatal("the cancelled run ran once a worker was free")
+	}
+}
+
+func TestDeleteThreadStopsItsRuns(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": "del-" + tid}}).Object(t)["run_id"].(string)
+	waitStatus(t, s, tid, rid, "running")
+	s.Must(204, "DELETE", "/threads/"+tid, nil)
+	s.Must(404, "GET", "/runs/"+rid, nil)
+	s.Must(404, "GET", "/threads/"+tid, nil)
+}
+
+func TestGotoEndAndRunSearchPaging(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "steps", "command": map[string]any{"update": map[string]any{"trail": []any{"x"}}, "goto": "__end__"}})
+	if trail := r.Object(t)["trail"].([]any); len(trail) != 1 {
+		t.Fatalf("goto __end__ = %s", r.Raw)
+	}
+	pending := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("later"), "after_seconds": 60}).Object(t)["run_id"].(string)
+	other := newThread(t, s)
+	for i := 0; i < 12; i++ {
+		s.Must(200, "POST", "/threads/"+other+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("n")})
+	}
+	found := s.Must(200, "POST", "/runs/search", map[string]any{"status": "pending", "limit": 10})
+	if l := found.List(t); len(l) != 1 || l[0].(map[string]any)["run_id"] != pending || found.Header.Get("X-Pagination-Total") != "1" {
+		t.Fatalf("pending search = %s (total %s)", found.Raw, found.Header.Get("X-Pagination-Total"))
 	}
 }

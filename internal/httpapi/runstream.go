@@ -62,8 +62,15 @@ func (s *streamResponse) write(w http.ResponseWriter) error {
 					break
 				}
 			}
-			return s.filter[base] || name == "metadata" || name == "error" || name == "end" ||
-				(base == "messages" && (s.filter["messages-tuple"] || s.filter["messages"]))
+			switch {
+			case name == "metadata" || name == "error" || name == "end":
+				return true
+			case name == "messages":
+				return s.filter["messages-tuple"]
+			case base == "messages":
+				return s.filter["messages"] // messages/partial, /complete, /metadata
+			}
+			return s.filter[base]
 		}
 	}
 	err := sse.Pump(s.ctx, sw, s.sub.Next, sse.PumpOptions{Heartbeat: heartbeatEvery, Filter: filter, WithIDs: s.withIDs})
@@ -98,7 +105,10 @@ func (h *Handler) startStream(ctx context.Context, b *api.RunCreate, threadID *u
 	if p.StreamResumable {
 		headers["Location"] = streamLocation(r)
 	}
-	resp := &streamResponse{ctx: ctx, runs: h.runs, sub: sub, headers: headers, withIDs: p.StreamResumable}
+	resp := &streamResponse{ctx: ctx, runs: h.runs, headers: headers, withIDs: p.StreamResumable}
+	if sub != nil {
+		resp.sub = sub
+	}
 	if onDisconnectCancel(b) {
 		resp.onDisconnect = h.cancelInBackground(r)
 	}
@@ -144,7 +154,10 @@ func (h *Handler) joinStream(ctx context.Context, threadID *uuid.UUID, runID uui
 	if err != nil {
 		return nil, err
 	}
-	resp := &streamResponse{ctx: ctx, runs: h.runs, sub: sub, withIDs: boolKwarg(r, "resumable"), filter: map[string]bool{}}
+	resp := &streamResponse{ctx: ctx, runs: h.runs, withIDs: boolKwarg(r, "resumable"), filter: map[string]bool{}}
+	if sub != nil {
+		resp.sub = sub // nothing retained otherwise: an empty stream
+	}
 	for _, m := range parseList(modes) {
 		resp.filter[m] = true
 	}
@@ -267,10 +280,10 @@ func (h *Handler) startWait(ctx context.Context, b *api.RunCreate, threadID *uui
 	if err != nil {
 		return nil, err
 	}
-	wr := &waitResponse{ctx: ctx, runs: h.runs, run: r, apShape: apShape, headers: map[string]string{
-		"Content-Location": runLocation(r),
-		"Location":         runLocation(r) + "/join",
-	}}
+	wr := &waitResponse{ctx: ctx, runs: h.runs, run: r, apShape: apShape, headers: map[string]string{"Content-Location": runLocation(r)}}
+	if !r.Stateless {
+		wr.headers["Location"] = runLocation(r) + "/join" // where a client reconnects to wait
+	}
 	if onDisconnectCancel(b) {
 		wr.onDisconnect = h.cancelInBackground(r)
 	}

@@ -118,10 +118,19 @@ func (h *Handler) PatchThread(ctx context.Context, req api.PatchThreadRequestObj
 
 // DeleteThread implements DELETE /threads/{thread_id}.
 func (h *Handler) DeleteThread(ctx context.Context, req api.DeleteThreadRequestObject) (api.DeleteThreadResponseObject, error) {
-	if err := h.threads.Delete(ctx, req.ThreadId); err != nil {
+	if err := h.deleteThread(ctx, req.ThreadId); err != nil {
 		return nil, err
 	}
 	return api.DeleteThread204Response{}, nil
+}
+
+// deleteThread stops the thread's runs, then deletes it with its runs and
+// checkpoints, so that no run writes into a deleted thread.
+func (h *Handler) deleteThread(ctx context.Context, id uuid.UUID) error {
+	if err := h.runs.StopThreadRuns(ctx, id); err != nil {
+		return err
+	}
+	return h.threads.Delete(ctx, id)
 }
 
 // CopyThread implements POST /threads/{thread_id}/copy.

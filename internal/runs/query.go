@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -160,8 +161,7 @@ func (s *Service) Cancel(ctx context.Context, threadID *uuid.UUID, runID uuid.UU
 		return err
 	}
 	if settled != nil {
-		s.sched.forget(settled.ThreadID, runID)
-		s.settle(*settled, nil)
+		s.endPending(*settled, action == ActionRollback)
 		return nil
 	}
 	if !running {
@@ -173,6 +173,42 @@ func (s *Service) Cancel(ctx context.Context, threadID *uuid.UUID, runID uuid.UU
 		case <-done:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// endPending finishes a run that never started: its stream ends, thread
+// watchers and waiters hear of it, and its webhook fires (not for rollback,
+// which erases the run).
+func (s *Service) endPending(r storage.Run, rolledBack bool) {
+	s.sched.forget(r.ThreadID, r.RunID)
+	if l, ok := s.broker.Get(r.RunID); ok && !l.Closed() {
+		l.Append("end", json.RawMessage("null"))
+	}
+	done, _ := json.Marshal(map[string]any{"run_id": r.RunID.String(), "status": r.Status})
+	s.watchers.publish(r.ThreadID, "run_done", done)
+	s.settle(r, nil)
+	if hook, ok := r.Kwargs["webhook"].(string); ok && hook != "" && !rolledBack {
+		s.sendWebhook(hook, r, nil)
+	}
+}
+
+// StopThreadRuns interrupts every pending or running run of a thread and
+// waits for them to end (before the thread is deleted).
+func (s *Service) StopThreadRuns(ctx context.Context, threadID uuid.UUID) error {
+	var active []storage.Run
+	err := s.db.View(func(tx *storage.Tx) error {
+		var err error
+		active, err = tx.ThreadRuns(threadID, func(r storage.Run) bool { return storage.RunActive(r.Status) })
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range active {
+		if err := s.Cancel(ctx, &threadID, r.RunID, ActionInterrupt, true); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			return err
 		}
 	}
 	return nil

@@ -205,7 +205,10 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 		switch {
 		case err == nil:
 		case p.IfNotExists == "create":
-			th = storage.Thread{ThreadID: run.ThreadID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Metadata: map[string]any{}}
+			th = storage.Thread{ThreadID: run.ThreadID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Metadata: jsonx.CloneMap(p.Metadata)}
+			if th.Metadata == nil {
+				th.Metadata = map[string]any{}
+			}
 		default:
 			return err
 		}
@@ -257,8 +260,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 		return storage.Run{}, err
 	}
 	for _, r := range ended {
-		s.sched.forget(r.ThreadID, r.RunID)
-		s.settle(r, nil)
+		s.endPending(r, strategy == StrategyRollback)
 	}
 	action := ActionInterrupt
 	if strategy == StrategyRollback {
@@ -314,6 +316,7 @@ func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 					continue
 				}
 				r.Status, r.UpdatedAt = storage.RunPending, now
+				r.Restarted = true
 				if err := tx.PutRun(r); err != nil {
 					return err
 				}

@@ -33,8 +33,9 @@ func (s *Service) execute(queued storage.Run) {
 	s.mu.Lock()
 	lr := s.live[queued.RunID]
 	if lr == nil {
-		lr = &liveRun{done: make(chan struct{})}
-		s.live[queued.RunID] = lr
+		// Settled while it waited for a worker (cancelled or rolled back).
+		s.mu.Unlock()
+		return
 	}
 	lr.cancel = cancel
 	requested := lr.action
@@ -112,7 +113,7 @@ func (s *Service) input(run storage.Run) (graph.Input, error) {
 	err := s.db.View(func(tx *storage.Tx) error {
 		var from storage.Checkpoint
 		var err error
-		if run.Attempt > 1 {
+		if run.Restarted {
 			own, lerr := tx.ListCheckpoints(run.ThreadID, nil, 1, func(cp storage.Checkpoint) bool { return cp.RunID != nil && *cp.RunID == run.RunID })
 			if lerr == nil && len(own) == 1 {
 				in.From, in.Retry = &own[0], true
@@ -229,6 +230,7 @@ func (s *Service) requeueOnShutdown(run storage.Run) {
 		}
 		r.Status, r.UpdatedAt = storage.RunPending, s.now()
 		r.Attempt--
+		r.Restarted = true
 		return tx.PutRun(r)
 	})
 	if err != nil && !errors.Is(err, storage.ErrClosed) {

@@ -39,6 +39,9 @@ type Server struct {
 	Runs       *runs.Service
 	Broker     *events.Broker
 
+	shutdownOnce sync.Once
+	shutdownErr  error
+
 	bgCancel context.CancelFunc
 	// reqCancel ends long-lived requests (streams, waits) at shutdown.
 	reqCancel context.CancelFunc
@@ -57,7 +60,7 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	reg, err := graphs.Load(cfg.GraphsFile)
+	reg, err := graphs.Load(cfg.GraphsFile, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +141,13 @@ func (s *Server) URL() string {
 // Shutdown stops the server in order: runs (each goes back to pending, to
 // resume at the next start), long-lived requests, HTTP, background workers,
 // storage.
+// It is safe to call more than once; later calls return the first result.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
+	return s.shutdownErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
 	var errs []error
 	s.http.SetKeepAlivesEnabled(false)
 	if err := s.Runs.Shutdown(ctx); err != nil {

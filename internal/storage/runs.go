@@ -53,6 +53,10 @@ type Run struct {
 	Stateless bool `json:"stateless,omitempty"`
 	// Usage holds token accounting of the run (model runs).
 	Usage map[string]any `json:"usage,omitempty"`
+	// Restarted is set when a run that had started was put back in the
+	// queue (crash or shutdown): its next start continues from the last
+	// checkpoint it wrote instead of applying its input again.
+	Restarted bool `json:"restarted,omitempty"`
 }
 
 // GetRun returns a run, or ErrNotFound.
@@ -151,7 +155,9 @@ type RunQuery struct {
 	ThreadID    *uuid.UUID
 	AssistantID *uuid.UUID
 	Status      string
-	Metadata    map[string]any
+	// Active keeps only pending and running runs.
+	Active   bool
+	Metadata map[string]any
 	Limit       int
 	Offset      int
 }
@@ -164,6 +170,9 @@ func (t *Tx) SearchRuns(q RunQuery, matchMeta func(doc, filter any) bool) ([]Run
 			return false
 		}
 		if q.Status != "" && r.Status != q.Status {
+			return false
+		}
+		if q.Active && !RunActive(r.Status) {
 			return false
 		}
 		if len(q.Metadata) > 0 && !matchMeta(r.Metadata, q.Metadata) {

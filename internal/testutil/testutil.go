@@ -39,6 +39,8 @@ type Options struct {
 	DataDir string
 	// NoSync turns off fsync (for fuzzing and benchmarks).
 	NoSync bool
+	// Jobs is the number of run workers (0: the default).
+	Jobs int
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
@@ -62,6 +64,9 @@ func Build(t testing.TB, opts Options) *server.Server {
 	cfg.DataDir = dir
 	cfg.GraphsFile = graphsFile
 	cfg.APIKey = opts.APIKey
+	if opts.Jobs > 0 {
+		cfg.Jobs = opts.Jobs
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := server.New(cfg, log, server.Options{NoSync: opts.NoSync})
 	if err != nil {

@@ -1,0 +1,35 @@
+package tools
+
+import (
+	"context"
+
+	"agentserver/internal/llm"
+)
+
+// Call is one invocation of a tool.
+type Call struct {
+	// ID is the model's tool call id.
+	ID   string
+	Args map[string]any
+	// Workspace is the directory the tool may touch (the thread's).
+	Workspace string
+	ThreadID  string
+	// State is a read-only snapshot of the thread's values.
+	State map[string]any
+	// Emit publishes a "custom" stream event.
+	Emit func(payload any)
+}
+
+// Result is what a tool returns: the text the model reads, and optional
+// state channel writes (e.g. write_todos sets "todos").
+type Result struct {
+	Content string
+	Update  map[string]any
+}
+
+// Tool is a callable tool. An error becomes a tool message with the error
+// text; it does not fail the run.
+type Tool interface {
+	Spec() llm.ToolSpec
+	Call(ctx context.Context, call Call) (Result, error)
+}
