@@ -158,8 +158,8 @@ type RunQuery struct {
 	// Active keeps only pending and running runs.
 	Active   bool
 	Metadata map[string]any
-	Limit       int
-	Offset      int
+	Limit    int
+	Offset   int
 }
 
 // SearchRuns returns runs matching q, newest first, and their number.
