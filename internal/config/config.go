@@ -30,6 +30,8 @@ type Config struct {
 	LogLevel string
 	// ShutdownTimeout bounds the graceful shutdown.
 	ShutdownTimeout time.Duration
+	// EnableShell lets agent specs that list the bash tool use it.
+	EnableShell bool
 	// StreamRetention is how long a finished run's stream events (and, for
 	// resumable streams, their stored copy) stay available to joins.
 	StreamRetention time.Duration
@@ -62,6 +64,7 @@ const (
 	EnvAPIKey   = "AGENTSERVER_API_KEY"
 	EnvJobs     = "AGENTSERVER_N_JOBS"
 	EnvLogLevel = "AGENTSERVER_LOG_LEVEL"
+	EnvShell    = "AGENTSERVER_ENABLE_SHELL"
 )
 
 // Parse reads args (without the program name) with getenv as the fallback.
@@ -88,6 +91,14 @@ func Parse(args []string, getenv func(string) string, stderr io.Writer) (Config,
 		c.Jobs = n
 	}
 	fs.IntVar(&c.Jobs, "n-jobs", c.Jobs, fmt.Sprintf("number of run workers (env %s)", EnvJobs))
+	if v := getenv(EnvShell); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("%s=%q: not a boolean", EnvShell, v)
+		}
+		c.EnableShell = b
+	}
+	fs.BoolVar(&c.EnableShell, "enable-shell", c.EnableShell, fmt.Sprintf("let agents whose spec lists bash run shell commands in their workspace (env %s)", EnvShell))
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful shutdown may take")
 	fs.DurationVar(&c.StreamRetention, "stream-retention", c.StreamRetention, "how long a finished run's stream events stay joinable")
 	if err := fs.Parse(args); err != nil {

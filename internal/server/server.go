@@ -7,9 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"agentserver/internal/agent"
 	"agentserver/internal/assistants"
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
@@ -20,6 +23,7 @@ import (
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
 	"agentserver/internal/threads"
+	"agentserver/internal/tools"
 )
 
 // Server is one running instance.
@@ -60,7 +64,14 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	reg, err := graphs.Load(cfg.GraphsFile, nil)
+	reducers := channels.NewRegistry()
+	workspaces := tools.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
+	reg, err := graphs.Load(cfg.GraphsFile, agent.Resolver(agent.Options{
+		Models:    agent.NewModelFactory(os.Getenv, log),
+		Tools:     tools.Builtins(tools.Options{Shell: cfg.EnableShell}),
+		Workspace: workspaces.Dir,
+		Reducers:  reducers,
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +79,7 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, db: db, Graphs: reg, Reducers: channels.NewRegistry()}
+	s := &Server{cfg: cfg, log: log, db: db, Graphs: reg, Reducers: reducers}
 	s.Threads = threads.New(db, s.Reducers)
 	s.Assistants = assistants.New(db, reg)
 	s.Store = store.New(db, log)

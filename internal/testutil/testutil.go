@@ -41,17 +41,47 @@ type Options struct {
 	NoSync bool
 	// Jobs is the number of run workers (0: the default).
 	Jobs int
+	// Files are written next to langgraph.json (agent spec files).
+	Files map[string]string
+	// Shell enables the bash tool for specs that list it.
+	Shell bool
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
 func Build(t testing.TB, opts Options) *server.Server {
+	t.Helper()
+	srv, err := build(t, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// BuildErr returns the error of building a server with opts (nil when it
+// builds; the server is then shut down).
+func BuildErr(t testing.TB, opts Options) error {
+	t.Helper()
+	srv, err := build(t, opts)
+	if err == nil {
+		srv.Shutdown(context.Background())
+	}
+	return err
+}
+
+func build(t testing.TB, opts Options) (*server.Server, error) {
 	t.Helper()
 	RegisterTestGraphs()
 	dir := opts.DataDir
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	graphsFile := filepath.Join(t.TempDir(), "langgraph.json")
+	confDir := t.TempDir()
+	graphsFile := filepath.Join(confDir, "langgraph.json")
+	for name, body := range opts.Files {
+		if err := os.WriteFile(filepath.Join(confDir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	body := opts.Graphs
 	if body == "" {
 		body = DefaultGraphs
@@ -67,12 +97,9 @@ func Build(t testing.TB, opts Options) *server.Server {
 	if opts.Jobs > 0 {
 		cfg.Jobs = opts.Jobs
 	}
+	cfg.EnableShell = opts.Shell
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := server.New(cfg, log, server.Options{NoSync: opts.NoSync})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv
+	return server.New(cfg, log, server.Options{NoSync: opts.NoSync})
 }
 
 // StartServer starts a server and stops it when the test ends.

@@ -1,0 +1,405 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/channels"
+	"agentserver/internal/graph"
+	"agentserver/internal/llm"
+	"agentserver/internal/tools"
+)
+
+// Node names of the agent graph.
+const (
+	ModelNode = "model"
+	ToolsNode = "tools"
+)
+
+// DefaultMaxTurns bounds model calls per run when the spec sets none.
+const DefaultMaxTurns = 25
+
+// ModelFactory returns the model for a spec's model settings, with a
+// per-assistant or per-run model name override ("" keeps the spec's).
+type ModelFactory func(m Model, override string) (llm.Model, error)
+
+// Agent is a compiled agent: its spec, tools and middlewares.
+type Agent struct {
+	spec        *Spec
+	models      ModelFactory
+	tools       map[string]tools.Tool
+	middlewares []Middleware
+	// workspace returns a thread's workspace directory.
+	workspace func(threadID string) (string, error)
+}
+
+// Options are what an agent needs from the server.
+type Options struct {
+	Models ModelFactory
+	// Tools are the tools the spec may name (the built-ins).
+	Tools map[string]tools.Tool
+	// Middlewares are added after the built-in ones the spec enables.
+	Middlewares []Middleware
+	Workspace   func(threadID string) (string, error)
+	Reducers    *channels.Registry
+}
+
+// New compiles an agent from a spec.
+func New(spec *Spec, opts Options) (*Agent, error) {
+	a := &Agent{spec: spec, models: opts.Models, tools: map[string]tools.Tool{}, workspace: opts.Workspace}
+	for _, name := range spec.Tools {
+		t, ok := opts.Tools[name]
+		if !ok && name == "bash" {
+			continue // shell tools need the server's --enable-shell as well
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: field %q: tool %q is not available on this server", ErrInvalidSpec, "tools", name)
+		}
+		a.tools[name] = t
+	}
+	if c := spec.Middleware.Compaction; c != nil {
+		a.middlewares = append(a.middlewares, &compaction{cfg: *c, models: opts.Models, model: spec.Model})
+	}
+	if len(spec.Middleware.InterruptOn) > 0 {
+		h, err := newApprovals(spec.Middleware.InterruptOn)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+		}
+		a.middlewares = append(a.middlewares, h)
+	}
+	a.middlewares = append(a.middlewares, opts.Middlewares...)
+	for _, mw := range a.middlewares {
+		if tp, ok := mw.(ToolProvider); ok {
+			for _, t := range tp.Tools() {
+				a.tools[t.Spec().Name] = t
+			}
+		}
+		if cp, ok := mw.(ChannelProvider); ok && opts.Reducers != nil {
+			for name, r := range cp.Channels() {
+				opts.Reducers.Register(name, r)
+			}
+		}
+	}
+	return a, nil
+}
+
+// Graph returns the agent loop: model → tools → model … until the model
+// stops calling tools or max_turns model calls were made.
+func (a *Agent) Graph() *graph.Graph {
+	return &graph.Graph{
+		Entry: ModelNode,
+		Nodes: map[string]graph.Node{ModelNode: a.modelNode, ToolsNode: a.toolsNode},
+		Edges: map[string]graph.Router{
+			ModelNode: func(st graph.State) []string {
+				if last := lastMessage(st); last != nil && len(toolCalls(last)) > 0 {
+					return []string{ToolsNode}
+				}
+				return nil
+			},
+			ToolsNode: func(graph.State) []string { return []string{ModelNode} },
+		},
+	}
+}
+
+func (a *Agent) maxTurns() int {
+	if a.spec.MaxTurns > 0 {
+		return a.spec.MaxTurns
+	}
+	return DefaultMaxTurns
+}
+
+// override reads a per-run (context) or per-assistant (configurable) value.
+func override(rt *graph.Runtime, key string) string {
+	if v, ok := rt.Context[key].(string); ok && v != "" {
+		return v
+	}
+	if conf, ok := rt.Config["configurable"].(map[string]any); ok {
+		if v, ok := conf[key].(string); ok && v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func (a *Agent) systemPrompt(rt *graph.Runtime, st graph.State) string {
+	prompt := a.spec.SystemPrompt
+	if o := override(rt, "system_prompt"); o != "" {
+		prompt = o
+	}
+	parts := []string{}
+	if prompt != "" {
+		parts = append(parts, prompt)
+	}
+	for _, mw := range a.middlewares {
+		if ps, ok := mw.(PromptSection); ok {
+			if sec := ps.SystemPrompt(st); sec != "" {
+				parts = append(parts, sec)
+			}
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+func (a *Agent) toolSpecs() []llm.ToolSpec {
+	names := make([]string, 0, len(a.tools))
+	for n := range a.tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]llm.ToolSpec, len(names))
+	for i, n := range names {
+		out[i] = a.tools[n].Spec()
+	}
+	return out
+}
+
+// modelNode calls the model once and appends its answer.
+func (a *Agent) modelNode(ctx context.Context, rt *graph.Runtime, st graph.State) (graph.Update, error) {
+	msgs, err := messagesOf(st)
+	if err != nil {
+		return graph.Update{}, err
+	}
+	call := &ModelCall{Runtime: rt, State: st, Messages: msgs, System: a.systemPrompt(rt, st), Tools: a.toolSpecs(), Update: map[string]any{}}
+	for _, mw := range a.middlewares {
+		if h, ok := mw.(BeforeModel); ok {
+			if err := h.BeforeModel(ctx, call); err != nil {
+				return graph.Update{}, err
+			}
+		}
+	}
+	if turnsSinceHuman(call.Messages)+1 >= a.maxTurns() {
+		// The last allowed call: no tools, so the model answers now.
+		call.Tools = nil
+		rt.Note("stop_reason", "max_turns")
+	}
+	model, err := a.models(a.spec.Model, override(rt, "model"))
+	if err != nil {
+		return graph.Update{}, err
+	}
+	handler := ModelHandler(func(ctx context.Context, c *ModelCall) (llm.Response, error) {
+		c.Request.Messages = withSystem(c.System, c.Messages)
+		c.Request.Tools = c.Tools
+		return model.Generate(ctx, c.Request, rt.MessageChunk)
+	})
+	for i := len(a.middlewares) - 1; i >= 0; i-- {
+		if w, ok := a.middlewares[i].(WrapModel); ok {
+			next := handler
+			handler = func(ctx context.Context, c *ModelCall) (llm.Response, error) { return w.WrapModel(ctx, c, next) }
+		}
+	}
+	call.Request = llm.Request{Temperature: a.spec.Model.Temperature, MaxTokens: a.spec.Model.MaxTokens}
+	resp, err := handler(ctx, call)
+	if err != nil {
+		return graph.Update{}, err
+	}
+	reportUsage(rt, resp)
+	resp.Message = plainJSON(resp.Message)
+	for _, mw := range a.middlewares {
+		if h, ok := mw.(AfterModel); ok {
+			if err := h.AfterModel(ctx, call, &resp); err != nil {
+				return graph.Update{}, err
+			}
+		}
+	}
+	update := call.Update
+	prior, _ := update[channels.MessagesChannel].([]any)
+	update[channels.MessagesChannel] = append(prior, resp.Message)
+	return graph.Update{Values: update}, nil
+}
+
+// toolsNode runs the tool calls of the last AI message, concurrently, and
+// answers each with a tool message.
+func (a *Agent) toolsNode(ctx context.Context, rt *graph.Runtime, st graph.State) (graph.Update, error) {
+	last := lastMessage(st)
+	batch := &ToolBatch{Runtime: rt, State: st, Answered: map[string]llm.Message{}}
+	for _, tc := range toolCalls(last) {
+		m, _ := tc.(map[string]any)
+		id, _ := m["id"].(string)
+		name, _ := m["name"].(string)
+		args, _ := m["args"].(map[string]any)
+		if args == nil {
+			args = map[string]any{}
+		}
+		batch.Calls = append(batch.Calls, &ToolCall{Runtime: rt, State: st, ID: id, Name: name, Args: args})
+	}
+	for _, mw := range a.middlewares {
+		if h, ok := mw.(BeforeTools); ok {
+			if err := h.BeforeTools(ctx, batch); err != nil {
+				return graph.Update{}, err
+			}
+		}
+	}
+	results := make([]llm.Message, len(batch.Calls))
+	updates := make([]map[string]any, len(batch.Calls))
+	var wg sync.WaitGroup
+	for i, c := range batch.Calls {
+		if msg, ok := batch.Answered[c.ID]; ok {
+			results[i] = msg
+			continue
+		}
+		wg.Add(1)
+		go func(i int, c *ToolCall) {
+			defer wg.Done()
+			res, err := a.runTool(ctx, rt, c)
+			results[i], updates[i] = toolMessage(c, res, err), res.Update
+		}(i, c)
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return graph.Update{}, context.Cause(ctx)
+	}
+	out := map[string]any{}
+	for _, u := range updates {
+		for k, v := range u {
+			out[k] = v
+		}
+	}
+	msgs := make([]any, len(results))
+	for i, m := range results {
+		msgs[i] = m
+	}
+	out[channels.MessagesChannel] = msgs
+	return graph.Update{Values: out}, nil
+}
+
+func (a *Agent) runTool(ctx context.Context, rt *graph.Runtime, c *ToolCall) (tools.Result, error) {
+	handler := ToolHandler(func(ctx context.Context, c *ToolCall) (tools.Result, error) {
+		t, ok := a.tools[c.Name]
+		if !ok {
+			return tools.Result{}, fmt.Errorf("unknown tool %q (available: %s)", c.Name, strings.Join(a.toolNames(), ", "))
+		}
+		ws := ""
+		if a.workspace != nil {
+			var err error
+			if ws, err = a.workspace(rt.ThreadID.String()); err != nil {
+				return tools.Result{}, err
+			}
+		}
+		return t.Call(ctx, tools.Call{ID: c.ID, Args: c.Args, Workspace: ws, ThreadID: rt.ThreadID.String(), State: c.State, Emit: rt.Custom})
+	})
+	for i := len(a.middlewares) - 1; i >= 0; i-- {
+		if w, ok := a.middlewares[i].(WrapTool); ok {
+			next := handler
+			handler = func(ctx context.Context, c *ToolCall) (tools.Result, error) { return w.WrapTool(ctx, c, next) }
+		}
+	}
+	return handler(ctx, c)
+}
+
+func (a *Agent) toolNames() []string {
+	out := make([]string, 0, len(a.tools))
+	for n := range a.tools {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// toolMessage answers a tool call; an error becomes the message's text.
+func toolMessage(c *ToolCall, res tools.Result, err error) llm.Message {
+	msg := llm.Message{
+		"type": "tool", "id": uuid.NewString(), "tool_call_id": c.ID, "name": c.Name,
+		"content": res.Content, "status": "success", "additional_kwargs": map[string]any{}, "response_metadata": map[string]any{},
+	}
+	if err != nil {
+		msg["content"] = "Error: " + err.Error()
+		msg["status"] = "error"
+	}
+	return msg
+}
+
+func reportUsage(rt *graph.Runtime, resp llm.Response) {
+	rt.ReportUsage(graph.Usage{Model: resp.Model, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, TotalTokens: resp.Usage.TotalTokens})
+}
+
+// plainJSON converts a message to the generic JSON form threads store
+// (maps and []any), so that typed slices never reach the state.
+func plainJSON(m llm.Message) llm.Message {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return m
+	}
+	var out llm.Message
+	if json.Unmarshal(raw, &out) != nil {
+		return m
+	}
+	return out
+}
+
+// messagesOf returns the state's messages in LangChain form.
+func messagesOf(st graph.State) ([]llm.Message, error) {
+	raw, ok := st[channels.MessagesChannel]
+	if !ok || raw == nil {
+		return nil, nil
+	}
+	list, err := channels.NormalizeMessages(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]llm.Message, len(list))
+	for i, m := range list {
+		out[i] = m.(map[string]any)
+	}
+	return out, nil
+}
+
+func withSystem(system string, msgs []llm.Message) []llm.Message {
+	if system == "" {
+		return msgs
+	}
+	out := make([]llm.Message, 0, len(msgs)+1)
+	out = append(out, llm.Message{"type": "system", "content": system})
+	return append(out, msgs...)
+}
+
+func lastMessage(st graph.State) map[string]any {
+	list, _ := st[channels.MessagesChannel].([]any)
+	if len(list) == 0 {
+		return nil
+	}
+	m, _ := list[len(list)-1].(map[string]any)
+	return m
+}
+
+func toolCalls(msg map[string]any) []any {
+	if msg == nil || msg["type"] != "ai" {
+		return nil
+	}
+	calls, _ := msg["tool_calls"].([]any)
+	return calls
+}
+
+// turnsSinceHuman counts AI messages after the last human message: the
+// model calls made for the current request.
+func turnsSinceHuman(msgs []llm.Message) int {
+	n := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		switch msgs[i]["type"] {
+		case "human":
+			return n
+		case "ai":
+			n++
+		}
+	}
+	return n
+}
+
+// estimateTokens is a cheap size estimate: about four characters a token.
+func estimateTokens(msgs []llm.Message) int {
+	n := 0
+	for _, m := range msgs {
+		raw, _ := json.Marshal(m["content"])
+		n += len(raw)/4 + 4
+		if calls, ok := m["tool_calls"].([]any); ok && len(calls) > 0 {
+			raw, _ := json.Marshal(calls)
+			n += len(raw) / 4
+		}
+	}
+	return n
+}

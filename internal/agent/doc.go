@@ -1,0 +1,18 @@
+// Package agent turns an agent spec (YAML or JSON) into a graph that the
+// run engine executes: a "model" node that calls the chat model and a
+// "tools" node that runs the tool calls it asked for, looping until the
+// model answers without tools or max_turns model calls were made.
+//
+// Middlewares extend the loop through small hook interfaces (tools, prompt
+// sections, state channels, before/around/after the model call, before the
+// tool batch, around each tool call). The built-in ones are compaction
+// (summarise old messages past a token threshold, never splitting a tool
+// call from its result, touching no other channel) and human-in-the-loop
+// approvals (interrupt_on).
+//
+// Invariants:
+//   - Messages in state are LangChain-serialized maps in generic JSON form.
+//   - Every tool call of an AI message gets exactly one tool message, even
+//     when it fails, is rejected, or names an unknown tool.
+//   - A tool error never fails the run; it is the tool message's text.
+package agent

@@ -1,0 +1,312 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"agentserver/internal/llm/scripted"
+	"agentserver/internal/testutil"
+)
+
+// agentServer starts the server with one agent spec whose model is the
+// scripted OpenAI-compatible server.
+func agentServer(t *testing.T, extra string, opts ...func(*testutil.Options)) (*testutil.Server, *scripted.Server) {
+	t.Helper()
+	model := scripted.New()
+	t.Cleanup(model.Close)
+	spec := fmt.Sprintf(`name: helper
+description: test agent
+model:
+  name: test-model
+  base_url: %s
+  max_retries: 0
+system_prompt: You help.
+tools: [write_todos, ls, read_file, write_file, edit_file, bash]
+%s`, model.URL(), extra)
+	o := testutil.Options{
+		Graphs: `{"graphs": {"agent": "./agent.yaml", "echo": "builtin:echo"}}`,
+		Files:  map[string]string{"agent.yaml": spec},
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	return testutil.StartServer(t, o), model
+}
+
+func contentOf(m any) string {
+	c, _ := m.(map[string]any)["content"].(string)
+	return c
+}
+
+func messagesIn(t *testing.T, values any) []any {
+	t.Helper()
+	return values.(map[string]any)["messages"].([]any)
+}
+
+func TestAgentToolLoopParallelToolsAndUsage(t *testing.T) {
+	s, model := agentServer(t, "max_turns: 10\n")
+	model.Script(
+		scripted.ToolCalls(
+			scripted.Call("write_file", map[string]any{"file_path": "/a.txt", "content": "alpha"}),
+			scripted.Call("write_todos", map[string]any{"todos": []any{map[string]any{"content": "check", "status": "in_progress"}}}),
+			scripted.Call("read_file", map[string]any{"file_path": "/missing.txt"}),
+		).WithUsage(100, 20),
+		scripted.Text("All done.").Split(3).WithUsage(150, 5),
+	)
+	tid := newThread(t, s)
+	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("work")}).Object(t)
+	msgs := messagesIn(t, out)
+	// human, ai(tool calls), 3 tool messages, ai(final)
+	if len(msgs) != 6 || contentOf(msgs[5]) != "All done." {
+		t.Fatalf("messages = %v", msgs)
+	}
+	tools := msgs[2:5]
+	if !strings.Contains(contentOf(tools[0]), "Updated file /a.txt") || tools[0].(map[string]any)["tool_call_id"] == nil {
+		t.Fatalf("write_file result = %v", tools[0])
+	}
+	if tm := tools[2].(map[string]any); tm["status"] != "error" || !strings.HasPrefix(contentOf(tm), "Error:") {
+		t.Fatalf("a failing tool must become an error tool message: %v", tm)
+	}
+	if todos, _ := out["todos"].([]any); len(todos) != 1 {
+		t.Fatalf("todos channel = %v", out["todos"])
+	}
+	// The second model call saw the tool results.
+	reqs := model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model calls = %d", len(reqs))
+	}
+	second := reqs[1].Chat.Messages
+	if second[0].Role != "system" || second[len(second)-1].Role != "tool" || len(reqs[0].Chat.Tools) == 0 {
+		t.Fatalf("second request = %+v", second)
+	}
+	runs := s.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t)
+	usage := runs[0].(map[string]any)["metadata"].(map[string]any)["usage"].(map[string]any)
+	if usage["input_tokens"] != 250.0 || usage["output_tokens"] != 25.0 || usage["calls"] != 2.0 {
+		t.Fatalf("run usage = %v", usage)
+	}
+	if um := msgs[5].(map[string]any)["usage_metadata"].(map[string]any); um["input_tokens"] != 150.0 {
+		t.Fatalf("message usage = %v", um)
+	}
+	// The bash tool is listed in the spec but the server flag is off.
+	for _, tool := range reqs[0].Chat.Tools {
+		if tool.Function.Name == "bash" {
+			t.Fatal("bash offered to the model without --enable-shell")
+		}
+	}
+}
+
+func TestAgentTokenChunksStreamInOrder(t *testing.T) {
+	s, model := agentServer(t, "")
+	model.Script(scripted.Text("one two three four five").Split(5))
+	tid := newThread(t, s)
+	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput("go"), "stream_mode": []string{"messages-tuple", "updates"}}, nil)
+	evs, err := testutil.NewSSEReader(resp.Body).All()
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	chunks := 0
+	for _, e := range evs {
+		if e.Event != "messages" {
+			continue
+		}
+		pair := e.Data.([]any)
+		msg, meta := pair[0].(map[string]any), pair[1].(map[string]any)
+		if msg["type"] != "AIMessageChunk" || meta["langgraph_node"] != "model" {
+			t.Fatalf("chunk = %s", e.Raw)
+		}
+		text.WriteString(msg["content"].(string))
+		chunks++
+	}
+	if chunks < 5 || text.String() != "one two three four five" {
+		t.Fatalf("%d chunks assembling %q", chunks, text.String())
+	}
+	found := false
+	for _, e := range evs {
+		if e.Event == "updates" {
+			_, found = e.Data.(map[string]any)["model"]
+		}
+	}
+	if !found {
+		t.Fatal("no updates event keyed by the model node")
+	}
+}
+
+func TestAgentMaxTurns(t *testing.T) {
+	s, model := agentServer(t, "max_turns: 2\n")
+	model.Script(
+		scripted.ToolCalls(scripted.Call("ls", map[string]any{})),
+		scripted.Text("Stopping here with what I have."),
+	)
+	tid := newThread(t, s)
+	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("loop")}).Object(t)
+	if msgs := messagesIn(t, out); contentOf(msgs[len(msgs)-1]) != "Stopping here with what I have." {
+		t.Fatalf("messages = %v", msgs)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 || len(reqs[1].Chat.Tools) != 0 {
+		t.Fatalf("the last allowed call must offer no tools: %d calls, tools %v", len(reqs), reqs[len(reqs)-1].Chat.Tools)
+	}
+	run := s.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t)[0].(map[string]any)
+	if run["metadata"].(map[string]any)["stop_reason"] != "max_turns" {
+		t.Fatalf("run metadata = %v", run["metadata"])
+	}
+}
+
+func TestAgentCompactionKeepsOtherChannels(t *testing.T) {
+	s, model := agentServer(t, "middleware:\n  compaction:\n    max_tokens: 60\n    keep_messages: 2\n")
+	tid := newThread(t, s)
+	long := strings.Repeat("words ", 60)
+	s.Must(200, "POST", "/threads/"+tid+"/state", map[string]any{"values": map[string]any{
+		"messages": []any{
+			map[string]any{"type": "human", "content": long, "id": "h1"},
+			map[string]any{"type": "ai", "content": "", "id": "a1", "tool_calls": []any{map[string]any{"name": "ls", "args": map[string]any{}, "id": "c1"}}},
+			map[string]any{"type": "tool", "content": long, "tool_call_id": "c1", "name": "ls", "id": "t1"},
+			map[string]any{"type": "ai", "content": "noted", "id": "a2"},
+		},
+		"todos": []any{map[string]any{"content": "keep me", "status": "pending"}},
+		"notes": map[string]any{"deep": []any{1.0, "x"}},
+	}})
+	before := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)["values"].(map[string]any)
+	model.Script(scripted.Text("SUMMARY: user asked things"), scripted.Text("fresh answer"))
+	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("next")}).Object(t)
+	msgs := messagesIn(t, out)
+	if !strings.Contains(contentOf(msgs[0]), "SUMMARY: user asked things") {
+		t.Fatalf("first message is not the summary: %v", msgs[0])
+	}
+	for _, m := range msgs {
+		if m.(map[string]any)["id"] == "h1" || m.(map[string]any)["id"] == "t1" {
+			t.Fatalf("compacted message survived: %v", m)
+		}
+	}
+	if contentOf(msgs[len(msgs)-1]) != "fresh answer" {
+		t.Fatalf("last message = %v", msgs[len(msgs)-1])
+	}
+	for _, k := range []string{"todos", "notes"} {
+		a, _ := json.Marshal(before[k])
+		b, _ := json.Marshal(out[k])
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("channel %s changed by compaction: %s -> %s", k, a, b)
+		}
+	}
+	// The summarisation request carried the old messages; the answer request the summary.
+	reqs := model.Requests()
+	if len(reqs) != 2 || !strings.Contains(reqs[1].Chat.Messages[1].Text(), "SUMMARY") {
+		t.Fatalf("model requests = %d", len(reqs))
+	}
+}
+
+func TestAgentHumanInTheLoop(t *testing.T) {
+	s, model := agentServer(t, "middleware:\n  interrupt_on:\n    write_file: true\n")
+	call := func() scripted.Step {
+		return scripted.ToolCalls(scripted.Call("write_file", map[string]any{"file_path": "/x.txt", "content": "v1"}))
+	}
+	cases := []struct {
+		name   string
+		resume any
+		check  func(t *testing.T, tool map[string]any)
+	}{
+		{"approve", map[string]any{"decisions": []any{map[string]any{"type": "approve"}}}, func(t *testing.T, tool map[string]any) {
+			if !strings.Contains(contentOf(tool), "Updated file /x.txt") {
+				t.Fatalf("approved call result = %v", tool)
+			}
+		}},
+		{"edit", map[string]any{"type": "edit", "args": map[string]any{"file_path": "/y.txt", "content": "v2"}}, func(t *testing.T, tool map[string]any) {
+			if !strings.Contains(contentOf(tool), "/y.txt") {
+				t.Fatalf("edited call result = %v", tool)
+			}
+		}},
+		{"reject", []any{map[string]any{"type": "reject", "message": "not now"}}, func(t *testing.T, tool map[string]any) {
+			if tool["status"] != "error" || !strings.Contains(contentOf(tool), "not now") {
+				t.Fatalf("rejected call result = %v", tool)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tid := newThread(t, s)
+			model.Script(call(), scripted.Text("ok"))
+			first := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("write")}).Object(t)
+			if _, ok := first["__interrupt__"]; ok {
+				t.Fatalf("interrupt leaked into the stored values: %v", first)
+			}
+			st := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)
+			th := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)
+			ints := st["interrupts"].([]any)
+			if th["status"] != "interrupted" || len(ints) != 1 || st["next"].([]any)[0] != "tools" {
+				t.Fatalf("paused thread %v, state next %v interrupts %v", th["status"], st["next"], ints)
+			}
+			req := ints[0].(map[string]any)["value"].(map[string]any)["action_requests"].([]any)[0].(map[string]any)
+			if req["name"] != "write_file" {
+				t.Fatalf("interrupt payload = %v", ints[0])
+			}
+			out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "command": map[string]any{"resume": c.resume}}).Object(t)
+			msgs := messagesIn(t, out)
+			c.check(t, msgs[len(msgs)-2].(map[string]any))
+			if contentOf(msgs[len(msgs)-1]) != "ok" {
+				t.Fatalf("final = %v", msgs[len(msgs)-1])
+			}
+			if st := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)["status"]; st != "idle" {
+				t.Fatalf("thread after resume = %v", st)
+			}
+		})
+	}
+}
+
+func TestAgentCancelAbortsModelRequest(t *testing.T) {
+	s, model := agentServer(t, "")
+	model.Script(scripted.Text("never finished").Split(10).ThenHang())
+	tid := newThread(t, s)
+	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "agent", "input": userInput("slow")}).Object(t)["run_id"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := model.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	s.Must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1", nil)
+	if err := model.WaitDisconnect(ctx); err != nil {
+		t.Fatalf("the upstream model request was not aborted: %v", err)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Fatalf("cancel took %v", d)
+	}
+	if runStatus(t, s, tid, rid) != "interrupted" {
+		t.Fatal("run not interrupted")
+	}
+}
+
+func TestAgentShellNeedsTheServerFlag(t *testing.T) {
+	s, model := agentServer(t, "", func(o *testutil.Options) { o.Shell = true })
+	model.Script(scripted.ToolCalls(scripted.Call("bash", map[string]any{"command": "echo from-bash"})), scripted.Text("ran"))
+	tid := newThread(t, s)
+	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("shell")}).Object(t)
+	msgs := messagesIn(t, out)
+	if tool := contentOf(msgs[2]); !strings.Contains(tool, "from-bash") {
+		t.Fatalf("bash result = %q", tool)
+	}
+}
+
+func TestAgentSpecErrorsStopStartup(t *testing.T) {
+	for name, spec := range map[string]string{
+		"unknown tool":  "tools: [teleport]\n",
+		"unknown field": "colour: blue\n",
+		"bad type":      "max_turns: many\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			srvErr := testutil.BuildErr(t, testutil.Options{
+				Graphs: `{"graphs": {"bad": "./bad.yaml"}}`,
+				Files:  map[string]string{"bad.yaml": spec},
+			})
+			if srvErr == nil || !strings.Contains(srvErr.Error(), "bad.yaml") || !strings.Contains(srvErr.Error(), "field") {
+				t.Fatalf("start-up error = %v", srvErr)
+			}
+		})
+	}
+}
