@@ -310,3 +310,21 @@ func TestAgentSpecErrorsStopStartup(t *testing.T) {
 		})
 	}
 }
+
+func TestAgentModelAndPromptOverrides(t *testing.T) {
+	s, model := agentServer(t, "")
+	model.Script(scripted.Text("a"), scripted.Text("b"), scripted.Text("c"))
+	asst := s.Must(200, "POST", "/assistants", map[string]any{"graph_id": "agent", "config": map[string]any{"configurable": map[string]any{"model": "from-assistant", "system_prompt": "Assistant prompt."}}}).Object(t)["assistant_id"].(string)
+	tid := newThread(t, s)
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("x")})
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": asst, "input": userInput("y")})
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": asst, "input": userInput("z"), "context": map[string]any{"model": "from-run", "system_prompt": "Run prompt."}})
+	reqs := model.Requests()
+	want := []struct{ model, prompt string }{{"test-model", "You help."}, {"from-assistant", "Assistant prompt."}, {"from-run", "Run prompt."}}
+	for i, w := range want {
+		got := reqs[i].Chat
+		if got.Model != w.model || got.Messages[0].Text() != w.prompt {
+			t.Errorf("call %d: model %q prompt %q, want %q %q", i, got.Model, got.Messages[0].Text(), w.model, w.prompt)
+		}
+	}
+}
