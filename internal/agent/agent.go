@@ -48,6 +48,9 @@ type Options struct {
 	Middlewares []Middleware
 	Workspace   func(threadID string) (string, error)
 	Reducers    *channels.Registry
+	// Extend builds middlewares from spec sections the agent package does
+	// not interpret itself (async subagents); they run after the built-ins.
+	Extend func(spec *Spec) ([]Middleware, error)
 }
 
 // New compiles an agent from a spec.
@@ -72,6 +75,13 @@ func New(spec *Spec, opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
 		}
 		a.middlewares = append(a.middlewares, h)
+	}
+	if opts.Extend != nil {
+		extra, err := opts.Extend(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+		}
+		a.middlewares = append(a.middlewares, extra...)
 	}
 	a.middlewares = append(a.middlewares, opts.Middlewares...)
 	for _, mw := range a.middlewares {
@@ -281,7 +291,7 @@ func (a *Agent) runTool(ctx context.Context, rt *graph.Runtime, c *ToolCall) (to
 				return tools.Result{}, err
 			}
 		}
-		return t.Call(ctx, tools.Call{ID: c.ID, Args: c.Args, Workspace: ws, ThreadID: rt.ThreadID.String(), State: c.State, Emit: rt.Custom})
+		return t.Call(ctx, tools.Call{ID: c.ID, Args: c.Args, Workspace: ws, ThreadID: rt.ThreadID.String(), State: c.State, Config: rt.Config, Emit: rt.Custom})
 	})
 	for i := len(a.middlewares) - 1; i >= 0; i-- {
 		if w, ok := a.middlewares[i].(WrapTool); ok {

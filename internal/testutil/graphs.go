@@ -3,6 +3,7 @@ package testutil
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/google/uuid"
@@ -12,7 +13,7 @@ import (
 )
 
 // TestGraphs is a langgraph.json serving echo and the test graphs below.
-const TestGraphs = `{"graphs": {"echo": "builtin:echo", "gated": "builtin:test-gated", "failing": "builtin:test-failing", "steps": "builtin:test-steps"}}`
+const TestGraphs = `{"graphs": {"echo": "builtin:echo", "gated": "builtin:test-gated", "failing": "builtin:test-failing", "steps": "builtin:test-steps", "asking": "builtin:test-asking"}}`
 
 var (
 	registerOnce sync.Once
@@ -45,10 +46,12 @@ func Release(name string) {
 
 // RegisterTestGraphs adds the test graphs to the built-in registry:
 //   - test-gated: emits a custom event {"waiting": gate}, then waits until
-//     the gate named by input "gate" is released (or its context ends), then
-//     answers like echo;
+//     the gate named by input "gate" (or, without one, by the last message's
+//     content) is released or its context ends, then answers "released <gate>";
 //   - test-failing: its only node fails with "boom";
-//   - test-steps: nodes a → b → c, each appending its name to "trail".
+//   - test-steps: nodes a → b → c, each appending its name to "trail";
+//   - test-asking: pauses on an interrupt {"question": "approve?"} and,
+//     resumed with a value v, answers "answered v".
 func RegisterTestGraphs() {
 	registerOnce.Do(func() {
 		graphs.RegisterBuiltin("test-gated", func() *graphs.Definition {
@@ -60,6 +63,17 @@ func RegisterTestGraphs() {
 			d := graphs.Echo()
 			d.Graph = &graph.Graph{Entry: "fail", Nodes: map[string]graph.Node{"fail": func(context.Context, *graph.Runtime, graph.State) (graph.Update, error) {
 				return graph.Update{}, errors.New("boom")
+			}}}
+			return d
+		})
+		graphs.RegisterBuiltin("test-asking", func() *graphs.Definition {
+			d := graphs.Echo()
+			d.Graph = &graph.Graph{Entry: "ask", Nodes: map[string]graph.Node{"ask": func(_ context.Context, rt *graph.Runtime, _ graph.State) (graph.Update, error) {
+				if v, ok := rt.Resume(); ok {
+					msg := map[string]any{"type": "ai", "id": uuid.NewString(), "content": fmt.Sprint("answered ", v)}
+					return graph.Update{Values: map[string]any{"messages": []any{msg}}}, nil
+				}
+				return graph.Update{}, graph.Interrupt(map[string]any{"question": "approve?"})
 			}}}
 			return d
 		})
@@ -86,6 +100,12 @@ func RegisterTestGraphs() {
 
 func gatedNode(ctx context.Context, rt *graph.Runtime, st graph.State) (graph.Update, error) {
 	name, _ := st["gate"].(string)
+	if name == "" {
+		// Without a "gate" key the last message's content names the gate.
+		if msgs, _ := st["messages"].([]any); len(msgs) > 0 {
+			name, _ = msgs[len(msgs)-1].(map[string]any)["content"].(string)
+		}
+	}
 	rt.Custom(map[string]any{"waiting": name})
 	select {
 	case <-Gate(name):

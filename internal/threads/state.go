@@ -153,6 +153,47 @@ func (s *Service) UpdateState(ctx context.Context, threadID uuid.UUID, u StateUp
 	return ref, err
 }
 
+// UpdateStateWith computes an update from the thread's current values inside
+// the write transaction, so that the decision and the write see the same
+// state. fn returning a nil update writes nothing. A busy thread refuses.
+func (s *Service) UpdateStateWith(ctx context.Context, threadID uuid.UUID, asNode string, fn func(values map[string]any) (map[string]any, error)) (bool, error) {
+	wrote := false
+	err := s.db.Update(ctx, func(tx *storage.Tx) error {
+		wrote = false
+		th, err := tx.GetThread(threadID)
+		if err != nil {
+			return err
+		}
+		if th.Status == StatusBusy {
+			return fmt.Errorf("thread %s is busy: %w", threadID, errdefs.ErrConflict)
+		}
+		var parent *storage.Checkpoint
+		var values map[string]any
+		if cp, err := tx.LatestCheckpoint(threadID); err == nil {
+			parent, values = &cp, cp.Values
+		}
+		upd, err := fn(values)
+		if err != nil || upd == nil {
+			return err
+		}
+		next, err := s.applyValues(values, upd)
+		if err != nil {
+			return invalid(err)
+		}
+		cp := s.newCheckpoint(threadID, parent, next, map[string]any{"source": "update", "writes": map[string]any{asNodeOr(asNode): jsonx.Clone(upd)}})
+		if parent != nil {
+			cp.Next, cp.Tasks = parent.Next, parent.Tasks // an update beside a paused graph keeps it paused
+		}
+		if err := tx.PutCheckpoint(cp); err != nil {
+			return err
+		}
+		th.UpdatedAt, th.StateUpdatedAt = cp.CreatedAt, cp.CreatedAt
+		wrote = true
+		return tx.PutThread(th)
+	})
+	return wrote, err
+}
+
 // HistoryQuery selects checkpoints for History.
 type HistoryQuery struct {
 	Limit    int

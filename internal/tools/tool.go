@@ -16,6 +16,9 @@ type Call struct {
 	ThreadID  string
 	// State is a read-only snapshot of the thread's values.
 	State map[string]any
+	// Config is the run's config (configurable holds assistant_id,
+	// graph_id, run_id, thread_id).
+	Config map[string]any
 	// Emit publishes a "custom" stream event.
 	Emit func(payload any)
 }

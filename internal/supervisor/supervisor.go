@@ -1,0 +1,211 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"agentserver/internal/asynctasks"
+	"agentserver/internal/channels"
+	"agentserver/internal/tools"
+)
+
+// Channel is the state channel holding the tracked tasks.
+const Channel = "async_tasks"
+
+// ErrInvalidConfig reports a supervisor configuration that cannot be served.
+var ErrInvalidConfig = errors.New("invalid async subagent configuration")
+
+// Subagent is one async subagent a supervisor may start.
+type Subagent struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	GraphID     string            `json:"graph_id"`
+	URL         string            `json:"url,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+}
+
+// Config configures the supervisor middleware.
+type Config struct {
+	Subagents []Subagent
+	// Prompt replaces the default system prompt section; nil keeps the
+	// default and a pointer to "" removes it.
+	Prompt *string
+	// NotifyOnCompletion queues a supervisor run when a task finishes.
+	NotifyOnCompletion bool
+}
+
+// Validate checks the subagent list: non-empty, unique names, required fields.
+func (c Config) Validate() error {
+	if len(c.Subagents) == 0 {
+		return fmt.Errorf("%w: at least one async subagent must be specified", ErrInvalidConfig)
+	}
+	seen := map[string]bool{}
+	var dupes []string
+	for i, s := range c.Subagents {
+		if s.Name == "" || s.Description == "" || s.GraphID == "" {
+			return fmt.Errorf("%w: async_subagents[%d]: name, description and graph_id are required", ErrInvalidConfig, i)
+		}
+		if seen[s.Name] {
+			dupes = append(dupes, s.Name)
+		}
+		seen[s.Name] = true
+	}
+	if len(dupes) > 0 {
+		return fmt.Errorf("%w: duplicate async subagent names: %s", ErrInvalidConfig, strings.Join(dupes, ", "))
+	}
+	return nil
+}
+
+// TransportFor returns the transport of a subagent.
+type TransportFor func(Subagent) (asynctasks.Transport, error)
+
+// Supervisor is the agent middleware that adds the five async task tools,
+// their system prompt section and the async_tasks channel.
+type Supervisor struct {
+	cfg        Config
+	subagents  map[string]Subagent
+	names      []string
+	transports map[string]asynctasks.Transport
+	notifier   *Notifier
+	now        func() time.Time
+}
+
+// New builds the middleware. notifier may be nil (no push updates).
+func New(cfg Config, transportFor TransportFor, notifier *Notifier) (*Supervisor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Supervisor{cfg: cfg, subagents: map[string]Subagent{}, transports: map[string]asynctasks.Transport{}, notifier: notifier,
+		now: func() time.Time { return time.Now().UTC() }}
+	for _, sub := range cfg.Subagents {
+		t, err := transportFor(sub)
+		if err != nil {
+			return nil, fmt.Errorf("%w: async subagent %q: %v", ErrInvalidConfig, sub.Name, err)
+		}
+		s.subagents[sub.Name] = sub
+		s.transports[sub.Name] = t
+		s.names = append(s.names, sub.Name)
+	}
+	return s, nil
+}
+
+// Name identifies the middleware.
+func (s *Supervisor) Name() string { return "async_subagents" }
+
+// Channels registers the async_tasks reducer.
+func (s *Supervisor) Channels() map[string]channels.Reducer {
+	return map[string]channels.Reducer{Channel: MergeTasks}
+}
+
+// Tools returns the five async task tools.
+func (s *Supervisor) Tools() []tools.Tool {
+	return []tools.Tool{&startTool{s}, &checkTool{s}, &updateTool{s}, &cancelTool{s}, &listTool{s}}
+}
+
+// typesList renders "- name: description" lines in configuration order.
+func (s *Supervisor) typesList() string {
+	var b strings.Builder
+	for i, n := range s.names {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "- %s: %s", n, s.subagents[n].Description)
+	}
+	return b.String()
+}
+
+func (s *Supervisor) allowedTypes() string {
+	quoted := make([]string, len(s.names))
+	for i, n := range s.names {
+		quoted[i] = "`" + n + "`"
+	}
+	return strings.Join(quoted, ", ")
+}
+
+func (s *Supervisor) stamp() string {
+	return s.now().Format("2006-01-02T15:04:05Z")
+}
+
+// Task is one record of the async_tasks channel.
+type Task struct {
+	TaskID        string `json:"task_id"`
+	AgentName     string `json:"agent_name"`
+	ThreadID      string `json:"thread_id"`
+	RunID         string `json:"run_id"`
+	Status        string `json:"status"`
+	CreatedAt     string `json:"created_at"`
+	LastCheckedAt string `json:"last_checked_at"`
+	LastUpdatedAt string `json:"last_updated_at"`
+}
+
+func (t Task) asMap() map[string]any {
+	return map[string]any{
+		"task_id": t.TaskID, "agent_name": t.AgentName, "thread_id": t.ThreadID, "run_id": t.RunID,
+		"status": t.Status, "created_at": t.CreatedAt, "last_checked_at": t.LastCheckedAt, "last_updated_at": t.LastUpdatedAt,
+	}
+}
+
+func taskFrom(v any) (Task, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Task{}, false
+	}
+	str := func(k string) string { s, _ := m[k].(string); return s }
+	return Task{
+		TaskID: str("task_id"), AgentName: str("agent_name"), ThreadID: str("thread_id"), RunID: str("run_id"),
+		Status: str("status"), CreatedAt: str("created_at"), LastCheckedAt: str("last_checked_at"), LastUpdatedAt: str("last_updated_at"),
+	}, true
+}
+
+// tasksOf reads the tracked tasks from a state snapshot, sorted by creation.
+func tasksOf(state map[string]any) []Task {
+	m, _ := state[Channel].(map[string]any)
+	out := make([]Task, 0, len(m))
+	for _, v := range m {
+		if t, ok := taskFrom(v); ok {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt != out[j].CreatedAt {
+			return out[i].CreatedAt < out[j].CreatedAt
+		}
+		return out[i].TaskID < out[j].TaskID
+	})
+	return out
+}
+
+// trackedTask finds a task by id; surrounding whitespace is tolerated.
+func trackedTask(state map[string]any, id string) (Task, bool) {
+	m, _ := state[Channel].(map[string]any)
+	return taskFrom(m[strings.TrimSpace(id)])
+}
+
+// MergeTasks is the async_tasks reducer: a map merge where the last record
+// written for a task id wins, and no task is ever dropped.
+func MergeTasks(current, update any) (any, error) {
+	cur, _ := current.(map[string]any)
+	upd, ok := update.(map[string]any)
+	if update != nil && !ok {
+		return nil, fmt.Errorf("%w: async_tasks must be an object keyed by task id", channels.ErrInvalidUpdate)
+	}
+	out := make(map[string]any, len(cur)+len(upd))
+	for k, v := range cur {
+		out[k] = v
+	}
+	for k, v := range upd {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func update(tasks ...Task) map[string]any {
+	m := map[string]any{}
+	for _, t := range tasks {
+		m[t.TaskID] = t.asMap()
+	}
+	return map[string]any{Channel: m}
+}
