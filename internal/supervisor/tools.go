@@ -22,7 +22,9 @@ const (
 	staleNote       = "Statuses shown earlier in the conversation are always stale, so call this to get the current status rather than reporting a status from a previous tool result."
 )
 
-func stringProp(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+func stringProp(desc string) map[string]any {
+	return map[string]any{"type": "string", "description": desc}
+}
 
 func objectSchema(props map[string]any, required ...string) map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": required}
