@@ -110,7 +110,7 @@ func (s *Service) Delete(ctx context.Context, threadID *uuid.UUID, runID uuid.UU
 func (s *Service) forgetOutcome(runID uuid.UUID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.results, runID)
+	delete(s.results, runID) // its id stays in order until pruned
 }
 
 // Cancel stops a run. A pending run ends at once (rollback deletes it); a

@@ -71,7 +71,8 @@ type Service struct {
 
 	mu      sync.Mutex
 	live    map[uuid.UUID]*liveRun // runs with a goroutine, a cancel or waiters
-	results map[uuid.UUID]*outcome // finished runs, kept for Retention
+	results map[uuid.UUID]*outcome // finished runs, kept for a while (see settle)
+	order   []uuid.UUID            // results in settle order, oldest first
 
 	ctx    context.Context // root of every run context
 	cancel context.CancelCauseFunc
@@ -374,18 +375,41 @@ func (s *Service) settle(r storage.Run, values map[string]any) {
 	lr := s.live[r.RunID]
 	delete(s.live, r.RunID)
 	now := s.now()
-	s.results[r.RunID] = &outcome{run: r, values: values, at: now}
-	for id, o := range s.results {
-		if now.Sub(o.at) > s.opts.Retention {
-			delete(s.results, id)
-		}
-	}
+	slim := r
+	slim.Kwargs = nil // the record is in storage; keep only what Wait needs
+	s.results[r.RunID] = &outcome{run: slim, values: values, at: now}
+	s.order = append(s.order, r.RunID)
+	s.pruneResultsLocked(now)
 	s.mu.Unlock()
 	if lr != nil {
 		close(lr.done)
 	}
 	if l, ok := s.broker.Get(r.RunID); ok && !l.Closed() {
 		l.Close()
+	}
+}
+
+// maxResults bounds the outcomes kept in memory; older ones are read back
+// from storage (temporary runs excepted, which have no record left).
+const maxResults = 4096
+
+// resultRetention bounds how long an outcome stays in memory.
+const resultRetention = 2 * time.Minute
+
+// pruneResultsLocked drops the oldest outcomes: those past their retention,
+// and any beyond maxResults. It touches only the expired head of the queue.
+func (s *Service) pruneResultsLocked(now time.Time) {
+	drop := 0
+	for drop < len(s.order) {
+		o := s.results[s.order[drop]]
+		if o != nil && len(s.order)-drop <= maxResults && now.Sub(o.at) <= min(resultRetention, s.opts.Retention) {
+			break
+		}
+		delete(s.results, s.order[drop])
+		drop++
+	}
+	if drop > 0 {
+		s.order = append(s.order[:0:0], s.order[drop:]...)
 	}
 }
 

@@ -173,6 +173,17 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 	}
 	var values map[string]any
 	err := s.db.Update(context.Background(), func(tx *storage.Tx) error {
+		values = nil
+		if run.Temporary {
+			// The thread goes with its runs and checkpoints: nothing to write.
+			if sink.final != nil {
+				values = sink.final.Values
+			}
+			if err := tx.DeleteThread(run.ThreadID); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+				return err
+			}
+			return nil
+		}
 		if rollback {
 			if err := tx.DeleteRunCheckpoints(run.ThreadID, run.RunID); err != nil {
 				return err
@@ -181,6 +192,11 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 				return err
 			}
 		} else {
+			for _, cp := range sink.pending {
+				if err := tx.PutCheckpoint(cp); err != nil {
+					return err
+				}
+			}
 			if sink.final != nil && run.Status != storage.RunError {
 				if err := tx.PutCheckpoint(*sink.final); err != nil {
 					return err
@@ -190,15 +206,8 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 				return err
 			}
 		}
-		values = nil
 		if cp, err := tx.LatestCheckpoint(run.ThreadID); err == nil {
 			values = cp.Values
-		}
-		if run.Temporary {
-			if err := tx.DeleteThread(run.ThreadID); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-				return err
-			}
-			return nil
 		}
 		return s.settleThread(tx, run.ThreadID, run)
 	})
@@ -312,7 +321,11 @@ type runSink struct {
 	log   *events.Log
 	modes map[string]bool
 	// final is the last checkpoint, written with the run's end.
-	final  *storage.Checkpoint
+	final *storage.Checkpoint
+	// pending holds the input checkpoint until the next write, so that a
+	// run's start costs no commit of its own (a crash before that write
+	// loses nothing: the retry applies the input again).
+	pending []storage.Checkpoint
 	legacy map[string]map[string]any // legacy "messages" mode: accumulated message per id
 
 	mu    sync.Mutex // guards usage and notes (nodes run concurrently)
@@ -401,7 +414,20 @@ func (k *runSink) Checkpoint(ctx context.Context, cp storage.Checkpoint, final b
 		k.final = &c
 		return nil
 	}
-	return k.s.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutCheckpoint(cp) })
+	if cp.Metadata["source"] == "input" {
+		k.pending = append(k.pending, cp)
+		return nil
+	}
+	pending := k.pending
+	k.pending = nil
+	return k.s.db.Update(ctx, func(tx *storage.Tx) error {
+		for _, p := range pending {
+			if err := tx.PutCheckpoint(p); err != nil {
+				return err
+			}
+		}
+		return tx.PutCheckpoint(cp)
+	})
 }
 
 // Wants maps executor modes to the stream modes the run was created with.
