@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,5 +50,47 @@ func TestLoopStopsAfterMaxErrors(t *testing.T) {
 	res := loop(context.Background(), 1, 1<<30, time.Minute, func(context.Context, int) error { return boom })
 	if res.errors != maxErrors || !errors.Is(res.firstErr, boom) || res.n != 0 {
 		t.Fatalf("res=%+v", res)
+	}
+}
+
+func TestReadStream(t *testing.T) {
+	body := "event: metadata\ndata: {\"run_id\":\"x\"}\n\n" +
+		": heartbeat\n\n" +
+		"event: values\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\n" +
+		"data: no name\n\n" +
+		"id: 7\nevent: end\ndata: null\n\n"
+	s, err := readStream(strings.NewReader(body), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.events != 4 || s.first != "metadata" || s.last != "end" || s.errorData != nil {
+		t.Fatalf("summary = %+v", s)
+	}
+}
+
+func TestReadStreamLongLineAndError(t *testing.T) {
+	long := strings.Repeat("x", 100<<10)
+	body := "event: metadata\ndata: " + long + "\n\nevent: error\ndata: {\"error\":\"E\"}\n\nevent: end\ndata: null\n\n"
+	s, err := readStream(strings.NewReader(body), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.events != 3 || s.first != "metadata" || string(s.errorData) != `{"error":"E"}` {
+		t.Fatalf("summary = %+v", s)
+	}
+}
+
+func TestReadStreamTruncated(t *testing.T) {
+	if _, err := readStream(strings.NewReader("event: metadata\ndata: {}\n"), time.Now()); err == nil {
+		t.Fatal("a stream cut inside an event must fail")
+	}
+}
+
+func TestProcCPUTicks(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	if _, err := procCPUTicks(os.Getpid()); err != nil {
+		t.Fatal(err)
 	}
 }

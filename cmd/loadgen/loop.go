@@ -22,6 +22,17 @@ type loopResult struct {
 // failures. Calls are handed out in order, so with one worker the loop is
 // strictly sequential.
 func loop(ctx context.Context, workers, n int, limit time.Duration, fn func(ctx context.Context, i int) error) loopResult {
+	return loopTimed(ctx, workers, n, limit, func(ctx context.Context, i int) (time.Duration, error) {
+		t0 := time.Now()
+		err := fn(ctx, i)
+		return time.Since(t0), err
+	})
+}
+
+// loopTimed is loop for calls that time themselves: fn returns the latency
+// to record, so that unmeasured set-up and checks can share the call (the
+// wall time and the rate still include them).
+func loopTimed(ctx context.Context, workers, n int, limit time.Duration, fn func(ctx context.Context, i int) (time.Duration, error)) loopResult {
 	var (
 		next     atomic.Int64
 		nErr     atomic.Int64
@@ -43,13 +54,11 @@ func loop(ctx context.Context, workers, n int, limit time.Duration, fn func(ctx 
 				if i >= n || ctx.Err() != nil || nErr.Load() >= maxErrors {
 					break
 				}
-				t0 := time.Now()
-				if t0.After(deadline) {
+				if time.Now().After(deadline) {
 					capped.Store(true)
 					break
 				}
-				err := fn(ctx, i)
-				d := time.Since(t0)
+				d, err := fn(ctx, i)
 				if err != nil {
 					nErr.Add(1)
 					errOnce.Do(func() { firstErr = err })

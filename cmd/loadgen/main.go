@@ -1,18 +1,22 @@
 // Command loadgen measures the server over real HTTP on 127.0.0.1 and prints
-// its figures next to the targets of the performance issue.
+// its figures next to the targets of the performance issues.
 //
 // It starts the server binary as a child process with a fresh temporary data
-// directory (fsync on, the default), waits for GET /ok, runs the scenarios,
-// stops the server with SIGTERM and waits for it. Without -server it first
-// builds one with `go build ./cmd/server` (run it from the repository root).
+// directory (fsync on, the default) and a langgraph.json that serves only the
+// built-in echo graph, waits for GET /ok, runs the scenarios, stops the server
+// with SIGTERM and waits for it. Without -server it first builds one with
+// `go build ./cmd/server` (run it from the repository root).
 //
 //	go run ./cmd/loadgen -scenario all
+//	go run ./cmd/loadgen -scenario runs
 //	go run ./cmd/loadgen -scenario create-threads-c1,create-threads-c50 -duration 30s
 //
-// Scenarios that write (create-threads-*) share one server; the scenarios of
-// the 100k data set (search-100k, rss-100k) share a second, fresh server that
-// is seeded once, so that its thread count and its memory are exactly those of
-// 100,000 threads.
+// Scenarios that write threads (create-threads-*) share one server; the
+// scenarios of the 100k data set (search-100k, rss-100k) share a second, fresh
+// server that is seeded once, so that its thread count and its memory are
+// exactly those of 100,000 threads. The run scenarios (the group `runs`) share
+// a third server, so that rss-10k-runs reads the memory after the c50 runs;
+// -fresh-servers gives each run scenario a server of its own instead.
 //
 // Every request loop is bounded both in count and in time (-duration). A
 // missed target is reported as FAIL in the summary but does not change the
@@ -27,6 +31,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -34,26 +39,41 @@ import (
 	"time"
 )
 
+// threadScenarioNames are the scenarios of threads and search.
+var threadScenarioNames = []string{"create-threads-c1", "create-threads-c50", "search-100k", "rss-100k"}
+
 // scenarioNames lists the scenarios in the order `all` runs them.
-var scenarioNames = []string{"create-threads-c1", "create-threads-c50", "search-100k", "rss-100k"}
+var scenarioNames = append(slices.Clone(threadScenarioNames), runScenarioNames...)
+
+// benchGraphsFile is the langgraph.json that loadgen gives the server unless
+// -config names another.
+const benchGraphsFile = `{"graphs": {"echo": "builtin:echo"}}` + "\n"
 
 type options struct {
-	serverBin   string
-	configFile  string
-	scenarios   []string
-	duration    time.Duration
-	n           int
-	c50N        int
-	concurrency int
-	seedN       int
-	seedConc    int
-	searchN     int
-	warmup      int
-	readyTO     time.Duration
-	keep        bool
-	inProcess   bool
-	cpuProfile  string
-	serverArgs  []string
+	serverBin    string
+	configFile   string
+	scenarios    []string
+	duration     time.Duration
+	n            int
+	c50N         int
+	concurrency  int
+	seedN        int
+	seedConc     int
+	searchN      int
+	runsN        int
+	runsC50N     int
+	cancelN      int
+	rssRuns      int
+	idleSettle   time.Duration
+	idleWindow   time.Duration
+	memProfile   string
+	freshServers bool
+	warmup       int
+	readyTO      time.Duration
+	keep         bool
+	inProcess    bool
+	cpuProfile   string
+	serverArgs   []string
 }
 
 func main() {
@@ -69,20 +89,28 @@ func parseFlags() (options, error) {
 	var scen, extra string
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.StringVar(&o.serverBin, "server", "", "server binary to run (default: go build ./cmd/server into a temp dir)")
-	fs.StringVar(&o.configFile, "config", "./langgraph.json", "langgraph.json passed to the server")
-	fs.StringVar(&scen, "scenario", "all", "comma-separated scenarios, or all: "+strings.Join(scenarioNames, ", "))
+	fs.StringVar(&o.configFile, "config", "", "langgraph.json passed to the server (default: one that serves only the built-in echo graph, written to the temp dir)")
+	fs.StringVar(&scen, "scenario", "all", "comma-separated scenarios, or the group runs (the run scenarios), or all: "+strings.Join(scenarioNames, ", "))
 	fs.DurationVar(&o.duration, "duration", 2*time.Minute, "time cap of each request loop (a loop stops at its count or at this, whichever is first)")
 	fs.IntVar(&o.n, "n", 2000, "requests of create-threads-c1")
 	fs.IntVar(&o.c50N, "c50-n", 50000, "requests of create-threads-c50")
-	fs.IntVar(&o.concurrency, "c", 50, "workers of create-threads-c50")
+	fs.IntVar(&o.concurrency, "c", 50, "workers of create-threads-c50 and of the c50 run scenarios (and of unmeasured thread set-up)")
 	fs.IntVar(&o.seedN, "seed-n", 100000, "threads seeded for search-100k and rss-100k")
 	fs.IntVar(&o.seedConc, "seed-c", 64, "workers that seed threads")
 	fs.IntVar(&o.searchN, "search-n", 200, "sequential requests per search/count measurement")
+	fs.IntVar(&o.runsN, "runs-n", 2000, "runs of runs-wait-c1 and of first-event-c1 (sequential)")
+	fs.IntVar(&o.runsC50N, "runs-c50-n", 10000, "runs of runs-wait-c50 and of runs-stream-c50 (each)")
+	fs.IntVar(&o.cancelN, "cancel-n", 200, "cancels measured by cancel-latency")
+	fs.IntVar(&o.rssRuns, "rss-runs", 10000, "c50 runs after which rss-10k-runs reads memory (and at half of it)")
+	fs.DurationVar(&o.idleSettle, "idle-settle", 3*time.Second, "rss-10k-runs: quiet time before the idle CPU window")
+	fs.DurationVar(&o.idleWindow, "idle-window", 5*time.Second, "rss-10k-runs: length of the idle CPU window")
 	fs.IntVar(&o.warmup, "warmup", 50, "unmeasured requests before each sequential measurement")
 	fs.DurationVar(&o.readyTO, "ready-timeout", 30*time.Second, "how long to wait for GET /ok after starting the server")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (server binary, data dirs, server logs)")
 	fs.BoolVar(&o.inProcess, "inprocess", false, "run the server inside loadgen instead of as a child (for -cpuprofile; RSS then includes loadgen)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write loadgen's CPU profile here (with -inprocess it covers the server)")
+	fs.BoolVar(&o.freshServers, "fresh-servers", false, "give every run scenario a fresh server (rss-10k-runs then makes its own runs) instead of one shared server")
+	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile here after the scenarios, before the servers stop (with -inprocess it covers the server)")
 	fs.StringVar(&extra, "server-args", "", "extra space-separated arguments for the server")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
@@ -96,21 +124,24 @@ func parseFlags() (options, error) {
 		case s == "":
 		case s == "all":
 			o.scenarios = append(o.scenarios, scenarioNames...)
+		case s == "runs":
+			o.scenarios = append(o.scenarios, runScenarioNames...)
 		case slices.Contains(scenarioNames, s):
 			o.scenarios = append(o.scenarios, s)
 		default:
-			return o, fmt.Errorf("unknown scenario %q (have %s, all)", s, strings.Join(scenarioNames, ", "))
+			return o, fmt.Errorf("unknown scenario %q (have %s, runs, all)", s, strings.Join(scenarioNames, ", "))
 		}
 	}
 	o.scenarios = dedupe(o.scenarios)
 	if len(o.scenarios) == 0 {
 		return o, errors.New("no scenario selected")
 	}
-	if o.n < 1 || o.c50N < 1 || o.concurrency < 1 || o.seedN < 1 || o.seedConc < 1 || o.searchN < 1 || o.warmup < 0 {
+	if o.n < 1 || o.c50N < 1 || o.concurrency < 1 || o.seedN < 1 || o.seedConc < 1 || o.searchN < 1 || o.warmup < 0 ||
+		o.runsN < 1 || o.runsC50N < 1 || o.cancelN < 1 || o.rssRuns < 2 {
 		return o, errors.New("counts must be positive")
 	}
-	if o.duration <= 0 || o.readyTO <= 0 {
-		return o, errors.New("durations must be positive")
+	if o.duration <= 0 || o.readyTO <= 0 || o.idleSettle < 0 || o.idleWindow <= 0 || o.idleSettle+o.idleWindow > 10*time.Minute {
+		return o, errors.New("durations must be positive (idle settle and window at most 10m together)")
 	}
 	o.serverArgs = strings.Fields(extra)
 	return o, nil
@@ -146,6 +177,16 @@ func run() (int, error) {
 		fmt.Printf("temp dir (kept): %s\n", tmp)
 	} else {
 		defer os.RemoveAll(tmp)
+	}
+
+	if o.configFile == "" {
+		// The scenarios need only the echo graph; a config of their own keeps
+		// them independent of the graphs (and model credentials) that the
+		// repository's langgraph.json names.
+		o.configFile = filepath.Join(tmp, "langgraph.json")
+		if err := os.WriteFile(o.configFile, []byte(benchGraphsFile), 0o644); err != nil {
+			return 1, err
+		}
 	}
 
 	if o.cpuProfile != "" {

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +40,11 @@ type runner struct {
 	// seededSrv holds exactly seedN seeded threads, for search and rss.
 	seededSrv *target
 	seedErr   error
+
+	// runsSrv serves the run scenarios; runs is their shared state.
+	runsSrv *target
+	runsGen int
+	runs    runState
 }
 
 // runAll runs the selected scenarios in order, stops every server it started
@@ -49,15 +58,11 @@ func (r *runner) runAll() error {
 		}
 		fmt.Printf("\n== %s\n", name)
 		var err error
-		switch name {
-		case "create-threads-c1":
-			err = r.createThreadsC1()
-		case "create-threads-c50":
-			err = r.createThreadsC50()
-		case "search-100k":
-			err = r.search100k()
-		case "rss-100k":
-			err = r.rss100k()
+		if slices.Contains(runScenarioNames, name) {
+			err = r.beginRunScenario(name)
+		}
+		if err == nil {
+			err = r.runScenario(name)
 		}
 		if err != nil {
 			fmt.Printf("[%s] ERROR: %v\n", name, err)
@@ -65,7 +70,12 @@ func (r *runner) runAll() error {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
-	for _, t := range []*target{r.writeSrv, r.seededSrv} {
+	if r.opts.memProfile != "" {
+		if err := writeHeapProfile(r.opts.memProfile); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, t := range []*target{r.writeSrv, r.seededSrv, r.runsSrv} {
 		if t == nil {
 			continue
 		}
@@ -77,6 +87,33 @@ func (r *runner) runAll() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// runScenario runs one scenario by name.
+func (r *runner) runScenario(name string) error {
+	switch name {
+	case "create-threads-c1":
+		return r.createThreadsC1()
+	case "create-threads-c50":
+		return r.createThreadsC50()
+	case "search-100k":
+		return r.search100k()
+	case "rss-100k":
+		return r.rss100k()
+	case "runs-wait-c1":
+		return r.runsWaitC1()
+	case "runs-wait-c50":
+		return r.runsWaitC50()
+	case "runs-stream-c50":
+		return r.runsStreamC50()
+	case "first-event-c1":
+		return r.firstEventC1()
+	case "cancel-latency":
+		return r.cancelLatency()
+	case "rss-10k-runs":
+		return r.rss10kRuns()
+	}
+	return fmt.Errorf("no scenario %q", name)
 }
 
 func (r *runner) writeServer() (*target, error) {
@@ -343,4 +380,19 @@ func oneLine(s string, n int) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// writeHeapProfile writes loadgen's heap profile (live objects after a GC)
+// to path; with -inprocess the heap is mostly the server's.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
 }

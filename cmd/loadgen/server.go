@@ -234,3 +234,31 @@ func (t *target) dbFileSize() int64 {
 	}
 	return fi.Size()
 }
+
+// procCPUTicks returns the user plus system CPU time of a process from
+// /proc/<pid>/stat (utime and stime, fields 14 and 15), in clock ticks
+// (USER_HZ, 100 per second on Linux).
+func procCPUTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), so utime is f[11] and stime f[12].
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	var utime, stime int64
+	if _, err := fmt.Sscan(f[11], &utime); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat utime %q: %w", pid, f[11], err)
+	}
+	if _, err := fmt.Sscan(f[12], &stime); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat stime %q: %w", pid, f[12], err)
+	}
+	return utime + stime, nil
+}

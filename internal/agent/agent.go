@@ -37,6 +37,7 @@ type Agent struct {
 	middlewares []Middleware
 	// workspace returns a thread's workspace directory.
 	workspace func(threadID string) (string, error)
+	reducers  *channels.Registry
 }
 
 // Options are what an agent needs from the server.
@@ -55,7 +56,7 @@ type Options struct {
 
 // New compiles an agent from a spec.
 func New(spec *Spec, opts Options) (*Agent, error) {
-	a := &Agent{spec: spec, models: opts.Models, tools: map[string]tools.Tool{}, workspace: opts.Workspace}
+	a := &Agent{spec: spec, models: opts.Models, tools: map[string]tools.Tool{}, workspace: opts.Workspace, reducers: opts.Reducers}
 	for _, name := range spec.Tools {
 		t, ok := opts.Tools[name]
 		if !ok && name == "bash" {
@@ -264,18 +265,63 @@ func (a *Agent) toolsNode(ctx context.Context, rt *graph.Runtime, st graph.State
 	if err := ctx.Err(); err != nil {
 		return graph.Update{}, context.Cause(ctx)
 	}
-	out := map[string]any{}
-	for _, u := range updates {
-		for k, v := range u {
-			out[k] = v
-		}
+	out, err := a.combine(updates)
+	if err != nil {
+		return graph.Update{}, err
 	}
-	msgs := make([]any, len(results))
-	for i, m := range results {
-		msgs[i] = m
+	msgs := make([]any, 0, len(results)+1)
+	if batch.Edited {
+		msgs = append(msgs, editedAIMessage(last, batch.Calls)) // replaces it by id
+	}
+	for _, m := range results {
+		msgs = append(msgs, m)
 	}
 	out[channels.MessagesChannel] = msgs
 	return graph.Update{Values: out}, nil
+}
+
+// editedAIMessage is a copy of the AI message whose tool calls carry the
+// names and arguments they ran with after a human edited them.
+func editedAIMessage(ai map[string]any, calls []*ToolCall) map[string]any {
+	out := plainJSON(ai)
+	byID := map[string]*ToolCall{}
+	for _, c := range calls {
+		byID[c.ID] = c
+	}
+	for _, tc := range toolCalls(out) {
+		m, _ := tc.(map[string]any)
+		id, _ := m["id"].(string)
+		if c := byID[id]; c != nil {
+			m["name"], m["args"] = c.Name, c.Args
+		}
+	}
+	return out
+}
+
+// combine folds the state writes of parallel tool calls into one update:
+// two writes to a channel with a reducer are reduced (so two tasks started
+// in one step both land in async_tasks); other channels keep the last write.
+func (a *Agent) combine(updates []map[string]any) (map[string]any, error) {
+	out := map[string]any{}
+	for _, u := range updates {
+		for k, v := range u {
+			prev, seen := out[k]
+			var reduce channels.Reducer
+			if a.reducers != nil {
+				reduce = a.reducers.Reducer(k)
+			}
+			if !seen || reduce == nil {
+				out[k] = v
+				continue
+			}
+			merged, err := reduce(prev, v)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = merged
+		}
+	}
+	return out, nil
 }
 
 func (a *Agent) runTool(ctx context.Context, rt *graph.Runtime, c *ToolCall) (tools.Result, error) {

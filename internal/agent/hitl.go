@@ -103,6 +103,12 @@ func (h *approvals) BeforeTools(ctx context.Context, batch *ToolBatch) error {
 				return fmt.Errorf("an edit decision for tool %s needs args", c.Name)
 			}
 			c.Args = args
+			if ea, ok := d["edited_action"].(map[string]any); ok {
+				if name, ok := ea["name"].(string); ok && name != "" {
+					c.Name = name
+				}
+			}
+			batch.Edited = true
 		case DecisionReject:
 			text := "The user rejected this call to " + c.Name + "."
 			if m, ok := d["message"].(string); ok && m != "" {

@@ -93,6 +93,9 @@ type ToolBatch struct {
 	// Answered holds tool messages for calls that must not run (rejected
 	// or refused), keyed by tool call id.
 	Answered map[string]llm.Message
+	// Edited is set by hooks that changed a call's name or arguments; the
+	// AI message is then rewritten to show the calls as they ran.
+	Edited bool
 }
 
 // BeforeTools sees all tool calls of a step at once; it may answer some

@@ -30,6 +30,22 @@ type Spec struct {
 	MaxTurns   int            `json:"max_turns"`
 	Middleware MiddlewareSpec `json:"middleware"`
 	Schemas    Schemas        `json:"schemas"`
+	// AsyncSubagents makes the agent a supervisor of background subagents.
+	AsyncSubagents *[]AsyncSubagent `json:"async_subagents"`
+	// AsyncSystemPrompt replaces the supervisor's prompt section; "" removes it.
+	AsyncSystemPrompt *string `json:"async_system_prompt"`
+	// NotifyOnCompletion queues a supervisor run when an async task ends.
+	NotifyOnCompletion bool `json:"notify_on_completion"`
+}
+
+// AsyncSubagent is one async subagent of a supervisor: a graph served by
+// this server (no url) or by the Agent Protocol server at url.
+type AsyncSubagent struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	GraphID     string            `json:"graph_id"`
+	URL         string            `json:"url"`
+	Headers     map[string]string `json:"headers"`
 }
 
 // Model configures the chat model of an agent.

@@ -233,10 +233,13 @@ func TestAgentHumanInTheLoop(t *testing.T) {
 			tid := newThread(t, s)
 			model.Script(call(), scripted.Text("ok"))
 			first := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("write")}).Object(t)
-			if _, ok := first["__interrupt__"]; ok {
-				t.Fatalf("interrupt leaked into the stored values: %v", first)
+			if ints, _ := first["__interrupt__"].([]any); len(ints) != 1 {
+				t.Fatalf("the wait result of a paused run must carry __interrupt__: %v", first)
 			}
 			st := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)
+			if _, ok := st["values"].(map[string]any)["__interrupt__"]; ok {
+				t.Fatalf("__interrupt__ leaked into the stored values: %v", st["values"])
+			}
 			th := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)
 			ints := st["interrupts"].([]any)
 			if th["status"] != "interrupted" || len(ints) != 1 || st["next"].([]any)[0] != "tools" {
@@ -249,6 +252,12 @@ func TestAgentHumanInTheLoop(t *testing.T) {
 			out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "command": map[string]any{"resume": c.resume}}).Object(t)
 			msgs := messagesIn(t, out)
 			c.check(t, msgs[len(msgs)-2].(map[string]any))
+			if c.name == "edit" {
+				call := msgs[len(msgs)-3].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)
+				if call["args"].(map[string]any)["file_path"] != "/y.txt" {
+					t.Fatalf("the AI message still shows the unedited call: %v", call)
+				}
+			}
 			if contentOf(msgs[len(msgs)-1]) != "ok" {
 				t.Fatalf("final = %v", msgs[len(msgs)-1])
 			}

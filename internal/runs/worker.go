@@ -219,6 +219,11 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 	}
 	if res.Values != nil && run.Status == storage.RunSuccess {
 		values = res.Values
+		if ints := pendingInterrupts(sink.final); len(ints) > 0 {
+			// As on LangGraph Platform, the final values of a paused run
+			// carry what it waits for.
+			values = jsonx.Merge(values, map[string]any{"__interrupt__": ints})
+		}
 	}
 	sink.emitRaw("end", nil)
 	done, _ := json.Marshal(map[string]any{"run_id": run.RunID.String(), "status": run.Status})
@@ -279,6 +284,18 @@ func (s *Service) settleThread(tx *storage.Tx, threadID uuid.UUID, ended storage
 	return tx.PutThread(th)
 }
 
+// pendingInterrupts lists the interrupts a paused checkpoint waits on.
+func pendingInterrupts(cp *storage.Checkpoint) []any {
+	if cp == nil || len(cp.Next) == 0 {
+		return nil
+	}
+	var out []any
+	for _, t := range cp.Tasks {
+		out = append(out, t.Interrupts...)
+	}
+	return out
+}
+
 func pausedAt(tx *storage.Tx, threadID uuid.UUID) bool {
 	cp, err := tx.LatestCheckpoint(threadID)
 	return err == nil && len(cp.Next) > 0
@@ -326,7 +343,7 @@ type runSink struct {
 	// run's start costs no commit of its own (a crash before that write
 	// loses nothing: the retry applies the input again).
 	pending []storage.Checkpoint
-	legacy map[string]map[string]any // legacy "messages" mode: accumulated message per id
+	legacy  map[string]map[string]any // legacy "messages" mode: accumulated message per id
 
 	mu    sync.Mutex // guards usage and notes (nodes run concurrently)
 	usage *usageTotals

@@ -7,12 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"agentserver/internal/agent"
 	"agentserver/internal/assistants"
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
@@ -23,7 +20,6 @@ import (
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
 	"agentserver/internal/threads"
-	"agentserver/internal/tools"
 )
 
 // Server is one running instance.
@@ -42,6 +38,8 @@ type Server struct {
 	Store      *store.Service
 	Runs       *runs.Service
 	Broker     *events.Broker
+
+	agents *agentRuntime
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -65,13 +63,7 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	reducers := channels.NewRegistry()
-	workspaces := tools.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
-	reg, err := graphs.Load(cfg.GraphsFile, agent.Resolver(agent.Options{
-		Models:    agent.NewModelFactory(os.Getenv, log),
-		Tools:     tools.Builtins(tools.Options{Shell: cfg.EnableShell}),
-		Workspace: workspaces.Dir,
-		Reducers:  reducers,
-	}))
+	reg, agents, err := loadGraphs(cfg, log, reducers)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +75,11 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	s.Threads = threads.New(db, s.Reducers)
 	s.Assistants = assistants.New(db, reg)
 	s.Store = store.New(db, log)
-	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention})
+	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention, MemoryRetention: 5 * time.Second})
 	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention})
+	agents.local.Bind(s.Threads, s.Runs)
+	agents.notifier.Bind(s.Threads, s.Runs)
+	s.agents = agents
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.Assistants.EnsureSystemAssistants(ctx); err != nil {
@@ -161,6 +156,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) shutdown(ctx context.Context) error {
 	var errs []error
 	s.http.SetKeepAlivesEnabled(false)
+	s.agents.notifier.Close()
 	if err := s.Runs.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
 	}

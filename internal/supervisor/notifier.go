@@ -109,7 +109,9 @@ func (n *Notifier) deliver(supThread uuid.UUID, assistant string, task Task, tr 
 	stamp := n.now().Format("2006-01-02T15:04:05Z")
 	current := func(values map[string]any) (Task, bool) {
 		cur, ok := trackedTask(values, task.TaskID)
-		return cur, ok && cur.RunID == task.RunID && cur.Status != info.Status
+		// A record already final (e.g. cancelled by the supervisor) keeps
+		// its status; so does a task that moved on to a newer run.
+		return cur, ok && cur.RunID == task.RunID && cur.Status != info.Status && !asynctasks.Terminal(cur.Status)
 	}
 	if notify {
 		st, err := th.GetState(n.ctx, supThread, nil)

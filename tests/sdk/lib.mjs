@@ -192,3 +192,49 @@ export async function rawSSE(method, path, { json, headers = {}, timeoutMs = 10_
   const isSSE = (res.headers.get("content-type") ?? "").includes("text/event-stream");
   return { status: res.status, headers: res.headers, text, events: isSSE ? parseSSE(text) : [] };
 }
+
+// ---------------------------------------------------------------------------
+// Agent graphs (researcher, coder) against the scripted model. run.sh starts
+// cmd/scriptedllm and points the server at it (OPENAI_BASE_URL); its rules
+// are in cmd/scriptedllm's package comment.
+
+/** Run input with one human message (with an id, as useStream sends it). */
+export const humanInput = (text) => ({ messages: [human(text, uuid4())] });
+
+/** The messages of a values object (or []). */
+export const messagesOf = (values) => values?.messages ?? [];
+
+/** The last message of a values object whose `type` is `type`. */
+export const lastOfType = (values, type) => messagesOf(values).findLast((m) => m.type === type);
+
+/** What the scripted model answers to plain text (rule 4). */
+export const youSaid = (text) => `You said: ${text}`;
+
+/** What the scripted model answers after a tool result (rule 1). */
+export const doneWith = (toolResult) => `done: ${String(toolResult).split("\n")[0]}`;
+
+/** Polls until the thread has `status`; fails with the last status seen. */
+export async function waitThreadStatus(client, threadId, status, timeoutMs = 5_000) {
+  let last;
+  try {
+    return await pollUntil(
+      async () => {
+        last = await client.threads.get(threadId);
+        return last.status === status ? last : false;
+      },
+      { timeoutMs, what: `thread status ${status}` },
+    );
+  } catch (e) {
+    assert.fail(`thread ${threadId} never became ${status}; last status ${last?.status}: ${e.message}`);
+  }
+}
+
+/**
+ * The text a `messages` (messages-tuple) stream assembles, with the chunks
+ * and their metadata: {text, chunks: [{chunk, meta}]}.
+ */
+export function assembleMessages(parts) {
+  const chunks = parts.filter((p) => p.event === "messages").map((p) => ({ chunk: p.data[0], meta: p.data[1] }));
+  const text = chunks.map(({ chunk }) => (typeof chunk.content === "string" ? chunk.content : "")).join("");
+  return { text, chunks };
+}

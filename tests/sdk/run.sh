@@ -4,10 +4,14 @@
 #   bash tests/sdk/run.sh                 # whole suite
 #   bash tests/sdk/run.sh threads         # only tests/sdk/threads.test.mjs
 #
-# Builds ./cmd/server, starts it on 127.0.0.1:<free port> with a throw-away data
-# dir and the repo's langgraph.json, waits for GET /ok, runs node's test runner
-# with LANGGRAPH_API_URL pointing at it, then stops the server. Exit status is
-# the test runner's. Set KEEP_SERVER_LOG=1 to always print the server log.
+# Builds ./cmd/scriptedllm and ./cmd/server. Starts the scripted model on a free
+# port of 127.0.0.1 and waits for it to print its base URL, then starts the
+# server on 127.0.0.1:<free port> with a throw-away data dir, the repo's
+# langgraph.json and OPENAI_BASE_URL=<model URL>, OPENAI_API_KEY=test-key (so
+# the researcher and coder agents talk to the deterministic model), waits for
+# GET /ok, runs node's test runner with LANGGRAPH_API_URL pointing at it, then
+# stops both. Exit status is the test runner's. Set KEEP_SERVER_LOG=1 to always
+# print the server log.
 set -euo pipefail
 
 SDK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -22,7 +26,7 @@ if [ "$node_major" -lt 20 ]; then
   exit 2
 fi
 
-if [ ! -d "$SDK_DIR/node_modules/@langchain/langgraph-sdk" ]; then
+if [ ! -d "$SDK_DIR/node_modules/@langchain/langgraph-sdk" ] || [ ! -d "$SDK_DIR/node_modules/deepagents" ]; then
   echo "run.sh: installing SDK test dependencies (npm ci)"
   (cd "$SDK_DIR" && npm ci --no-audit --no-fund --loglevel=error)
 fi
@@ -31,21 +35,36 @@ tmp="$(mktemp -d)"
 data_dir="$(mktemp -d)"
 server_pid=""
 server_log="$tmp/server.log"
+model_pid=""
+model_out="$tmp/scriptedllm.out"
+model_log="$tmp/scriptedllm.log"
+
+# stop_proc PID NAME: SIGTERM, a few seconds' grace, then SIGKILL; reaps it.
+stop_proc() {
+  local pid="$1" name="$2"
+  [ -n "$pid" ] || return 0
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "run.sh: $name did not stop after SIGTERM; sending SIGKILL" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  fi
+  wait "$pid" 2>/dev/null || true
+}
 
 cleanup() {
   local status=$?
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    # Give it a few seconds to shut down gracefully, then insist.
-    for _ in $(seq 1 50); do
-      kill -0 "$server_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$server_pid" 2>/dev/null; then
-      echo "run.sh: server did not stop after SIGTERM; sending SIGKILL" >&2
-      kill -KILL "$server_pid" 2>/dev/null || true
-    fi
-    wait "$server_pid" 2>/dev/null || true
+  # The server first: it may still be talking to the model.
+  stop_proc "$server_pid" server
+  stop_proc "$model_pid" scriptedllm
+  if [ "$status" -ne 0 ] && [ -s "$model_log" ]; then
+    echo "----- scriptedllm stderr -----" >&2
+    tail -n 20 "$model_log" >&2 || true
   fi
   if [ "$status" -ne 0 ] || [ "${KEEP_SERVER_LOG:-0}" = 1 ]; then
     if [ -s "$server_log" ]; then
@@ -61,8 +80,31 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "run.sh: building server"
-(cd "$REPO_ROOT" && go build -o "$tmp/server" ./cmd/server)
+echo "run.sh: building scriptedllm and server"
+(cd "$REPO_ROOT" && go build -o "$tmp/scriptedllm" ./cmd/scriptedllm && go build -o "$tmp/server" ./cmd/server)
+
+# Port 0: the model picks a free port itself and prints its base URL.
+"$tmp/scriptedllm" -addr 127.0.0.1:0 >"$model_out" 2>"$model_log" &
+model_pid=$!
+model_url=""
+deadline=$((SECONDS + READY_TIMEOUT_S))
+until [ -n "$model_url" ]; do
+  # The URL line ends in /v1; a partly written line does not match yet.
+  model_url="$(sed -n '1{/^http:\/\/127\.0\.0\.1:[0-9]*\/v1$/p}' "$model_out")"
+  [ -n "$model_url" ] && break
+  if ! kill -0 "$model_pid" 2>/dev/null; then
+    wait "$model_pid" && rc=0 || rc=$?
+    model_pid=""
+    echo "run.sh: scriptedllm exited (status $rc) before printing its URL" >&2
+    exit 1
+  fi
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "run.sh: scriptedllm did not print its URL within ${READY_TIMEOUT_S}s (got: $(head -c 200 "$model_out"))" >&2
+    exit 1
+  fi
+  sleep 0.05
+done
+echo "run.sh: scripted model at $model_url"
 
 port="$(node -e '
   const s = require("net").createServer();
@@ -71,7 +113,8 @@ port="$(node -e '
 api_url="http://127.0.0.1:$port"
 
 echo "run.sh: starting server on $api_url"
-env -u AGENTSERVER_API_KEY "$tmp/server" --addr "127.0.0.1:$port" --data-dir "$data_dir" --config "$REPO_ROOT/langgraph.json" \
+env -u AGENTSERVER_API_KEY OPENAI_BASE_URL="$model_url" OPENAI_API_KEY=test-key \
+  "$tmp/server" --addr "127.0.0.1:$port" --data-dir "$data_dir" --config "$REPO_ROOT/langgraph.json" \
   >"$server_log" 2>&1 &
 server_pid=$!
 

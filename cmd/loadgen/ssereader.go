@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// streamSummary is what one SSE response held.
+type streamSummary struct {
+	// events counts dispatched events; comment-only blocks (heartbeats) are
+	// not events.
+	events      int
+	first, last string
+	// firstAt is when the first event was complete (its terminating blank
+	// line read), measured from the t0 given to readStream.
+	firstAt time.Duration
+	// errorData is the data of the first "error" event, if any.
+	errorData []byte
+}
+
+// readStream reads an SSE body to its end and summarises it. An event is
+// dispatched at the blank line that ends it if it had an event or data field;
+// an event without an "event:" line is named "message", as in EventSource.
+func readStream(body io.Reader, t0 time.Time) (streamSummary, error) {
+	var s streamSummary
+	br := bufio.NewReaderSize(body, 16<<10)
+	var name string
+	var data []byte
+	fields := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: ReadSlice's slice is only
+			// valid until the next read, so gather a copy.
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if fields {
+					return s, fmt.Errorf("stream ended inside an event (after %d events)", s.events)
+				}
+				return s, nil
+			}
+			return s, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(line) == 0:
+			if !fields {
+				continue
+			}
+			if name == "" {
+				name = "message"
+			}
+			if s.events == 0 {
+				s.first, s.firstAt = name, time.Since(t0)
+			}
+			s.events++
+			s.last = name
+			if name == "error" && s.errorData == nil {
+				s.errorData = append([]byte{}, data...)
+			}
+			name, data, fields = "", data[:0], false
+		case line[0] == ':':
+			// comment (heartbeat)
+		default:
+			k, v, _ := bytes.Cut(line, []byte(":"))
+			v = bytes.TrimPrefix(v, []byte(" "))
+			switch string(k) {
+			case "event":
+				name, fields = string(v), true
+			case "data":
+				data, fields = append(data, v...), true
+			case "id", "retry":
+			}
+		}
+	}
+}

@@ -1,0 +1,130 @@
+// Command scriptedllm serves a deterministic OpenAI-compatible chat
+// completions API over real HTTP, for tests and demos: point a server at it
+// with OPENAI_BASE_URL=<printed URL> (any OPENAI_API_KEY) and its agents
+// behave predictably without a real model. It is built on
+// internal/llm/scripted and never talks to the network beyond its listener.
+//
+//	scriptedllm -addr 127.0.0.1:0
+//
+// It listens on -addr (default 127.0.0.1:0, a free port), prints its base URL
+// (e.g. "http://127.0.0.1:40123/v1") as one line on stdout, and serves until
+// SIGTERM or SIGINT.
+//
+// Every chat completions request is answered by these rules, first match wins
+// ("the last user text" is the text of the last message with role "user"):
+//
+//  1. The last message is a tool result (role "tool"): the text
+//     "done: <first line of that tool result>".
+//  2. The last user text is "write <path> <content…>" and the request offers
+//     the write_file tool: one write_file call with arguments
+//     {"file_path": <path>, "content": <content…>} (content is the rest of
+//     the text after the path's separating whitespace, newlines kept).
+//  3. The last user text is "todo <a>; <b>[; …]" and the request offers the
+//     write_todos tool: one write_todos call with arguments
+//     {"todos": [{"content": "<a>", "status": "pending"}, …]}, one item per
+//     non-empty ";"-separated part, trimmed.
+//  4. Otherwise: the text "You said: <last user text>", streamed in 4 deltas
+//     of near-equal length (fewer for very short texts).
+//
+// Tool calls get the id "call_<number of messages in the request>", so ids
+// differ between the turns of one conversation. Every answer reports usage:
+// prompt_tokens = 10 × the number of messages in the request (the system
+// prompt included), completion_tokens = the number of words of the text
+// plus 10 per tool call. The model name reported is the requested one.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+
+	"agentserver/internal/llm/scripted"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "scriptedllm:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends; it writes the base URL as one line to stdout
+// once the listener is up.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("scriptedllm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:0", "host:port to listen on (port 0: a free one)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	srv, err := scripted.Start(*addr)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	srv.SetResponder(Respond)
+	if _, err := fmt.Fprintln(stdout, srv.URL()); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+var (
+	writeRe = regexp.MustCompile(`(?s)^\s*write\s+(\S+)\s+(.+)$`)
+	todoRe  = regexp.MustCompile(`(?s)^\s*todo\s+(.+)$`)
+)
+
+// textChunks is how many deltas a plain text answer is streamed in.
+const textChunks = 4
+
+// Respond answers one request by the rules of the package comment.
+func Respond(req scripted.ChatRequest) scripted.Step {
+	var step scripted.Step
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "tool" {
+		first, _, _ := strings.Cut(req.Messages[n-1].Text(), "\n")
+		step = scripted.Text("done: " + first)
+	} else if call, ok := toolCallFor(req); ok {
+		call.ID = fmt.Sprintf("call_%d", len(req.Messages))
+		step = scripted.ToolCalls(call)
+	} else {
+		step = scripted.Text("You said: " + req.LastUserText()).Split(textChunks)
+	}
+	return step.WithUsage(10*len(req.Messages), len(strings.Fields(step.Text))+10*len(step.ToolCalls))
+}
+
+// toolCallFor returns the tool call rules 2 and 3 ask for, if one applies.
+func toolCallFor(req scripted.ChatRequest) (scripted.ToolCall, bool) {
+	text := req.LastUserText()
+	offered := req.ToolNames()
+	if m := writeRe.FindStringSubmatch(text); m != nil && slices.Contains(offered, "write_file") {
+		return scripted.Call("write_file", map[string]any{"file_path": m[1], "content": m[2]}), true
+	}
+	if m := todoRe.FindStringSubmatch(text); m != nil && slices.Contains(offered, "write_todos") {
+		var todos []any
+		for _, part := range strings.Split(m[1], ";") {
+			if part = strings.TrimSpace(part); part != "" {
+				todos = append(todos, map[string]any{"content": part, "status": "pending"})
+			}
+		}
+		if len(todos) > 0 {
+			return scripted.Call("write_todos", map[string]any{"todos": todos}), true
+		}
+	}
+	return scripted.ToolCall{}, false
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"agentserver/internal/llm/scripted"
+)
+
+func client(baseURL string) *openai.Client {
+	cfg := openai.DefaultConfig("test-key")
+	cfg.BaseURL = baseURL
+	return openai.NewClientWithConfig(cfg)
+}
+
+func tool(name string) openai.Tool {
+	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: name, Parameters: map[string]any{"type": "object"}}}
+}
+
+var offered = []openai.Tool{tool("write_todos"), tool("write_file"), tool("read_file")}
+
+func user(text string) openai.ChatCompletionMessage {
+	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text}
+}
+
+// streamed sends req streaming and returns the text deltas, the tool calls
+// (merged by index) and the usage chunk.
+func streamed(t *testing.T, c *openai.Client, req openai.ChatCompletionRequest) ([]string, []openai.ToolCall, *openai.Usage) {
+	t.Helper()
+	req.Model, req.Stream = "test-model", true
+	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	st, err := c.CreateChatCompletionStream(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var deltas []string
+	var calls []openai.ToolCall
+	var usage *openai.Usage
+	for {
+		resp, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Usage != nil {
+			usage = resp.Usage
+		}
+		for _, ch := range resp.Choices {
+			if ch.Delta.Content != "" {
+				deltas = append(deltas, ch.Delta.Content)
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				i := 0
+				if tc.Index != nil {
+					i = *tc.Index
+				}
+				for len(calls) <= i {
+					calls = append(calls, openai.ToolCall{})
+				}
+				if tc.ID != "" {
+					calls[i].ID = tc.ID
+				}
+				calls[i].Function.Name += tc.Function.Name
+				calls[i].Function.Arguments += tc.Function.Arguments
+			}
+		}
+	}
+	return deltas, calls, usage
+}
+
+func newModel(t *testing.T) *openai.Client {
+	t.Helper()
+	s := scripted.New()
+	t.Cleanup(s.Close)
+	s.SetResponder(Respond)
+	return client(s.URL())
+}
+
+func args(t *testing.T, call openai.ToolCall) map[string]any {
+	t.Helper()
+	var out map[string]any
+	if err := json.Unmarshal([]byte(call.Function.Arguments), &out); err != nil {
+		t.Fatalf("arguments %q: %v", call.Function.Arguments, err)
+	}
+	return out
+}
+
+func TestPlainTextIsStreamedInFourChunksWithUsage(t *testing.T) {
+	c := newModel(t)
+	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: "be brief"}, user("hello there world")}
+	deltas, calls, usage := streamed(t, c, openai.ChatCompletionRequest{Messages: msgs, Tools: offered})
+	if got := strings.Join(deltas, ""); got != "You said: hello there world" || len(deltas) != 4 || len(calls) != 0 {
+		t.Fatalf("deltas %q, calls %v", deltas, calls)
+	}
+	if usage == nil || usage.PromptTokens != 20 || usage.CompletionTokens != 5 || usage.TotalTokens != 25 {
+		t.Fatalf("usage = %+v", usage)
+	}
+}
+
+func TestWriteBecomesAWriteFileCall(t *testing.T) {
+	c := newModel(t)
+	_, calls, usage := streamed(t, c, openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user("write /notes/a.txt hello  big\nworld")}, Tools: offered})
+	if len(calls) != 1 || calls[0].Function.Name != "write_file" || calls[0].ID != "call_1" {
+		t.Fatalf("calls = %+v", calls)
+	}
+	if got, want := args(t, calls[0]), map[string]any{"file_path": "/notes/a.txt", "content": "hello  big\nworld"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("args = %v, want %v", got, want)
+	}
+	if usage == nil || usage.PromptTokens != 10 || usage.CompletionTokens != 10 {
+		t.Fatalf("usage = %+v", usage)
+	}
+}
+
+func TestTodoBecomesAWriteTodosCall(t *testing.T) {
+	c := newModel(t)
+	_, calls, _ := streamed(t, c, openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user("todo read the docs;  write tests ;")}, Tools: offered})
+	if len(calls) != 1 || calls[0].Function.Name != "write_todos" {
+		t.Fatalf("calls = %+v", calls)
+	}
+	want := map[string]any{"todos": []any{
+		map[string]any{"content": "read the docs", "status": "pending"},
+		map[string]any{"content": "write tests", "status": "pending"},
+	}}
+	if got := args(t, calls[0]); !reflect.DeepEqual(got, want) {
+		t.Fatalf("args = %v, want %v", got, want)
+	}
+}
+
+func TestToolsAreOnlyCalledWhenOffered(t *testing.T) {
+	c := newModel(t)
+	for _, text := range []string{"write /a.txt x", "todo a; b"} {
+		deltas, calls, _ := streamed(t, c, openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user(text)}, Tools: []openai.Tool{tool("ls")}})
+		if got := strings.Join(deltas, ""); got != "You said: "+text || len(calls) != 0 {
+			t.Fatalf("%q: deltas %q calls %v", text, deltas, calls)
+		}
+	}
+}
+
+func TestToolResultIsAcknowledged(t *testing.T) {
+	c := newModel(t)
+	msgs := []openai.ChatCompletionMessage{
+		user("write /a.txt x"),
+		{Role: openai.ChatMessageRoleAssistant, ToolCalls: []openai.ToolCall{{ID: "call_1", Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: "write_file", Arguments: `{"file_path":"/a.txt","content":"x"}`}}}},
+		{Role: openai.ChatMessageRoleTool, ToolCallID: "call_1", Content: "Updated file /a.txt\nsecond line"},
+	}
+	// Non-streaming too: the rules do not depend on the dialect.
+	resp, err := c.CreateChatCompletion(t.Context(), openai.ChatCompletionRequest{Model: "m", Messages: msgs, Tools: offered})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Choices[0].Message.Content; got != "done: Updated file /a.txt" || len(resp.Choices[0].Message.ToolCalls) != 0 {
+		t.Fatalf("answer = %+v", resp.Choices[0].Message)
+	}
+	if resp.Usage.PromptTokens != 30 || resp.Usage.CompletionTokens != 4 {
+		t.Fatalf("usage = %+v", resp.Usage)
+	}
+}
+
+func TestRunPrintsTheURLAndStopsWithTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, []string{"-addr", "127.0.0.1:0"}, pw, io.Discard)
+		pw.Close()
+		done <- err
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := strings.TrimSpace(line)
+	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.HasSuffix(url, "/v1") {
+		t.Fatalf("printed %q", line)
+	}
+	deltas, _, _ := streamed(t, client(url), openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user("ping")}})
+	if got := strings.Join(deltas, ""); got != "You said: ping" {
+		t.Fatalf("answer %q", got)
+	}
+	go io.Copy(io.Discard, pr)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("run did not return after the context ended")
+	}
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	if err := run(t.Context(), []string{"extra"}, io.Discard, io.Discard); err == nil {
+		t.Fatal("stray argument accepted")
+	}
+	if err := run(t.Context(), []string{"-addr", "127.0.0.1:99999"}, io.Discard, io.Discard); err == nil {
+		t.Fatal("bad address accepted")
+	}
+}

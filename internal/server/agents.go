@@ -1,0 +1,74 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"agentserver/internal/agent"
+	"agentserver/internal/asynctasks"
+	"agentserver/internal/channels"
+	"agentserver/internal/config"
+	"agentserver/internal/graphs"
+	"agentserver/internal/supervisor"
+	"agentserver/internal/tools"
+)
+
+// agentRuntime holds what agent graphs need from the server and that only
+// exists once the services are built: the in-process transport and the
+// completion notifier of async subagents, bound after start-up wiring.
+type agentRuntime struct {
+	local    *asynctasks.Local
+	notifier *supervisor.Notifier
+	// localGraphs are graph ids async subagents expect on this server.
+	localGraphs map[string]string // graph id -> the spec that needs it
+}
+
+// loadGraphs reads langgraph.json, compiling agent specs (with their async
+// subagents) on the way, and checks that co-deployed subagent graphs exist.
+func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry) (*graphs.Registry, *agentRuntime, error) {
+	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]string{}}
+	workspaces := tools.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
+	reg, err := graphs.Load(cfg.GraphsFile, agent.Resolver(agent.Options{
+		Models:    agent.NewModelFactory(os.Getenv, log),
+		Tools:     tools.Builtins(tools.Options{Shell: cfg.EnableShell}),
+		Workspace: workspaces.Dir,
+		Reducers:  reducers,
+		Extend:    rt.supervisorFor,
+	}))
+	if err != nil {
+		return nil, nil, err
+	}
+	for graph, spec := range rt.localGraphs {
+		if _, ok := reg.Get(graph); !ok {
+			return nil, nil, fmt.Errorf("%w: agent %q: async subagent graph %q is not served by this server (add it to langgraph.json or give the subagent a url)", graphs.ErrInvalidConfig, spec, graph)
+		}
+	}
+	return reg, rt, nil
+}
+
+// supervisorFor builds the supervisor middleware of a spec that lists async
+// subagents: no url means this server (in-process), a url means HTTP.
+func (rt *agentRuntime) supervisorFor(spec *agent.Spec) ([]agent.Middleware, error) {
+	if spec.AsyncSubagents == nil {
+		return nil, nil
+	}
+	cfg := supervisor.Config{Prompt: spec.AsyncSystemPrompt, NotifyOnCompletion: spec.NotifyOnCompletion}
+	for _, a := range *spec.AsyncSubagents {
+		cfg.Subagents = append(cfg.Subagents, supervisor.Subagent{Name: a.Name, Description: a.Description, GraphID: a.GraphID, URL: a.URL, Headers: a.Headers})
+		if a.URL == "" {
+			rt.localGraphs[a.GraphID] = spec.Name
+		}
+	}
+	sup, err := supervisor.New(cfg, func(sub supervisor.Subagent) (asynctasks.Transport, error) {
+		if sub.URL == "" {
+			return rt.local, nil
+		}
+		return asynctasks.NewHTTP(asynctasks.HTTPConfig{URL: sub.URL, Headers: sub.Headers})
+	}, rt.notifier)
+	if err != nil {
+		return nil, err
+	}
+	return []agent.Middleware{sup}, nil
+}
