@@ -51,11 +51,11 @@ type Options struct {
 	Reducers    *channels.Registry
 	// Extend builds middlewares from spec sections the agent package does
 	// not interpret itself (async subagents); they run after the built-ins.
-	Extend func(spec *Spec) ([]Middleware, error)
+	Extend func(graphID string, spec *Spec) ([]Middleware, error)
 }
 
-// New compiles an agent from a spec.
-func New(spec *Spec, opts Options) (*Agent, error) {
+// New compiles the agent of graph graphID from a spec.
+func New(graphID string, spec *Spec, opts Options) (*Agent, error) {
 	a := &Agent{spec: spec, models: opts.Models, tools: map[string]tools.Tool{}, workspace: opts.Workspace, reducers: opts.Reducers}
 	for _, name := range spec.Tools {
 		t, ok := opts.Tools[name]
@@ -78,7 +78,7 @@ func New(spec *Spec, opts Options) (*Agent, error) {
 		a.middlewares = append(a.middlewares, h)
 	}
 	if opts.Extend != nil {
-		extra, err := opts.Extend(spec)
+		extra, err := opts.Extend(graphID, spec)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
 		}

@@ -39,7 +39,7 @@ func Resolver(opts Options) graphs.SourceResolver {
 		if err != nil {
 			return nil, err
 		}
-		a, err := New(spec, opts)
+		a, err := New(id, spec, opts)
 		if err != nil {
 			return nil, err
 		}

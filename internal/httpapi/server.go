@@ -30,6 +30,9 @@ type Deps struct {
 	Log        *slog.Logger
 	// APIKey, when set, is required as x-api-key on every route but /ok.
 	APIKey string
+	// ThreadDeleted is told about a thread (its graph and last values)
+	// just before it is deleted.
+	ThreadDeleted func(ctx context.Context, graphID string, values map[string]any)
 }
 
 // Handler implements the generated strict server interface.
@@ -40,6 +43,7 @@ type Handler struct {
 	assistants *assistants.Service
 	store      *store.Service
 	runs       *runs.Service
+	onDelete   func(ctx context.Context, graphID string, values map[string]any)
 }
 
 var _ api.StrictServerInterface = (*Handler)(nil)
@@ -61,7 +65,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
 	e.Use(cors(), apiKeyAuth(d.APIKey), lenientJSON(), validator.middleware())
-	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs}
+	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, onDelete: d.ThreadDeleted}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	return e, nil
 }

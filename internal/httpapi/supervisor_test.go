@@ -257,3 +257,35 @@ func TestSupervisorNotifyOnCompletion(t *testing.T) {
 		}
 	}
 }
+
+func TestSupervisorTasksOutliveTheSupervisor(t *testing.T) {
+	for _, cancelOnDelete := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cancel_tasks_on_thread_delete=%v", cancelOnDelete), func(t *testing.T) {
+			model := scripted.New()
+			t.Cleanup(model.Close)
+			tm := &turnModel{}
+			model.SetResponder(tm.respond)
+			spec := supervisorSpec(model.URL(), "") + fmt.Sprintf("cancel_tasks_on_thread_delete: %v\n", cancelOnDelete)
+			s := testutil.StartServer(t, testutil.Options{Graphs: `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated"}}`, Files: map[string]string{"boss.yaml": spec}})
+			tid := newThread(t, s)
+			gate := fmt.Sprintf("outlive-%v-%s", cancelOnDelete, tid)
+			tm.push(scripted.ToolCalls(scripted.Call("start_async_task", map[string]any{"description": gate, "subagent_type": "waiter"})), scripted.Text("Started."))
+			out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": userInput("go")}).Object(t)
+			var task, run string
+			for id, rec := range out["async_tasks"].(map[string]any) {
+				task, run = id, rec.(map[string]any)["run_id"].(string)
+			}
+			waitStatus(t, s, task, run, "running")
+			s.Must(204, "DELETE", "/threads/"+tid, nil)
+			if cancelOnDelete {
+				waitStatus(t, s, task, run, "interrupted")
+				return
+			}
+			if st := runStatus(t, s, task, run); st != "running" {
+				t.Fatalf("deleting the supervisor thread touched its task: %s", st)
+			}
+			testutil.Release(gate)
+			waitStatus(t, s, task, run, "success")
+		})
+	}
+}

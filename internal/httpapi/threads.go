@@ -130,6 +130,12 @@ func (h *Handler) deleteThread(ctx context.Context, id uuid.UUID) error {
 	if err := h.runs.StopThreadRuns(ctx, id); err != nil {
 		return err
 	}
+	if h.onDelete != nil {
+		if th, err := h.threads.Get(ctx, id); err == nil {
+			graph, _ := th.Metadata["graph_id"].(string)
+			h.onDelete(ctx, graph, th.Values)
+		}
+	}
 	return h.threads.Delete(ctx, id)
 }
 

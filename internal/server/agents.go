@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -23,12 +24,14 @@ type agentRuntime struct {
 	notifier *supervisor.Notifier
 	// localGraphs are graph ids async subagents expect on this server.
 	localGraphs map[string]string // graph id -> the spec that needs it
+	// supervisors are the supervisor middlewares by graph id.
+	supervisors map[string]*supervisor.Supervisor
 }
 
 // loadGraphs reads langgraph.json, compiling agent specs (with their async
 // subagents) on the way, and checks that co-deployed subagent graphs exist.
 func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry) (*graphs.Registry, *agentRuntime, error) {
-	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]string{}}
+	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]string{}, supervisors: map[string]*supervisor.Supervisor{}}
 	workspaces := tools.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
 	reg, err := graphs.Load(cfg.GraphsFile, agent.Resolver(agent.Options{
 		Models:    agent.NewModelFactory(os.Getenv, log),
@@ -50,11 +53,11 @@ func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry
 
 // supervisorFor builds the supervisor middleware of a spec that lists async
 // subagents: no url means this server (in-process), a url means HTTP.
-func (rt *agentRuntime) supervisorFor(spec *agent.Spec) ([]agent.Middleware, error) {
+func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent.Middleware, error) {
 	if spec.AsyncSubagents == nil {
 		return nil, nil
 	}
-	cfg := supervisor.Config{Prompt: spec.AsyncSystemPrompt, NotifyOnCompletion: spec.NotifyOnCompletion}
+	cfg := supervisor.Config{Prompt: spec.AsyncSystemPrompt, NotifyOnCompletion: spec.NotifyOnCompletion, CancelOnThreadDelete: spec.CancelTasksOnThreadDelete}
 	for _, a := range *spec.AsyncSubagents {
 		cfg.Subagents = append(cfg.Subagents, supervisor.Subagent{Name: a.Name, Description: a.Description, GraphID: a.GraphID, URL: a.URL, Headers: a.Headers})
 		if a.URL == "" {
@@ -70,5 +73,13 @@ func (rt *agentRuntime) supervisorFor(spec *agent.Spec) ([]agent.Middleware, err
 	if err != nil {
 		return nil, err
 	}
+	rt.supervisors[graphID] = sup
 	return []agent.Middleware{sup}, nil
+}
+
+// threadDeleted lets the supervisor of a deleted thread cancel its tasks.
+func (rt *agentRuntime) threadDeleted(ctx context.Context, graphID string, values map[string]any) {
+	if sup := rt.supervisors[graphID]; sup != nil {
+		sup.ThreadDeleted(ctx, values)
+	}
 }

@@ -88,7 +88,7 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	}
 	e, err := httpapi.New(httpapi.Deps{
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs,
-		Log: log, APIKey: cfg.APIKey,
+		Log: log, APIKey: cfg.APIKey, ThreadDeleted: agents.threadDeleted,
 	})
 	if err != nil {
 		db.Close()

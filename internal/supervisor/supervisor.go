@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -35,6 +36,9 @@ type Config struct {
 	Prompt *string
 	// NotifyOnCompletion queues a supervisor run when a task finishes.
 	NotifyOnCompletion bool
+	// CancelOnThreadDelete cancels live tasks when the supervisor thread is
+	// deleted.
+	CancelOnThreadDelete bool
 }
 
 // Validate checks the subagent list: non-empty, unique names, required fields.
@@ -127,6 +131,25 @@ func (s *Supervisor) allowedTypes() string {
 
 func (s *Supervisor) stamp() string {
 	return s.now().Format("2006-01-02T15:04:05Z")
+}
+
+// ThreadDeleted cancels the live tasks tracked in a deleted supervisor
+// thread's values, when the configuration asks for it. It returns how many
+// it cancelled.
+func (s *Supervisor) ThreadDeleted(ctx context.Context, values map[string]any) int {
+	if !s.cfg.CancelOnThreadDelete {
+		return 0
+	}
+	n := 0
+	for _, t := range tasksOf(values) {
+		if asynctasks.Terminal(t.Status) {
+			continue
+		}
+		if _, tr, _ := s.transportOf(t); tr != nil && tr.Cancel(ctx, t.ThreadID, t.RunID) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // Task is one record of the async_tasks channel.
