@@ -337,7 +337,7 @@ func (a *Agent) runTool(ctx context.Context, rt *graph.Runtime, c *ToolCall) (to
 				return tools.Result{}, err
 			}
 		}
-		return t.Call(ctx, tools.Call{ID: c.ID, Args: c.Args, Workspace: ws, ThreadID: rt.ThreadID.String(), State: c.State, Config: rt.Config, Emit: rt.Custom})
+		return t.Call(ctx, tools.Call{ID: c.ID, Args: c.Args, Workspace: ws, ThreadID: rt.ThreadID.String(), State: c.State, Config: rt.Config, Emit: rt.Custom, ReportUsage: rt.ReportUsage})
 	})
 	for i := len(a.middlewares) - 1; i >= 0; i-- {
 		if w, ok := a.middlewares[i].(WrapTool); ok {
@@ -362,6 +362,9 @@ func toolMessage(c *ToolCall, res tools.Result, err error) llm.Message {
 	msg := llm.Message{
 		"type": "tool", "id": uuid.NewString(), "tool_call_id": c.ID, "name": c.Name,
 		"content": res.Content, "status": "success", "additional_kwargs": map[string]any{}, "response_metadata": map[string]any{},
+	}
+	if res.Metadata != nil {
+		msg["additional_kwargs"] = res.Metadata
 	}
 	if err != nil {
 		msg["content"] = "Error: " + err.Error()

@@ -36,6 +36,9 @@ type Spec struct {
 	AsyncSystemPrompt *string `json:"async_system_prompt"`
 	// NotifyOnCompletion queues a supervisor run when an async task ends.
 	NotifyOnCompletion bool `json:"notify_on_completion"`
+	// Subagents enables the synchronous task tool; its content is read by
+	// the subagents package (limits, custom types, overrides).
+	Subagents json.RawMessage `json:"subagents"`
 	// CancelTasksOnThreadDelete cancels a supervisor thread's live async
 	// tasks when the thread is deleted (they are independent otherwise).
 	CancelTasksOnThreadDelete bool `json:"cancel_tasks_on_thread_delete"`

@@ -32,6 +32,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// EnableShell lets agent specs that list the bash tool use it.
 	EnableShell bool
+	// MaxSubagents bounds the task-tool subagents running at once in the
+	// process; more wait in a FIFO queue.
+	MaxSubagents int
 	// StreamRetention is how long a finished run's stream events (and, for
 	// resumable streams, their stored copy) stay available to joins.
 	StreamRetention time.Duration
@@ -47,6 +50,7 @@ func Default() Config {
 		LogLevel:        "info",
 		ShutdownTimeout: 10 * time.Second,
 		StreamRetention: 10 * time.Minute,
+		MaxSubagents:    32,
 	}
 }
 
@@ -100,6 +104,7 @@ func Parse(args []string, getenv func(string) string, stderr io.Writer) (Config,
 	}
 	fs.BoolVar(&c.EnableShell, "enable-shell", c.EnableShell, fmt.Sprintf("let agents whose spec lists bash run shell commands in their workspace (env %s)", EnvShell))
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful shutdown may take")
+	fs.IntVar(&c.MaxSubagents, "max-subagents", c.MaxSubagents, "task-tool subagents running at once; more wait in line")
 	fs.DurationVar(&c.StreamRetention, "stream-retention", c.StreamRetention, "how long a finished run's stream events stay joinable")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -132,6 +137,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown-timeout must be positive"))
+	}
+	if c.MaxSubagents < 1 {
+		errs = append(errs, errors.New("max-subagents must be at least 1"))
 	}
 	if c.StreamRetention <= 0 {
 		errs = append(errs, errors.New("stream-retention must be positive"))

@@ -88,6 +88,8 @@ type Usage struct {
 	InputTokens  int
 	OutputTokens int
 	TotalTokens  int
+	// Subagent marks tokens spent by a synchronous subagent of the run.
+	Subagent bool
 }
 
 // InterruptError pauses a run inside a node to wait for human input. The

@@ -415,15 +415,21 @@ func (h *Handler) CancelRuns(ctx context.Context, req api.CancelRunsRequestObjec
 	return api.CancelRuns204Response{}, nil
 }
 
-// CancelSubagent implements POST /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id}/cancel.
-// Graphs served today start no synchronous subagents, so a live run has none
-// to cancel.
+// CancelSubagent implements POST /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id}/cancel:
+// it stops one running task-tool subagent; the parent run goes on and gets a
+// "Task cancelled" tool message.
 func (h *Handler) CancelSubagent(ctx context.Context, req api.CancelSubagentRequestObject) (api.CancelSubagentResponseObject, error) {
 	tid := req.ThreadId
 	if _, err := h.runs.Get(ctx, &tid, req.RunId); err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("run %s has no subagent with tool call id %q: %w", req.RunId, req.ToolCallId, errdefs.ErrNotFound)
+	if h.cancelSub == nil {
+		return nil, fmt.Errorf("run %s has no subagent with tool call id %q: %w", req.RunId, req.ToolCallId, errdefs.ErrNotFound)
+	}
+	if err := h.cancelSub(req.RunId, req.ToolCallId); err != nil {
+		return nil, err
+	}
+	return api.CancelSubagent202Response{}, nil
 }
 
 func firstString(ss ...*string) *string {

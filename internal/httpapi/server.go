@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"agentserver/api"
@@ -33,6 +34,8 @@ type Deps struct {
 	// ThreadDeleted is told about a thread (its graph and last values)
 	// just before it is deleted.
 	ThreadDeleted func(ctx context.Context, graphID string, values map[string]any)
+	// CancelSubagent stops one running task-tool subagent of a run.
+	CancelSubagent func(run uuid.UUID, toolCallID string) error
 }
 
 // Handler implements the generated strict server interface.
@@ -44,6 +47,7 @@ type Handler struct {
 	store      *store.Service
 	runs       *runs.Service
 	onDelete   func(ctx context.Context, graphID string, values map[string]any)
+	cancelSub  func(run uuid.UUID, toolCallID string) error
 }
 
 var _ api.StrictServerInterface = (*Handler)(nil)
@@ -65,7 +69,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
 	e.Use(cors(), apiKeyAuth(d.APIKey), lenientJSON(), validator.middleware())
-	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, onDelete: d.ThreadDeleted}
+	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	return e, nil
 }

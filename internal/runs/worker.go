@@ -197,6 +197,11 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 					return err
 				}
 			}
+			if run.Status == storage.RunInterrupted {
+				if err := s.closeDanglingToolCalls(tx, run); err != nil {
+					return err
+				}
+			}
 			if sink.final != nil && run.Status != storage.RunError {
 				if err := tx.PutCheckpoint(*sink.final); err != nil {
 					return err
@@ -232,6 +237,66 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 	if hook, ok := run.Kwargs["webhook"].(string); ok && hook != "" && !rollback {
 		s.sendWebhook(hook, run, values)
 	}
+}
+
+// closeDanglingToolCalls answers the tool calls a cancelled run left
+// without results, in a last checkpoint, so that no history ends on an
+// unanswered tool call (a model would reject it) and the paused node is not
+// resumed by accident.
+func (s *Service) closeDanglingToolCalls(tx *storage.Tx, run storage.Run) error {
+	cp, err := tx.LatestCheckpoint(run.ThreadID)
+	if err != nil {
+		return nil
+	}
+	msgs, _ := cp.Values[channels.MessagesChannel].([]any)
+	answered := map[string]bool{}
+	var open []map[string]any
+	for _, m := range msgs {
+		msg, _ := m.(map[string]any)
+		if msg["type"] == "tool" {
+			id, _ := msg["tool_call_id"].(string)
+			answered[id] = true
+		}
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		msg, _ := msgs[i].(map[string]any)
+		if msg["type"] != "ai" {
+			continue
+		}
+		calls, _ := msg["tool_calls"].([]any)
+		for _, c := range calls {
+			call, _ := c.(map[string]any)
+			if id, _ := call["id"].(string); id != "" && !answered[id] {
+				open = append(open, call)
+			}
+		}
+		break
+	}
+	if len(open) == 0 {
+		return nil
+	}
+	var replies []any
+	for _, call := range open {
+		name, _ := call["name"].(string)
+		text := "Cancelled: the run was interrupted before this call finished."
+		if name == "task" {
+			text = "Task cancelled by user. Error: the parent run was cancelled"
+		}
+		replies = append(replies, map[string]any{"type": "tool", "id": uuid.NewString(), "tool_call_id": call["id"], "name": name,
+			"content": text, "status": "error", "additional_kwargs": map[string]any{}, "response_metadata": map[string]any{}})
+	}
+	values, err := s.exec.Reducers.Apply(cp.Values, map[string]any{channels.MessagesChannel: replies})
+	if err != nil {
+		return err
+	}
+	step, _ := cp.Metadata["step"].(float64)
+	parent := cp.CheckpointID
+	closing := storage.Checkpoint{
+		ThreadID: run.ThreadID, CheckpointID: uuid.Must(uuid.NewV7()), ParentID: &parent, CreatedAt: s.now(), Values: values,
+		Metadata: map[string]any{"source": "update", "step": step + 1, "writes": map[string]any{"__cancel__": map[string]any{"messages": replies}}, "parents": map[string]any{}, "run_id": run.RunID.String()},
+		Next:     []string{}, Tasks: []storage.CheckpointTask{}, RunID: &run.RunID,
+	}
+	return tx.PutCheckpoint(closing)
 }
 
 // requeueOnShutdown puts a run stopped by shutdown back to pending so the
@@ -353,7 +418,10 @@ type runSink struct {
 // usageTotals accumulates a run's token usage.
 type usageTotals struct {
 	Input, Output, Total, Calls int
-	ByModel                     map[string]map[string]int
+	// Subagent counts the tokens of synchronous subagents (included in
+	// the totals above).
+	Subagent int
+	ByModel  map[string]map[string]int
 }
 
 func (u *usageTotals) add(r graph.Usage) {
@@ -361,6 +429,9 @@ func (u *usageTotals) add(r graph.Usage) {
 	u.Output += r.OutputTokens
 	u.Total += r.TotalTokens
 	u.Calls++
+	if r.Subagent {
+		u.Subagent += r.TotalTokens
+	}
 	m := u.ByModel[r.Model]
 	if m == nil {
 		m = map[string]int{}
@@ -377,7 +448,7 @@ func (u *usageTotals) asMap() map[string]any {
 	for k, v := range u.ByModel {
 		by[k] = v
 	}
-	return map[string]any{"input_tokens": u.Input, "output_tokens": u.Output, "total_tokens": u.Total, "calls": u.Calls, "by_model": by}
+	return map[string]any{"input_tokens": u.Input, "output_tokens": u.Output, "total_tokens": u.Total, "calls": u.Calls, "subagent_tokens": u.Subagent, "by_model": by}
 }
 
 // Usage adds a model call's tokens to the run's totals.

@@ -12,6 +12,8 @@ import (
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
 	"agentserver/internal/graphs"
+	"agentserver/internal/storage"
+	"agentserver/internal/subagents"
 	"agentserver/internal/supervisor"
 	"agentserver/internal/tools"
 )
@@ -26,19 +28,25 @@ type agentRuntime struct {
 	localGraphs map[string]string // graph id -> the spec that needs it
 	// supervisors are the supervisor middlewares by graph id.
 	supervisors map[string]*supervisor.Supervisor
+	// env is what task-tool subagents need from the server.
+	env subagents.Env
 }
 
 // loadGraphs reads langgraph.json, compiling agent specs (with their async
 // subagents) on the way, and checks that co-deployed subagent graphs exist.
-func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry) (*graphs.Registry, *agentRuntime, error) {
+func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry, db *storage.DB) (*graphs.Registry, *agentRuntime, error) {
 	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]string{}, supervisors: map[string]*supervisor.Supervisor{}}
 	workspaces := tools.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
+	models := agent.NewModelFactory(os.Getenv, log)
+	builtins := tools.Builtins(tools.Options{Shell: cfg.EnableShell})
+	rt.env = subagents.Env{DB: db, Models: models, Tools: builtins, Workspace: workspaces.Dir,
+		Admission: subagents.NewAdmission(cfg.MaxSubagents), Live: &subagents.Live{}, Shell: cfg.EnableShell}
 	reg, err := graphs.Load(cfg.GraphsFile, agent.Resolver(agent.Options{
-		Models:    agent.NewModelFactory(os.Getenv, log),
-		Tools:     tools.Builtins(tools.Options{Shell: cfg.EnableShell}),
+		Models:    models,
+		Tools:     builtins,
 		Workspace: workspaces.Dir,
 		Reducers:  reducers,
-		Extend:    rt.supervisorFor,
+		Extend:    rt.middlewaresFor,
 	}))
 	if err != nil {
 		return nil, nil, err
@@ -49,6 +57,25 @@ func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry
 		}
 	}
 	return reg, rt, nil
+}
+
+// middlewaresFor builds the middlewares of spec sections the agent package
+// leaves to the server: the task tool and async subagents.
+func (rt *agentRuntime) middlewaresFor(graphID string, spec *agent.Spec) ([]agent.Middleware, error) {
+	var out []agent.Middleware
+	if len(spec.Subagents) > 0 && string(spec.Subagents) != "null" {
+		cfg, err := subagents.ParseConfig(spec.Subagents)
+		if err != nil {
+			return nil, err
+		}
+		d, err := subagents.New(cfg, spec, rt.env, 0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	sup, err := rt.supervisorFor(graphID, spec)
+	return append(out, sup...), err
 }
 
 // supervisorFor builds the supervisor middleware of a spec that lists async

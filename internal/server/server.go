@@ -19,6 +19,7 @@ import (
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
+	"agentserver/internal/subagents"
 	"agentserver/internal/threads"
 )
 
@@ -62,13 +63,14 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	reducers := channels.NewRegistry()
-	reg, agents, err := loadGraphs(cfg, log, reducers)
+	db, err := storage.Open(cfg.DataDir, storage.Options{NoSync: opts.NoSync})
 	if err != nil {
 		return nil, err
 	}
-	db, err := storage.Open(cfg.DataDir, storage.Options{NoSync: opts.NoSync})
+	reducers := channels.NewRegistry()
+	reg, agents, err := loadGraphs(cfg, log, reducers, db)
 	if err != nil {
+		db.Close()
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log, db: db, Graphs: reg, Reducers: reducers}
@@ -88,7 +90,7 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	}
 	e, err := httpapi.New(httpapi.Deps{
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs,
-		Log: log, APIKey: cfg.APIKey, ThreadDeleted: agents.threadDeleted,
+		Log: log, APIKey: cfg.APIKey, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
 	})
 	if err != nil {
 		db.Close()
@@ -118,6 +120,12 @@ func (s *Server) Start() error {
 		defer s.bg.Done()
 		s.Broker.Run(bgCtx)
 	}()
+	if n, err := subagents.RecoverInterrupted(bgCtx, s.db); err != nil {
+		ln.Close()
+		return fmt.Errorf("recover subagents: %w", err)
+	} else if n > 0 {
+		s.log.Warn("subagents cut off by a restart are reported as interrupted", "count", n)
+	}
 	if err := s.Runs.Start(bgCtx); err != nil {
 		ln.Close()
 		return fmt.Errorf("recover runs: %w", err)

@@ -42,6 +42,7 @@ var bucketNames = [][]byte{
 	bucketCheckpoints,
 	bucketRuns, bucketRunsByThread, bucketRunsActive, bucketRunEvents,
 	bucketStoreItems, bucketStoreExpiry,
+	bucketSubagents,
 }
 
 var (
@@ -59,6 +60,7 @@ var (
 	bucketRunEvents         = []byte("run_events")
 	bucketStoreItems        = []byte("store_items")
 	bucketStoreExpiry       = []byte("store_expiry")
+	bucketSubagents         = []byte("subagents")
 
 	keySchemaVersion = []byte("schema_version")
 )

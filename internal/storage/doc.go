@@ -28,6 +28,7 @@
 //	run_events                run_id(16) | seq(8, big endian) -> {"event": name, "data": json} (resumable runs only)
 //	store_items               namespace labels joined by 0x1f | 0x00 | key -> StoreItem JSON
 //	store_expiry              expires_at(8, unix nanos) | item key -> empty
+//	subagents                 parent run_id(16) | tool_call_id -> SubagentExecution JSON (synchronous task tool)
 //
 // Store namespace labels are non-empty and contain neither 0x00 nor 0x1f, so
 // an item key is unambiguous: the items of namespace N are exactly

@@ -104,6 +104,9 @@ func (t *Tx) DeleteRun(id uuid.UUID) error {
 	if err := t.bucket(bucketRunsActive).Delete(id[:]); err != nil {
 		return err
 	}
+	if err := deletePrefix(t.bucket(bucketSubagents), id[:]); err != nil {
+		return err
+	}
 	return deletePrefix(t.bucket(bucketRunEvents), id[:])
 }
 

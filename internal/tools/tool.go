@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 
+	"agentserver/internal/graph"
 	"agentserver/internal/llm"
 )
 
@@ -21,6 +22,9 @@ type Call struct {
 	Config map[string]any
 	// Emit publishes a "custom" stream event.
 	Emit func(payload any)
+	// ReportUsage adds tokens spent on the tool's behalf (a subagent's) to
+	// the run's totals.
+	ReportUsage func(graph.Usage)
 }
 
 // Result is what a tool returns: the text the model reads, and optional
@@ -28,6 +32,8 @@ type Call struct {
 type Result struct {
 	Content string
 	Update  map[string]any
+	// Metadata goes to the tool message's additional_kwargs.
+	Metadata map[string]any
 }
 
 // Tool is a callable tool. An error becomes a tool message with the error

@@ -1,0 +1,106 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// SubagentExecution is the durable record of one synchronous subagent (a
+// task tool call): enough for a parent run retried after a crash to know
+// what finished and what was cut off.
+type SubagentExecution struct {
+	ParentRunID uuid.UUID `json:"parent_run_id"`
+	ThreadID    uuid.UUID `json:"thread_id"`
+	ToolCallID  string    `json:"tool_call_id"`
+	Type        string    `json:"subagent_type"`
+	Description string    `json:"description"`
+	// Status is pending, running, completed, failed, cancelled, timed_out
+	// or interrupted (cut off by a restart).
+	Status     string         `json:"status"`
+	StopReason string         `json:"stop_reason,omitempty"`
+	Result     string         `json:"result,omitempty"`
+	Error      string         `json:"error,omitempty"`
+	Model      string         `json:"model,omitempty"`
+	Usage      map[string]any `json:"usage,omitempty"`
+	// Steps are the subagent's messages (AI messages and tool results).
+	Steps     []map[string]any `json:"steps,omitempty"`
+	StartedAt time.Time        `json:"started_at"`
+	EndedAt   *time.Time       `json:"ended_at,omitempty"`
+}
+
+func subagentKey(run uuid.UUID, toolCall string) []byte {
+	k := make([]byte, 16, 16+len(toolCall))
+	copy(k, run[:])
+	return append(k, toolCall...)
+}
+
+// PutSubagent stores a subagent execution record.
+func (t *Tx) PutSubagent(e SubagentExecution) error {
+	raw, err := encode(e)
+	if err != nil {
+		return err
+	}
+	return t.bucket(bucketSubagents).Put(subagentKey(e.ParentRunID, e.ToolCallID), raw)
+}
+
+// GetSubagent returns one execution record, or ErrNotFound.
+func (t *Tx) GetSubagent(run uuid.UUID, toolCall string) (SubagentExecution, error) {
+	var e SubagentExecution
+	raw := t.bucket(bucketSubagents).Get(subagentKey(run, toolCall))
+	if raw == nil {
+		return e, fmt.Errorf("subagent %s of run %s: %w", toolCall, run, ErrNotFound)
+	}
+	err := decode(raw, &e)
+	return e, err
+}
+
+// RunSubagents lists the executions of a parent run.
+func (t *Tx) RunSubagents(run uuid.UUID) ([]SubagentExecution, error) {
+	var out []SubagentExecution
+	c := t.bucket(bucketSubagents).Cursor()
+	for k, v := c.Seek(run[:]); k != nil && bytes.HasPrefix(k, run[:]); k, v = c.Next() {
+		var e SubagentExecution
+		if err := decode(v, &e); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// InterruptLiveSubagents marks every pending or running execution as
+// interrupted (called at start-up: a crash cut them off), and returns how
+// many it marked.
+func (t *Tx) InterruptLiveSubagents(now time.Time) (int, error) {
+	b := t.bucket(bucketSubagents)
+	type update struct {
+		key []byte
+		val []byte
+	}
+	var updates []update
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var e SubagentExecution
+		if err := decode(v, &e); err != nil {
+			return 0, err
+		}
+		if e.Status != "pending" && e.Status != "running" {
+			continue
+		}
+		e.Status, e.Error, e.EndedAt = "interrupted", "interrupted by a server restart", &now
+		raw, err := encode(e)
+		if err != nil {
+			return 0, err
+		}
+		updates = append(updates, update{append([]byte(nil), k...), raw})
+	}
+	for _, u := range updates {
+		if err := b.Put(u.key, u.val); err != nil {
+			return 0, err
+		}
+	}
+	return len(updates), nil
+}
