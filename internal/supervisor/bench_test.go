@@ -532,13 +532,15 @@ func fakeTasks(n int, status string) map[string]any {
 //     supervisor checkpoint that the notifier wrote (both server clocks;
 //     excludes the gated node's wake-up, includes the notifier's fsync'd
 //     commit only up to its checkpoint stamp).
+var pollPause, _ = time.ParseDuration(os.Getenv("POLLPAUSE"))
+
 func BenchmarkPushLatency(b *testing.B) {
 	const samples = 200
 	e := newBenchEnv(b, 64, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
 	defer cancel()
 	thread := e.newThread(ctx)
-	var visible, written []time.Duration
+	var visible, ended, written []time.Duration
 	for b.Loop() {
 		for i := range samples {
 			gate := fmt.Sprintf("push-%s-%d-%d", thread, len(visible), i)
@@ -570,17 +572,22 @@ func BenchmarkPushLatency(b *testing.B) {
 				if ctx.Err() != nil {
 					b.Fatalf("task %s never pushed as success", id)
 				}
+				if pollPause > 0 {
+					time.Sleep(pollPause)
+				}
 			}
 			visible = append(visible, time.Since(released))
 			r, err := e.srv.Runs.Get(ctx, nil, runID)
 			if err != nil || r.EndedAt == nil {
 				b.Fatalf("run %s: %v", runID, err)
 			}
+			ended = append(ended, r.EndedAt.Sub(released))
 			written = append(written, st.CreatedAt.Sub(*r.EndedAt))
 		}
 	}
 	b.ReportMetric(float64(len(visible)), "samples")
 	reportPercentilesNamed(b, visible, "release-to-visible")
+	reportPercentilesNamed(b, ended, "release-to-ended")
 	reportPercentilesNamed(b, written, "ended-to-written")
 }
 
