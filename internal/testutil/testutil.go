@@ -45,6 +45,8 @@ type Options struct {
 	Files map[string]string
 	// Shell enables the bash tool for specs that list it.
 	Shell bool
+	// MaxSubagents is the task-tool admission limit (0: the default).
+	MaxSubagents int
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
@@ -98,6 +100,9 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 		cfg.Jobs = opts.Jobs
 	}
 	cfg.EnableShell = opts.Shell
+	if opts.MaxSubagents > 0 {
+		cfg.MaxSubagents = opts.MaxSubagents
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	return server.New(cfg, log, server.Options{NoSync: opts.NoSync})
 }
