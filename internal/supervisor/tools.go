@@ -59,6 +59,23 @@ func (s *Supervisor) transportOf(t Task) (Subagent, asynctasks.Transport, string
 	return sub, s.transports[t.AgentName], ""
 }
 
+// lookup finds the task a tool call names and its transport; refusal is the
+// tool result to return when there is none.
+func (s *Supervisor) lookup(c tools.Call) (Task, Subagent, asynctasks.Transport, *tools.Result) {
+	id := arg(c.Args, "task_id", "taskId")
+	task, ok := trackedTask(c.State, id)
+	if !ok {
+		r := notTracked(id)
+		return task, Subagent{}, nil, &r
+	}
+	sub, tr, missing := s.transportOf(task)
+	if tr == nil {
+		r := text(missing)
+		return task, sub, nil, &r
+	}
+	return task, sub, tr, nil
+}
+
 type startTool struct{ s *Supervisor }
 
 func (t *startTool) Spec() llm.ToolSpec {
@@ -104,14 +121,9 @@ func (t *checkTool) Spec() llm.ToolSpec {
 
 func (t *checkTool) Call(ctx context.Context, c tools.Call) (tools.Result, error) {
 	s := t.s
-	id := arg(c.Args, "task_id", "taskId")
-	task, ok := trackedTask(c.State, id)
-	if !ok {
-		return notTracked(id), nil
-	}
-	_, tr, missing := s.transportOf(task)
-	if tr == nil {
-		return text(missing), nil
+	task, _, tr, refusal := s.lookup(c)
+	if refusal != nil {
+		return *refusal, nil
 	}
 	info, err := tr.Run(ctx, task.ThreadID, task.RunID)
 	if err != nil {
@@ -165,14 +177,10 @@ func (t *updateTool) Spec() llm.ToolSpec {
 
 func (t *updateTool) Call(ctx context.Context, c tools.Call) (tools.Result, error) {
 	s := t.s
-	id, msg := arg(c.Args, "task_id", "taskId"), arg(c.Args, "message")
-	task, ok := trackedTask(c.State, id)
-	if !ok {
-		return notTracked(id), nil
-	}
-	sub, tr, missing := s.transportOf(task)
-	if tr == nil {
-		return text(missing), nil
+	msg := arg(c.Args, "message")
+	task, sub, tr, refusal := s.lookup(c)
+	if refusal != nil {
+		return *refusal, nil
 	}
 	runID, err := tr.Update(ctx, task.ThreadID, sub.GraphID, msg)
 	if err != nil {
@@ -198,14 +206,9 @@ func (t *cancelTool) Spec() llm.ToolSpec {
 // status (deepagents writes "cancelled" blindly, #6234).
 func (t *cancelTool) Call(ctx context.Context, c tools.Call) (tools.Result, error) {
 	s := t.s
-	id := arg(c.Args, "task_id", "taskId")
-	task, ok := trackedTask(c.State, id)
-	if !ok {
-		return notTracked(id), nil
-	}
-	_, tr, missing := s.transportOf(task)
-	if tr == nil {
-		return text(missing), nil
+	task, _, tr, refusal := s.lookup(c)
+	if refusal != nil {
+		return *refusal, nil
 	}
 	info, err := tr.Run(ctx, task.ThreadID, task.RunID)
 	if err != nil {

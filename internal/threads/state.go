@@ -107,91 +107,80 @@ type StateUpdate struct {
 func (s *Service) UpdateState(ctx context.Context, threadID uuid.UUID, u StateUpdate) (CheckpointRef, error) {
 	var ref CheckpointRef
 	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		th, err := tx.GetThread(threadID)
-		if err != nil {
-			return err
+		cp, err := s.writeUpdate(tx, threadID, u.CheckpointID, u.AsNode, false, func(map[string]any) (any, error) { return u.Values, nil })
+		if err == nil {
+			ref = CheckpointRef{ThreadID: threadID, CheckpointNS: cp.CheckpointNS, CheckpointID: cp.CheckpointID}
 		}
-		if th.Status == StatusBusy {
-			return fmt.Errorf("thread %s is busy: %w", threadID, errdefs.ErrConflict)
-		}
-		var parent *storage.Checkpoint
-		if u.CheckpointID != nil {
-			cp, err := tx.GetCheckpoint(threadID, *u.CheckpointID)
-			if err != nil {
-				return err
-			}
-			parent = &cp
-		} else if cp, err := tx.LatestCheckpoint(threadID); err == nil {
-			parent = &cp
-		}
-		var base map[string]any
-		if parent != nil {
-			base = parent.Values
-		}
-		values, err := s.applyValues(base, u.Values)
-		if err != nil {
-			return invalid(err)
-		}
-		cp := s.newCheckpoint(threadID, parent, values, map[string]any{
-			"source": "update",
-			"writes": map[string]any{asNodeOr(u.AsNode): jsonx.Clone(u.Values)},
-		})
-		if err := tx.PutCheckpoint(cp); err != nil {
-			return err
-		}
-		th.UpdatedAt = cp.CreatedAt
-		th.StateUpdatedAt = cp.CreatedAt
-		if th.Status == StatusInterrupted && len(cp.Next) == 0 {
-			th.Status = StatusIdle
-		}
-		if err := tx.PutThread(th); err != nil {
-			return err
-		}
-		ref = CheckpointRef{ThreadID: threadID, CheckpointNS: cp.CheckpointNS, CheckpointID: cp.CheckpointID}
-		return nil
+		return err
 	})
 	return ref, err
 }
 
 // UpdateStateWith computes an update from the thread's current values inside
 // the write transaction, so that the decision and the write see the same
-// state. fn returning a nil update writes nothing. A busy thread refuses.
+// state. fn returning a nil update writes nothing. An update beside a
+// paused graph keeps it paused. A busy thread refuses.
 func (s *Service) UpdateStateWith(ctx context.Context, threadID uuid.UUID, asNode string, fn func(values map[string]any) (map[string]any, error)) (bool, error) {
 	wrote := false
 	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		wrote = false
-		th, err := tx.GetThread(threadID)
-		if err != nil {
-			return err
-		}
-		if th.Status == StatusBusy {
-			return fmt.Errorf("thread %s is busy: %w", threadID, errdefs.ErrConflict)
-		}
-		var parent *storage.Checkpoint
-		var values map[string]any
-		if cp, err := tx.LatestCheckpoint(threadID); err == nil {
-			parent, values = &cp, cp.Values
-		}
-		upd, err := fn(values)
-		if err != nil || upd == nil {
-			return err
-		}
-		next, err := s.applyValues(values, upd)
-		if err != nil {
-			return invalid(err)
-		}
-		cp := s.newCheckpoint(threadID, parent, next, map[string]any{"source": "update", "writes": map[string]any{asNodeOr(asNode): jsonx.Clone(upd)}})
-		if parent != nil {
-			cp.Next, cp.Tasks = parent.Next, parent.Tasks // an update beside a paused graph keeps it paused
-		}
-		if err := tx.PutCheckpoint(cp); err != nil {
-			return err
-		}
-		th.UpdatedAt, th.StateUpdatedAt = cp.CreatedAt, cp.CreatedAt
-		wrote = true
-		return tx.PutThread(th)
+		cp, err := s.writeUpdate(tx, threadID, nil, asNode, true, func(values map[string]any) (any, error) {
+			upd, err := fn(values)
+			if upd == nil {
+				return nil, err // an untyped nil: nothing to write
+			}
+			return upd, err
+		})
+		wrote = err == nil && cp != nil
+		return err
 	})
 	return wrote, err
+}
+
+// writeUpdate applies one state update as a new checkpoint after from (nil:
+// the newest). compute returns the update from the base values; nil writes
+// nothing and returns a nil checkpoint.
+func (s *Service) writeUpdate(tx *storage.Tx, threadID uuid.UUID, from *uuid.UUID, asNode string, keepNext bool, compute func(values map[string]any) (any, error)) (*storage.Checkpoint, error) {
+	th, err := tx.GetThread(threadID)
+	if err != nil {
+		return nil, err
+	}
+	if th.Status == StatusBusy {
+		return nil, fmt.Errorf("thread %s is busy: %w", threadID, errdefs.ErrConflict)
+	}
+	var parent *storage.Checkpoint
+	if from != nil {
+		cp, err := tx.GetCheckpoint(threadID, *from)
+		if err != nil {
+			return nil, err
+		}
+		parent = &cp
+	} else if cp, err := tx.LatestCheckpoint(threadID); err == nil {
+		parent = &cp
+	}
+	var base map[string]any
+	if parent != nil {
+		base = parent.Values
+	}
+	upd, err := compute(base)
+	if err != nil || (upd == nil && keepNext) {
+		return nil, err
+	}
+	values, err := s.applyValues(base, upd)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	cp := s.newCheckpoint(threadID, parent, values, map[string]any{"source": "update", "writes": map[string]any{asNodeOr(asNode): jsonx.Clone(upd)}})
+	if keepNext && parent != nil {
+		cp.Next, cp.Tasks = parent.Next, parent.Tasks
+	}
+	if err := tx.PutCheckpoint(cp); err != nil {
+		return nil, err
+	}
+	th.UpdatedAt, th.StateUpdatedAt = cp.CreatedAt, cp.CreatedAt
+	if th.Status == StatusInterrupted && len(cp.Next) == 0 {
+		th.Status = StatusIdle
+	}
+	return &cp, tx.PutThread(th)
 }
 
 // HistoryQuery selects checkpoints for History.
