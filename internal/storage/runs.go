@@ -95,10 +95,16 @@ func (t *Tx) DeleteRun(id uuid.UUID) error {
 	if err != nil {
 		return err
 	}
+	return t.deleteRunKeys(r.ThreadID, id)
+}
+
+// deleteRunKeys removes everything stored under a run's id, without reading
+// the run record.
+func (t *Tx) deleteRunKeys(threadID, id uuid.UUID) error {
 	if err := t.bucket(bucketRuns).Delete(id[:]); err != nil {
 		return err
 	}
-	if err := t.bucket(bucketRunsByThread).Delete(pairKey(r.ThreadID, id)); err != nil {
+	if err := t.bucket(bucketRunsByThread).Delete(pairKey(threadID, id)); err != nil {
 		return err
 	}
 	if err := t.bucket(bucketRunsActive).Delete(id[:]); err != nil {
@@ -205,16 +211,20 @@ func (t *Tx) SearchRuns(q RunQuery, matchMeta func(doc, filter any) bool) ([]Run
 }
 
 // deleteThreadRuns removes every run of a thread with its index entries and
-// stream events.
+// stream events; run records are not decoded.
 func (t *Tx) deleteThreadRuns(threadID uuid.UUID) error {
-	runs, err := t.ThreadRuns(threadID, nil)
-	if err != nil {
-		return err
+	c := t.bucket(bucketRunsByThread).Cursor()
+	prefix := threadID[:]
+	var ids []uuid.UUID
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		var id uuid.UUID
+		copy(id[:], k[16:32])
+		ids = append(ids, id)
 	}
-	for _, r := range runs {
-		if err := t.DeleteRun(r.RunID); err != nil {
+	for _, id := range ids {
+		if err := t.deleteRunKeys(threadID, id); err != nil {
 			return err
 		}
 	}
-	return deletePrefix(t.bucket(bucketRunsByThread), threadID[:])
+	return nil
 }
