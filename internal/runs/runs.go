@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -270,7 +271,12 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 	for _, id := range cancelIDs {
 		s.cancelLive(id, action)
 	}
-	s.broker.Open(run.RunID, p.StreamResumable)
+	// The metadata event goes out with the creation, so a streaming client
+	// hears back at once even when the run waits in its thread's queue.
+	log := s.broker.Open(run.RunID, p.StreamResumable)
+	meta := metadataEvent(run.RunID, run.ThreadID, 1)
+	log.Append("metadata", meta)
+	s.watchers.publish(run.ThreadID, "metadata", meta)
 	s.track(run.RunID)
 	s.sched.enqueue(run)
 	return run, nil
@@ -411,6 +417,11 @@ func (s *Service) pruneResultsLocked(now time.Time) {
 	if drop > 0 {
 		s.order = append(s.order[:0:0], s.order[drop:]...)
 	}
+}
+
+func metadataEvent(runID, threadID uuid.UUID, attempt int) json.RawMessage {
+	raw, _ := json.Marshal(map[string]any{"run_id": runID.String(), "attempt": attempt, "thread_id": threadID.String()})
+	return raw
 }
 
 func mapOf(v any) map[string]any {

@@ -50,7 +50,11 @@ func (s *Service) execute(queued storage.Run) {
 	}
 	log := s.broker.Open(run.RunID, boolOf(run.Kwargs["resumable"]))
 	sink := newRunSink(s, run, log)
-	sink.emitRaw("metadata", map[string]any{"run_id": run.RunID.String(), "attempt": run.Attempt, "thread_id": run.ThreadID.String()})
+	if run.Attempt > 1 || log.LastSeq() == 0 {
+		// A retry (or a run whose log was lost with the process) announces
+		// its attempt; a first attempt announced itself at creation.
+		log.Append("metadata", metadataEvent(run.RunID, run.ThreadID, run.Attempt))
+	}
 
 	def, ok := s.graphs.Get(run.GraphID)
 	var res graph.Result
