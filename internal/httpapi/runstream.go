@@ -38,6 +38,9 @@ type streamResponse struct {
 	filter  map[string]bool
 	// onDisconnect runs when the client leaves before the stream ended.
 	onDisconnect func()
+	// preface is written before the subscription's events (the metadata
+	// event of a join that starts mid-run).
+	preface []byte
 }
 
 func (s *streamResponse) write(w http.ResponseWriter) error {
@@ -47,6 +50,11 @@ func (s *streamResponse) write(w http.ResponseWriter) error {
 	sw := sse.NewWriter(w)
 	if err := sw.Start(); err != nil {
 		return err
+	}
+	if s.preface != nil {
+		if err := sw.Event("", "metadata", s.preface); err != nil {
+			return err
+		}
 	}
 	if s.sub == nil {
 		return nil // nothing retained to replay: an empty stream
@@ -157,6 +165,11 @@ func (h *Handler) joinStream(ctx context.Context, threadID *uuid.UUID, runID uui
 	resp := &streamResponse{ctx: ctx, runs: h.runs, withIDs: boolKwarg(r, "resumable"), filter: map[string]bool{}}
 	if sub != nil {
 		resp.sub = sub // nothing retained otherwise: an empty stream
+		if deref(lastEventID) == "" && storage.RunActive(r.Status) {
+			// Joining a live run mid-way: start, as every stream does, with
+			// the run's metadata.
+			resp.preface, _ = json.Marshal(map[string]any{"run_id": r.RunID.String(), "attempt": max(r.Attempt, 1), "thread_id": r.ThreadID.String()})
+		}
 	}
 	for _, m := range parseList(modes) {
 		resp.filter[m] = true
