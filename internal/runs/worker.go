@@ -147,6 +147,9 @@ func (s *Service) input(run storage.Run) (graph.Input, error) {
 
 // finish records how the run ended, settles its thread and tells everyone.
 func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, res graph.Result, runErr error) {
+	if err := sink.flushed(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("write checkpoints: %w", err)
+	}
 	cause := context.Cause(ctx)
 	if runErr != nil && errors.Is(cause, errShutdown) {
 		s.requeueOnShutdown(run)
@@ -414,9 +417,13 @@ type runSink struct {
 	pending []storage.Checkpoint
 	legacy  map[string]map[string]any // legacy "messages" mode: accumulated message per id
 
-	mu    sync.Mutex // guards usage and notes (nodes run concurrently)
+	mu    sync.Mutex // guards usage, notes and writeErr
 	usage *usageTotals
 	notes map[string]any
+
+	// written closes when the last background checkpoint write is done.
+	written  chan struct{}
+	writeErr error
 }
 
 // usageTotals accumulates a run's token usage.
@@ -510,16 +517,46 @@ func (k *runSink) Checkpoint(ctx context.Context, cp storage.Checkpoint, final b
 		k.pending = append(k.pending, cp)
 		return nil
 	}
-	pending := k.pending
+	batch := append(k.pending, cp)
 	k.pending = nil
-	return k.s.db.Update(ctx, func(tx *storage.Tx) error {
-		for _, p := range pending {
-			if err := tx.PutCheckpoint(p); err != nil {
-				return err
-			}
+	// Intermediate checkpoints are committed in the background, in order,
+	// while the next node runs (LangGraph's "async" durability): a crash can
+	// lose the newest ones, and the retry then resumes from an older
+	// checkpoint. finish waits for them before the run's last commit.
+	prev := k.written
+	done := make(chan struct{})
+	k.written = done
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
 		}
-		return tx.PutCheckpoint(cp)
-	})
+		err := k.s.db.Update(context.Background(), func(tx *storage.Tx) error {
+			for _, c := range batch {
+				if err := tx.PutCheckpoint(c); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			k.mu.Lock()
+			k.writeErr = errors.Join(k.writeErr, err)
+			k.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+// flushed waits for the background checkpoint writes and returns their
+// first error.
+func (k *runSink) flushed() error {
+	if k.written != nil {
+		<-k.written
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.writeErr
 }
 
 // Wants maps executor modes to the stream modes the run was created with.
