@@ -52,8 +52,8 @@ type HTTPConfig struct {
 	// Timeout bounds each request attempt (default 30s). Wait's join has no
 	// such bound: only its context ends it.
 	Timeout time.Duration
-	// HTTPClient sends the requests (nil: a new client over
-	// http.DefaultTransport). Its Timeout, if any, applies to every request
+	// HTTPClient sends the requests (nil: a new client with its own pool of
+	// up to 64 idle connections per host). Its Timeout, if any, applies to every request
 	// but Wait's join.
 	HTTPClient *http.Client
 	// MaxRetries is how many times a safe request is retried (0: the default
@@ -97,7 +97,11 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{}
+		// A pool wide enough for list_async_tasks refreshing many tasks at
+		// once (the default keeps only 2 idle connections per host).
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		hc = &http.Client{Transport: tr}
 	}
 	wc := *hc
 	wc.Timeout = 0

@@ -54,18 +54,14 @@ func parseIDs(threadID, runID string) (uuid.UUID, uuid.UUID, error) {
 	return tid, rid, nil
 }
 
-// Start creates a thread and a run on it.
+// Start creates a thread and a run on it, in one write.
 func (l *Local) Start(ctx context.Context, graphID, message string) (string, string, error) {
-	th, rs, err := l.services()
+	_, rs, err := l.services()
 	if err != nil {
 		return "", "", err
 	}
-	t, err := th.Create(ctx, threads.CreateParams{})
-	if err != nil {
-		return "", "", err
-	}
-	tid := t.ThreadID
-	r, err := rs.Create(ctx, runs.CreateParams{ThreadID: &tid, Assistant: graphID, Input: userInput(message)})
+	tid := uuid.Must(uuid.NewV7())
+	r, err := rs.Create(ctx, runs.CreateParams{ThreadID: &tid, IfNotExists: "create", Assistant: graphID, Input: userInput(message)})
 	if err != nil {
 		return "", "", err
 	}

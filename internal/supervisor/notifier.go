@@ -41,6 +41,11 @@ type Notifier struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	batchMu sync.Mutex
+	// batches holds, per supervisor thread with a writer running, the
+	// completions that writer has yet to apply.
+	batches map[uuid.UUID][]delivery
 }
 
 // NewNotifier returns a notifier; Bind connects it to the services.
@@ -107,18 +112,12 @@ func (n *Notifier) deliver(supThread uuid.UUID, assistant string, task Task, tr 
 		return errors.New("notifier is not bound")
 	}
 	stamp := n.now().Format("2006-01-02T15:04:05Z")
-	current := func(values map[string]any) (Task, bool) {
-		cur, ok := trackedTask(values, task.TaskID)
-		// A record already final (e.g. cancelled by the supervisor) keeps
-		// its status; so does a task that moved on to a newer run.
-		return cur, ok && cur.RunID == task.RunID && cur.Status != info.Status && !asynctasks.Terminal(cur.Status)
-	}
 	if notify {
 		st, err := th.GetState(n.ctx, supThread, nil)
 		if err != nil {
 			return err
 		}
-		cur, ok := current(st.Values)
+		cur, ok := stillCurrent(st.Values, task, info.Status)
 		if !ok {
 			return nil
 		}
@@ -128,24 +127,96 @@ func (n *Notifier) deliver(supThread uuid.UUID, assistant string, task Task, tr 
 		_, err = rs.Create(n.ctx, runs.CreateParams{ThreadID: &supThread, Assistant: assistant, Input: input, MultitaskStrategy: runs.StrategyEnqueue})
 		return err
 	}
+	n.enqueue(supThread, delivery{task: task, info: info, stamp: stamp})
+	return nil
+}
+
+// stillCurrent returns the tracked record of task when a finished run with
+// status should update it: the task is still on that run, and its record
+// is not already final (e.g. cancelled by the supervisor).
+func stillCurrent(values map[string]any, task Task, status string) (Task, bool) {
+	cur, ok := trackedTask(values, task.TaskID)
+	return cur, ok && cur.RunID == task.RunID && cur.Status != status && !asynctasks.Terminal(cur.Status)
+}
+
+// delivery is one finished run waiting to be written to its supervisor.
+type delivery struct {
+	task  Task
+	info  asynctasks.RunInfo
+	stamp string
+}
+
+// enqueue adds a delivery to its supervisor thread's batch and starts the
+// thread's writer if none runs: all completions that arrive while a write
+// is in progress go out together in the next one, so a thousand tasks
+// finishing at once cost a handful of checkpoints, not a thousand.
+func (n *Notifier) enqueue(thread uuid.UUID, d delivery) {
+	n.batchMu.Lock()
+	if n.batches == nil {
+		n.batches = map[uuid.UUID][]delivery{}
+	}
+	_, running := n.batches[thread]
+	n.batches[thread] = append(n.batches[thread], d)
+	n.batchMu.Unlock()
+	if running {
+		return
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.writeBatches(thread)
+	}()
+}
+
+// writeBatches applies the thread's queued deliveries until none is left.
+func (n *Notifier) writeBatches(thread uuid.UUID) {
+	for {
+		n.batchMu.Lock()
+		batch := n.batches[thread]
+		if len(batch) == 0 {
+			delete(n.batches, thread)
+			n.batchMu.Unlock()
+			return
+		}
+		n.batches[thread] = batch[:0:0]
+		n.batchMu.Unlock()
+		if err := n.apply(thread, batch); err != nil && n.ctx.Err() == nil {
+			n.log.Warn("deliver async task completions", "thread_id", thread, "count", len(batch), "err", err)
+		}
+	}
+}
+
+// apply writes a batch of completions in one state update, skipping tasks
+// that moved on to another run or already hold a final status.
+func (n *Notifier) apply(thread uuid.UUID, batch []delivery) error {
+	n.mu.RLock()
+	th, rs := n.threads, n.runs
+	n.mu.RUnlock()
 	for attempt := 0; attempt < 20; attempt++ {
-		_, err := th.UpdateStateWith(n.ctx, supThread, Channel, func(values map[string]any) (map[string]any, error) {
-			cur, ok := current(values)
-			if !ok {
+		_, err := th.UpdateStateWith(n.ctx, thread, Channel, func(values map[string]any) (map[string]any, error) {
+			var changed []Task
+			for _, d := range batch {
+				cur, ok := stillCurrent(values, d.task, d.info.Status)
+				if !ok {
+					continue
+				}
+				cur.Status, cur.LastUpdatedAt, cur.LastCheckedAt = d.info.Status, d.stamp, d.stamp
+				changed = append(changed, cur)
+			}
+			if len(changed) == 0 {
 				return nil, nil
 			}
-			cur.Status, cur.LastUpdatedAt, cur.LastCheckedAt = info.Status, stamp, stamp
-			return update(cur), nil
+			return update(changed...), nil
 		})
 		if !errors.Is(err, errdefs.ErrConflict) {
 			return err
 		}
 		// The supervisor is running: apply once its runs have ended.
-		if err := n.waitIdle(rs, supThread); err != nil {
+		if err := n.waitIdle(rs, thread); err != nil {
 			return err
 		}
 	}
-	return fmt.Errorf("supervisor thread %s stayed busy", supThread)
+	return fmt.Errorf("supervisor thread %s stayed busy", thread)
 }
 
 // waitIdle blocks until the thread's pending and running runs have ended.
