@@ -69,6 +69,7 @@ const (
 	EnvJobs     = "AGENTSERVER_N_JOBS"
 	EnvLogLevel = "AGENTSERVER_LOG_LEVEL"
 	EnvShell    = "AGENTSERVER_ENABLE_SHELL"
+	EnvMaxSub   = "AGENTSERVER_MAX_SUBAGENTS"
 )
 
 // Parse reads args (without the program name) with getenv as the fallback.
@@ -104,7 +105,14 @@ func Parse(args []string, getenv func(string) string, stderr io.Writer) (Config,
 	}
 	fs.BoolVar(&c.EnableShell, "enable-shell", c.EnableShell, fmt.Sprintf("let agents whose spec lists bash run shell commands in their workspace (env %s)", EnvShell))
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful shutdown may take")
-	fs.IntVar(&c.MaxSubagents, "max-subagents", c.MaxSubagents, "task-tool subagents running at once; more wait in line")
+	if v := getenv(EnvMaxSub); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return c, fmt.Errorf("%s=%q: not a number", EnvMaxSub, v)
+		}
+		c.MaxSubagents = n
+	}
+	fs.IntVar(&c.MaxSubagents, "max-subagents", c.MaxSubagents, fmt.Sprintf("task-tool subagents running at once; more wait in line (env %s)", EnvMaxSub))
 	fs.DurationVar(&c.StreamRetention, "stream-retention", c.StreamRetention, "how long a finished run's stream events stay joinable")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -18,7 +18,7 @@ type SubagentExecution struct {
 	Type        string    `json:"subagent_type"`
 	Description string    `json:"description"`
 	// Status is pending, running, completed, failed, cancelled, timed_out
-	// or interrupted (cut off by a restart).
+	// or interrupted (cut off by a restart or by its lead run stopping).
 	Status     string         `json:"status"`
 	StopReason string         `json:"stop_reason,omitempty"`
 	Result     string         `json:"result,omitempty"`

@@ -25,6 +25,8 @@ type childSink struct {
 	d             *Delegation
 	runID         uuid.UUID
 	toolCall      string
+	// log appends steps to the execution record off the hot path.
+	log *stepLog
 
 	mu     sync.Mutex
 	steps  []map[string]any
@@ -61,7 +63,7 @@ func (k *childSink) Emit(mode string, payload any) {
 			usage := k.summaryLocked()
 			k.mu.Unlock()
 			k.emit(map[string]any{"type": "task_running", "task_id": k.taskID, "message": msg, "message_index": index, "total_messages": index, "usage": usage, "model_name": k.model})
-			k.d.persistStep(k.runID, k.toolCall, msg)
+			k.log.add(msg)
 		}
 	}
 }
@@ -134,17 +136,105 @@ func (k *childSink) reportToParent(c tools.Call) {
 	}
 }
 
-// persistStep appends a step to the durable execution record.
-func (d *Delegation) persistStep(runID uuid.UUID, toolCall string, msg map[string]any) {
+// stepLog appends a subagent's steps to its durable execution record
+// without holding up the subagent or its events: one writer goroutine per
+// execution, owned by execute. A step used to be a synchronous
+// read-modify-write commit on the subagent's own path (with fsync, a few
+// milliseconds, twice per turn, rewriting a record that grows with every
+// step). The writer appends whatever steps arrived since its last write, at
+// most once per stepWriteInterval, so a slow subagent's steps are durable
+// at once and a fast one's in batches.
+type stepLog struct {
+	d        *Delegation
+	runID    uuid.UUID
+	toolCall string
+
+	mu      sync.Mutex
+	pending []map[string]any
+	closed  bool
+	wake    chan struct{} // capacity 1
+	stop    chan struct{} // closed by close
+	done    chan struct{} // closed when the writer returns
+}
+
+// stepWriteInterval is the least time between two step writes of one
+// execution.
+const stepWriteInterval = 200 * time.Millisecond
+
+// startStepLog starts the writer of one execution; with no database it
+// only drops steps.
+func (d *Delegation) startStepLog(runID uuid.UUID, toolCall string) *stepLog {
+	l := &stepLog{d: d, runID: runID, toolCall: toolCall, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if d.env.DB == nil || runID == uuid.Nil {
+		l.closed = true
+		close(l.stop)
+		close(l.done)
+		return l
+	}
+	go l.run()
+	return l
+}
+
+func (l *stepLog) add(msg map[string]any) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
 		return
 	}
+	l.pending = append(l.pending, msg)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default: // a write is already due
+	}
+}
+
+func (l *stepLog) run() {
+	defer close(l.done)
+	pause := time.NewTimer(0)
+	defer pause.Stop()
+	for {
+		select {
+		case <-l.wake:
+		case <-l.stop:
+			return
+		}
+		l.mu.Lock()
+		batch := l.pending
+		l.pending = nil
+		l.mu.Unlock()
+		if len(batch) > 0 {
+			l.d.appendSteps(l.runID, l.toolCall, batch)
+		}
+		pause.Reset(stepWriteInterval)
+		select {
+		case <-pause.C:
+		case <-l.stop:
+			return
+		}
+	}
+}
+
+// close stops the writer and waits for a write in flight. Steps not yet
+// written are dropped: the terminal record that follows carries them all.
+func (l *stepLog) close() {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed, l.pending = true, nil
+		close(l.stop)
+	}
+	l.mu.Unlock()
+	<-l.done
+}
+
+// appendSteps appends steps to the durable execution record.
+func (d *Delegation) appendSteps(runID uuid.UUID, toolCall string, steps []map[string]any) {
 	_ = d.env.DB.Update(context.Background(), func(tx *storage.Tx) error {
 		e, err := tx.GetSubagent(runID, toolCall)
 		if err != nil {
 			return nil
 		}
-		e.Steps = append(e.Steps, msg)
+		e.Steps = append(e.Steps, steps...)
 		return tx.PutSubagent(e)
 	})
 }

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -26,6 +28,9 @@ const ToolName = "task"
 
 // briefLimit bounds result and error briefs in tool message metadata.
 const briefLimit = 2000
+
+// limitCapped is the stop reason of a task call refused by a cap.
+const limitCapped = "limit_capped"
 
 // Causes of a subagent's end other than its own completion.
 var (
@@ -117,7 +122,7 @@ func (d *Delegation) BeforeTools(ctx context.Context, batch *agent.ToolBatch) er
 		if why != "" {
 			batch.Answered[c.ID] = llm.Message{
 				"type": "tool", "id": uuid.NewString(), "tool_call_id": c.ID, "name": ToolName, "content": why, "status": "error",
-				"additional_kwargs": map[string]any{"subagent_status": "failed", "subagent_stop_reason": "limit_capped"}, "response_metadata": map[string]any{},
+				"additional_kwargs": map[string]any{"subagent_status": "failed", "subagent_stop_reason": limitCapped}, "response_metadata": map[string]any{},
 			}
 		}
 	}
@@ -125,7 +130,8 @@ func (d *Delegation) BeforeTools(ctx context.Context, batch *agent.ToolBatch) er
 }
 
 // priorTaskCalls counts task tool messages since the last human message:
-// the delegations already made in this run.
+// the delegations already made in this run. Calls refused by a cap were
+// not delegations and do not count.
 func priorTaskCalls(st graph.State) int {
 	msgs, _ := st[channels.MessagesChannel].([]any)
 	n := 0
@@ -135,10 +141,42 @@ func priorTaskCalls(st graph.State) int {
 			break
 		}
 		if m["type"] == "tool" && m["name"] == ToolName {
+			if kw, _ := m["additional_kwargs"].(map[string]any); kw["subagent_stop_reason"] == limitCapped {
+				continue
+			}
 			n++
 		}
 	}
 	return n
+}
+
+// answered reports whether the state holds a tool message for the call id.
+func answered(st map[string]any, toolCall string) bool {
+	msgs, _ := st[channels.MessagesChannel].([]any)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m, _ := msgs[i].(map[string]any); m["type"] == "tool" && m["tool_call_id"] == toolCall {
+			return true
+		}
+	}
+	return false
+}
+
+// runContextKey carries the parent run's context (the run's "context"
+// object, where per-run model and prompt overrides live) from WrapTool to
+// the task tool, which tools.Call does not give it.
+type runContextKey struct{}
+
+// WrapTool hands the parent run's context to the task tool.
+func (d *Delegation) WrapTool(ctx context.Context, call *agent.ToolCall, next agent.ToolHandler) (tools.Result, error) {
+	if call.Name == ToolName && call.Runtime != nil && call.Runtime.Context != nil {
+		ctx = context.WithValue(ctx, runContextKey{}, call.Runtime.Context)
+	}
+	return next(ctx, call)
+}
+
+func runContextOf(ctx context.Context) map[string]any {
+	m, _ := ctx.Value(runContextKey{}).(map[string]any)
+	return m
 }
 
 type taskTool struct{ d *Delegation }
@@ -179,32 +217,44 @@ func (t *taskTool) Call(ctx context.Context, c tools.Call) (tools.Result, error)
 	if emit == nil {
 		emit = func(any) {}
 	}
-	// A retried parent run reuses what finished before the crash.
-	if prev, ok := d.previous(runID, c.ID); ok {
-		return resultOf(prev), nil
+	// A retried parent run reuses what finished before the crash. A call
+	// whose id already has an answer in the state is not a retry: the
+	// provider reused an id (some number calls per response).
+	if !answered(c.State, c.ID) {
+		if prev, ok := d.previous(runID, c.ID); ok {
+			return resultOf(prev), nil
+		}
 	}
 	typ, ok := d.reg.get(kind)
 	if !ok {
 		o := outcome{status: "failed", err: fmt.Sprintf("Unknown subagent type %q. Available types: %s", kind, d.reg.available())}
 		return resultOf(o), nil
 	}
-	model := d.modelName(typ)
-	if d.env.Admission != nil {
-		release, err := d.env.Admission.Acquire(ctx, func(pos int) {
-			emit(map[string]any{"type": "task_queued", "task_id": c.ID, "description": desc, "position": pos})
-		})
-		if err != nil {
-			o := outcome{status: "cancelled", err: "Cancelled before it started: " + err.Error(), model: model}
-			d.record(runID, threadID, c.ID, kind, desc, o, nil)
-			return resultOf(o), nil
-		}
-		defer release()
+	model := d.modelName(typ, c.Config, runContextOf(ctx))
+	// The subagent can be cancelled alone from here on, queued or running.
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if d.env.Live != nil {
+		defer d.env.Live.add(runID, c.ID, cancel)()
 	}
-	started := time.Now().UTC()
-	d.persist(storage.SubagentExecution{ParentRunID: runID, ThreadID: threadID, ToolCallID: c.ID, Type: kind, Description: desc, Status: "running", Model: model, StartedAt: started})
-	emit(map[string]any{"type": "task_started", "task_id": c.ID, "description": desc, "model_name": model})
-	o, steps := d.execute(ctx, c, typ, model, prompt, runID, threadID, emit)
-	d.record(runID, threadID, c.ID, kind, desc, o, steps)
+	var o outcome
+	var steps []map[string]any
+	release, err := d.admit(sctx, c.ID, desc, emit)
+	if err != nil {
+		o = outcome{status: "cancelled", err: "Cancelled before it started: " + err.Error(), model: model}
+		if errors.Is(err, errUserCancel) {
+			o.err = "Cancelled by user before it started"
+		}
+	} else {
+		started := time.Now().UTC()
+		d.persist(storage.SubagentExecution{ParentRunID: runID, ThreadID: threadID, ToolCallID: c.ID, Type: kind, Description: desc, Status: "running", Model: model, StartedAt: started})
+		emit(map[string]any{"type": "task_started", "task_id": c.ID, "description": desc, "model_name": model})
+		// The slot is given back after the terminal event, so that the
+		// next subagent's task_started follows this one's end.
+		defer release()
+		o, steps = d.execute(sctx, ctx, c, typ, model, prompt, runID, threadID, emit)
+	}
+	d.record(runID, threadID, c.ID, kind, desc, recorded(ctx, o), steps)
 	event := map[string]any{"type": "task_" + o.status, "task_id": c.ID, "usage": o.usage, "model_name": model}
 	if o.status == "completed" {
 		event["result"] = o.result
@@ -215,15 +265,81 @@ func (t *taskTool) Call(ctx context.Context, c tools.Call) (tools.Result, error)
 	return resultOf(o), nil
 }
 
-func (d *Delegation) modelName(t resolved) string {
+// admit waits for an admission slot, announcing the wait with task_queued.
+func (d *Delegation) admit(ctx context.Context, taskID, desc string, emit func(any)) (func(), error) {
+	if d.env.Admission == nil {
+		return func() {}, nil
+	}
+	return d.env.Admission.Acquire(ctx, func(pos int) {
+		emit(map[string]any{"type": "task_queued", "task_id": taskID, "description": desc, "position": pos})
+	})
+}
+
+// recorded is the outcome as the execution record keeps it: a subagent
+// stopped because its parent run stopped (a cancel, or a shutdown that will
+// resume the parent) is interrupted, not cancelled by the user, so that a
+// resumed parent reports it as cut off instead of as a user's decision.
+func recorded(parent context.Context, o outcome) outcome {
+	if o.status == "cancelled" && parent.Err() != nil {
+		o.status = "interrupted"
+	}
+	return o
+}
+
+// modelName is the model a subagent of type t runs with: its own, or for
+// "inherit" the parent's effective one (the run's context wins over the
+// assistant's configurable, as for the parent itself).
+func (d *Delegation) modelName(t resolved, config, runContext map[string]any) string {
 	if t.Model != "" && t.Model != "inherit" {
 		return t.Model
+	}
+	if m, ok := runContext["model"].(string); ok && m != "" {
+		return m
+	}
+	if conf, ok := config["configurable"].(map[string]any); ok {
+		if m, ok := conf["model"].(string); ok && m != "" {
+			return m
+		}
 	}
 	return d.parent.Model.Name
 }
 
-// execute runs the subagent's agent loop to its end.
-func (d *Delegation) execute(ctx context.Context, c tools.Call, t resolved, model, prompt string, runID, threadID uuid.UUID, emit func(any)) (outcome, []map[string]any) {
+// withoutOverrides copies m without the keys that override an agent's
+// prompt and model, which belong to the parent agent; an inheriting type
+// keeps the model.
+func withoutOverrides(m map[string]any, t resolved) map[string]any {
+	if m == nil {
+		return nil
+	}
+	m = maps.Clone(m)
+	delete(m, "system_prompt")
+	if t.Model != "inherit" {
+		delete(m, "model")
+	}
+	return m
+}
+
+// childConfig is the run config a subagent runs with: the parent's (so
+// that run, thread and assistant ids correlate), minus the parent agent's
+// prompt and model overrides, and with a recursion limit that lets the
+// subagent use all of its turns (max_turns counts model calls; each turn
+// is up to two super-steps).
+func childConfig(parent map[string]any, t resolved) map[string]any {
+	out := maps.Clone(parent)
+	if out == nil {
+		out = map[string]any{}
+	}
+	if conf, ok := parent["configurable"].(map[string]any); ok {
+		out["configurable"] = withoutOverrides(conf, t)
+	}
+	out["recursion_limit"] = 2*t.maxTurns + 1
+	return out
+}
+
+// execute runs the subagent's agent loop to its end. ctx is the
+// subagent's own context (cancelled alone by Live.Cancel), parent the
+// parent run's.
+func (d *Delegation) execute(ctx, parent context.Context, c tools.Call, t resolved, model, prompt string, runID, threadID uuid.UUID, emit func(any)) (outcome, []map[string]any) {
 	spec := &agent.Spec{Name: t.Name, Model: d.parent.Model, SystemPrompt: t.SystemPrompt, Tools: childTools(t, d.parent.Tools, d.depth+1 < d.cfg.MaxDepth), MaxTurns: t.maxTurns}
 	if t.Model != "inherit" {
 		spec.Model.Name = t.Model
@@ -244,13 +360,12 @@ func (d *Delegation) execute(ctx context.Context, c tools.Call, t resolved, mode
 	defer cancel(nil)
 	cctx, cancelTimeout := context.WithTimeoutCause(cctx, timeout, errTimedOut)
 	defer cancelTimeout()
-	unregister := d.env.Live.add(runID, c.ID, cancel)
-	defer unregister()
 
-	sink := &childSink{taskID: c.ID, model: model, emit: emit, budget: t.tokenBudget, cancel: cancel, d: d, runID: runID, toolCall: c.ID}
-	in := graph.Input{RunID: runID, ThreadID: threadID, Values: map[string]any{channels.MessagesChannel: []any{map[string]any{"role": "user", "content": prompt}}}, Config: c.Config}
+	sink := &childSink{taskID: c.ID, model: model, emit: emit, budget: t.tokenBudget, cancel: cancel, d: d, runID: runID, toolCall: c.ID, log: d.startStepLog(runID, c.ID)}
+	in := graph.Input{RunID: runID, ThreadID: threadID, Values: map[string]any{channels.MessagesChannel: []any{map[string]any{"role": "user", "content": prompt}}}, Config: childConfig(c.Config, t), Context: withoutOverrides(runContextOf(ctx), t)}
 	ex := &graph.Executor{Reducers: channels.NewRegistry()}
 	res, runErr := ex.Run(cctx, child.Graph(), in, sink)
+	sink.log.close() // before the terminal record is written
 	o := outcome{model: model, usage: sink.usageSummary()}
 	last := lastAIText(res.Values)
 	if last == "" {
@@ -271,7 +386,7 @@ func (d *Delegation) execute(ctx context.Context, c tools.Call, t resolved, mode
 		o.status, o.err = "timed_out", fmt.Sprintf("Execution timed out after %g seconds", t.timeoutSeconds)
 	case errors.Is(cause, errUserCancel):
 		o.status, o.err = "cancelled", "Cancelled by user"
-	case ctx.Err() != nil:
+	case parent.Err() != nil:
 		o.status, o.err = "cancelled", "The parent run was cancelled"
 	default:
 		o.status, o.err = "failed", runErr.Error()
@@ -335,14 +450,16 @@ func resultOf(o outcome) tools.Result {
 	return tools.Result{Content: text, Metadata: meta}
 }
 
-// bounded keeps the head two thirds and the tail of a long text.
+// bounded keeps the head two thirds and the tail of a long text, counting
+// characters (not bytes) so that the brief stays valid UTF-8.
 func bounded(s string) string {
-	if len(s) <= briefLimit {
+	if len(s) <= briefLimit || utf8.RuneCountInString(s) <= briefLimit {
 		return s
 	}
+	r := []rune(s)
 	head := briefLimit * 2 / 3
 	tail := briefLimit - head - 5
-	return s[:head] + "\n...\n" + s[len(s)-tail:]
+	return string(r[:head]) + "\n...\n" + string(r[len(r)-tail:])
 }
 
 // previous returns the outcome a subagent of this parent run already

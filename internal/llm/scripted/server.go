@@ -397,8 +397,11 @@ func callID(c ToolCall, i int) string {
 
 func writeCompletion(w http.ResponseWriter, req ChatRequest, step Step, id, model string) {
 	msg := messageJSON{Role: "assistant"}
-	if step.Text != "" || len(step.ToolCalls) == 0 {
+	if step.Text != "" || len(step.ToolCalls) == 0 || step.SendTimestamps {
 		text := step.Text
+		if step.SendTimestamps {
+			text = SendMarker(time.Now())
+		}
 		msg.Content = &text
 	}
 	for i, c := range step.ToolCalls {
@@ -490,6 +493,10 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, req ChatRequ
 		if i > 0 && s.pause(ctx, step.ChunkDelay) != nil {
 			return
 		}
+		if step.SendTimestamps && d.Content != nil {
+			marker := SendMarker(time.Now())
+			d.Content = &marker
+		}
 		if out.event(chunk(d, nil)) != nil {
 			return
 		}
@@ -502,7 +509,12 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, req ChatRequ
 		return
 	}
 	finish := step.finishReason()
-	if out.event(chunk(deltaJSON{}, &finish)) != nil {
+	var last deltaJSON
+	if step.SendTimestamps {
+		marker := SendMarker(time.Now())
+		last.Content = &marker
+	}
+	if out.event(chunk(last, &finish)) != nil {
 		return
 	}
 	if includeUsage {

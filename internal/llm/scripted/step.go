@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -53,6 +54,14 @@ type Step struct {
 	// (before the status line when 0), like a crashing upstream.
 	Abort            bool
 	AbortAfterChunks int
+
+	// SendTimestamps replaces the content of every streamed content delta
+	// with SendMarker of the time the delta is written, and gives the finish
+	// delta such a marker as well, so that a client can tell how long each
+	// chunk took to reach it and when the response ended. A non-streaming
+	// answer's content is one marker of its write time. Text still sets how
+	// many content deltas there are. For benchmarks.
+	SendTimestamps bool
 }
 
 // Usage is the token usage a step reports.
@@ -137,6 +146,40 @@ func (s Step) WithFinishReason(reason string) Step { s.FinishReason = reason; re
 
 // WithModel returns s reporting model as the answering model.
 func (s Step) WithModel(model string) Step { s.Model = model; return s }
+
+// WithSendTimestamps returns s with SendTimestamps set: each streamed
+// content delta, and the finish delta, carries the time it was sent.
+func (s Step) WithSendTimestamps() Step { s.SendTimestamps = true; return s }
+
+// sendMarkerPrefix starts every send-time marker.
+const sendMarkerPrefix = "[sent:"
+
+// SendMarker returns the marker a WithSendTimestamps step writes for a delta
+// sent at t: "[sent:<unix nanoseconds>]".
+func SendMarker(t time.Time) string {
+	return sendMarkerPrefix + strconv.FormatInt(t.UnixNano(), 10) + "]"
+}
+
+// SendTimes returns the times of the send markers in s (a chunk's content or
+// a whole message's), in order of appearance; malformed markers are skipped.
+func SendTimes(s string) []time.Time {
+	var out []time.Time
+	for {
+		i := strings.Index(s, sendMarkerPrefix)
+		if i < 0 {
+			return out
+		}
+		s = s[i+len(sendMarkerPrefix):]
+		j := strings.IndexByte(s, ']')
+		if j < 0 {
+			return out
+		}
+		if ns, err := strconv.ParseInt(s[:j], 10, 64); err == nil {
+			out = append(out, time.Unix(0, ns))
+		}
+		s = s[j+1:]
+	}
+}
 
 // ThenHang returns s keeping the stream open after its deltas until the
 // client disconnects.

@@ -1,0 +1,280 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/agent"
+	"agentserver/internal/channels"
+	"agentserver/internal/graph"
+	"agentserver/internal/llm"
+	"agentserver/internal/llm/scripted"
+	"agentserver/internal/storage"
+	"agentserver/internal/tools"
+)
+
+// modelClock adds up, per run, the time spent inside Generate, excluding
+// the time Generate spent in the caller's chunk callback (which is the
+// runtime's work: streaming the chunk into the sink).
+type modelClock struct {
+	mu      sync.Mutex
+	calls   int
+	inModel time.Duration // Generate wall time minus chunk callbacks
+	inChunk time.Duration // time inside the chunk callbacks
+}
+
+func (c *modelClock) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls, c.inModel, c.inChunk = 0, 0, 0
+}
+
+func (c *modelClock) read() (int, time.Duration, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls, c.inModel, c.inChunk
+}
+
+// timedModel measures each Generate call of the model it wraps.
+type timedModel struct {
+	inner llm.Model
+	clock *modelClock
+}
+
+func (m timedModel) Generate(ctx context.Context, req llm.Request, onChunk llm.ChunkFunc) (llm.Response, error) {
+	var inChunk time.Duration
+	start := time.Now()
+	resp, err := m.inner.Generate(ctx, req, func(c llm.Message) {
+		t0 := time.Now()
+		onChunk(c)
+		inChunk += time.Since(t0)
+	})
+	d := time.Since(start)
+	m.clock.mu.Lock()
+	m.clock.calls++
+	m.clock.inModel += d - inChunk
+	m.clock.inChunk += inChunk
+	m.clock.mu.Unlock()
+	return resp, err
+}
+
+// memorySink keeps what a run produces in memory, as a streaming client's
+// sink would see it: checkpoints, and the values, updates and messages
+// stream payloads (kept, not encoded).
+type memorySink struct {
+	checkpoints []storage.Checkpoint
+	events      []any
+	usage       []graph.Usage
+}
+
+func (s *memorySink) Checkpoint(_ context.Context, cp storage.Checkpoint, _ bool) error {
+	s.checkpoints = append(s.checkpoints, cp)
+	return nil
+}
+
+func (s *memorySink) Wants(mode string) bool {
+	return mode == "values" || mode == "updates" || mode == "messages"
+}
+
+func (s *memorySink) Emit(_ string, payload any) { s.events = append(s.events, payload) }
+func (s *memorySink) Usage(u graph.Usage)        { s.usage = append(s.usage, u) }
+func (s *memorySink) Note(string, any)           {}
+
+// benchSpec is the agent of the runtime benchmarks: two cheap built-in
+// tools, no retries, turn and recursion limits far above the script.
+func benchSpec(baseURL string) string {
+	return fmt.Sprintf(`name: bench
+model:
+  name: bench-model
+  base_url: %s
+  max_retries: 0
+system_prompt: You help.
+tools: [ls, write_todos]
+max_turns: 200
+`, baseURL)
+}
+
+// toolSteps scripts k tool-call steps (each calling ls and write_todos in
+// parallel) and a final text. Every step stamps its finish delta with its
+// send time (scripted.WithSendTimestamps), so the end of each model
+// response can be read from the messages afterwards.
+func toolSteps(k int) []scripted.Step {
+	steps := make([]scripted.Step, 0, k+1)
+	for i := range k {
+		steps = append(steps, scripted.ToolCalls(
+			scripted.Call("ls", map[string]any{"path": "/"}),
+			scripted.Call("write_todos", map[string]any{"todos": []any{map[string]any{"content": fmt.Sprintf("step %d", i), "status": "in_progress"}}}),
+		).WithSendTimestamps())
+	}
+	return append(steps, scripted.Text("All done.").Split(3).WithSendTimestamps())
+}
+
+// serverModelTime returns the model time of a run's k+1 calls as the
+// scripted server saw it: from having read each request's body to sending
+// the finish delta of its response (the last send marker of the AI message
+// that call produced). reqs are the run's requests, in order.
+func serverModelTime(tb testing.TB, reqs []scripted.Request, messages []any) time.Duration {
+	tb.Helper()
+	var ais []map[string]any
+	for _, m := range messages {
+		if mm, _ := m.(map[string]any); mm["type"] == "ai" {
+			ais = append(ais, mm)
+		}
+	}
+	if len(ais) != len(reqs) {
+		tb.Fatalf("%d AI messages for %d model requests", len(ais), len(reqs))
+	}
+	var total time.Duration
+	for i, ai := range ais {
+		content, _ := ai["content"].(string)
+		sent := scripted.SendTimes(content)
+		if len(sent) == 0 {
+			tb.Fatalf("AI message %d has no send marker: %q", i, content)
+		}
+		total += sent[len(sent)-1].Sub(reqs[i].Received)
+	}
+	return total
+}
+
+// percentile returns the q-quantile (0..1) of sorted durations, in ms.
+func percentile(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(sorted)))
+	if i >= len(sorted) {
+		i = len(sorted) - 1
+	}
+	return float64(sorted[i].Nanoseconds()) / 1e6
+}
+
+func reportQuantiles(b *testing.B, name string, d []time.Duration) {
+	slices.Sort(d)
+	b.ReportMetric(percentile(d, 0.50), name+"-p50-ms")
+	b.ReportMetric(percentile(d, 0.99), name+"-p99-ms")
+}
+
+func mean(d []time.Duration) float64 {
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	return float64(sum.Nanoseconds()) / 1e6 / float64(max(len(d), 1))
+}
+
+// BenchmarkAgentStepOverhead measures the agent runtime's own time per agent
+// step, without the model's: one op is one run of the agent graph (model ⇄
+// tools on graph.Executor, the built-in ls and write_todos tools, an
+// in-memory sink wanting values, updates and messages) through k tool-call
+// steps and a final answer, k+1 model calls against the scripted server at
+// zero latency. A step is one model call and, when it asked for tools, the
+// tool node that follows; a run has k+1 steps.
+//
+// Reported, per step, as p50 and p99 over the runs:
+//   - step: (run wall − Σ model time) / (k+1), with the model time measured
+//     by wrapping the model factory: each Generate call's duration minus the
+//     time it spent in the runtime's chunk callback. The llm client's own
+//     work (request encoding, loopback HTTP, SSE decoding) and the
+//     in-process scripted server are model time here.
+//   - srvstep: the same with the model time as the scripted server sees it
+//     (request body read → finish delta sent), the measure the full-server
+//     benchmark uses; the llm client's request encoding and stream decoding
+//     then count as overhead.
+func BenchmarkAgentStepOverhead(b *testing.B) {
+	for _, k := range []int{1, 5, 20} {
+		b.Run(fmt.Sprintf("sink=memory/k=%d", k), func(b *testing.B) { benchStepOverhead(b, k) })
+	}
+}
+
+func benchStepOverhead(b *testing.B, k int) {
+	model := scripted.New()
+	b.Cleanup(model.Close)
+	spec, err := agent.ParseSpec([]byte(benchSpec(model.URL())), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	clock := &modelClock{}
+	base := agent.NewModelFactory(func(string) string { return "" }, nil)
+	factory := func(m agent.Model, override string) (llm.Model, error) {
+		inner, err := base(m, override)
+		if err != nil {
+			return nil, err
+		}
+		return timedModel{inner: inner, clock: clock}, nil
+	}
+	reducers := channels.NewRegistry()
+	a, err := agent.New("bench", spec, agent.Options{
+		Models: factory, Tools: tools.Builtins(tools.Options{}),
+		Workspace: tools.Workspaces{Root: b.TempDir()}.Dir, Reducers: reducers,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := a.Graph()
+	ex := &graph.Executor{Reducers: reducers}
+	steps := k + 1
+	ctx := context.Background()
+
+	var perStep, perStepSrv, walls, modelTimes, srvModelTimes, chunkTimes, overheads []time.Duration
+	done := 0 // model requests consumed so far
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		model.Script(toolSteps(k)...)
+		clock.reset()
+		sink := &memorySink{}
+		in := graph.Input{
+			RunID: uuid.Must(uuid.NewV7()), ThreadID: uuid.Must(uuid.NewV7()),
+			Values: map[string]any{"messages": []any{map[string]any{"type": "human", "content": "work through the plan"}}},
+			Config: map[string]any{"recursion_limit": 1000},
+		}
+		b.StartTimer()
+		start := time.Now()
+		res, err := ex.Run(ctx, g, in, sink)
+		wall := time.Since(start)
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		calls, inModel, inChunk := clock.read()
+		if calls != steps || model.Pending() != 0 {
+			b.Fatalf("%d model calls, %d steps left; want %d calls", calls, model.Pending(), steps)
+		}
+		msgs, _ := res.Values["messages"].([]any)
+		// human, k × (ai + 2 tool messages), final ai
+		if len(msgs) != 1+3*k+1 {
+			b.Fatalf("%d messages, want %d", len(msgs), 1+3*k+1)
+		}
+		for _, m := range msgs {
+			if mm := m.(map[string]any); mm["type"] == "tool" && mm["status"] != "success" {
+				b.Fatalf("tool failed: %v", mm)
+			}
+		}
+		reqs := model.Requests()[done:]
+		done += steps
+		srvModel := serverModelTime(b, reqs, msgs)
+		perStep = append(perStep, (wall-inModel)/time.Duration(steps))
+		perStepSrv = append(perStepSrv, (wall-srvModel)/time.Duration(steps))
+		walls = append(walls, wall)
+		overheads = append(overheads, wall-srvModel)
+		modelTimes = append(modelTimes, inModel)
+		srvModelTimes = append(srvModelTimes, srvModel)
+		chunkTimes = append(chunkTimes, inChunk)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	reportQuantiles(b, "step", perStep)
+	reportQuantiles(b, "srvstep", perStepSrv)
+	slices.Sort(overheads)
+	b.ReportMetric(percentile(overheads, 0.5), "srvoverhead-p50-ms/run")
+	b.ReportMetric(mean(walls), "wall-ms/run")
+	b.ReportMetric(mean(modelTimes), "model-ms/run")
+	b.ReportMetric(mean(srvModelTimes), "srvmodel-ms/run")
+	b.ReportMetric(mean(chunkTimes)*1000, "chunkcb-µs/run")
+}

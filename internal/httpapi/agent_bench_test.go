@@ -1,0 +1,449 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/llm/scripted"
+	"agentserver/internal/runs"
+	"agentserver/internal/storage"
+	"agentserver/internal/testutil"
+	"agentserver/internal/threads"
+)
+
+// Agent runtime benchmarks over the whole server (runs.Service, bbolt,
+// event log, SSE), with the agent's model served by the scripted server
+// in the same process. docs/benchmarks.md ("Agent runtime") has the
+// commands and figures.
+
+// benchAgentServer starts a server whose graph "agent" is an agent with the
+// ls and write_todos tools and the scripted server as its model.
+func benchAgentServer(b *testing.B, o testutil.Options) (*testutil.Server, *scripted.Server) {
+	b.Helper()
+	model := scripted.New()
+	b.Cleanup(model.Close)
+	o.Graphs = `{"graphs": {"agent": "./agent.yaml"}}`
+	o.Files = map[string]string{"agent.yaml": fmt.Sprintf(`name: bench
+model:
+  name: bench-model
+  base_url: %s
+  max_retries: 0
+system_prompt: You help.
+tools: [ls, write_todos]
+max_turns: 200
+`, model.URL())}
+	return testutil.StartServer(b, o), model
+}
+
+// benchToolSteps scripts k tool-call steps (ls and write_todos in parallel)
+// and a final text, each response stamping its finish delta with its send
+// time.
+func benchToolSteps(k int) []scripted.Step {
+	steps := make([]scripted.Step, 0, k+1)
+	for i := range k {
+		steps = append(steps, scripted.ToolCalls(
+			scripted.Call("ls", map[string]any{"path": "/"}),
+			scripted.Call("write_todos", map[string]any{"todos": []any{map[string]any{"content": fmt.Sprintf("step %d", i), "status": "in_progress"}}}),
+		).WithSendTimestamps())
+	}
+	return append(steps, scripted.Text("All done.").Split(3).WithSendTimestamps())
+}
+
+// benchModelTime is the model time of a run as the scripted server saw it:
+// for each call, from having read the request body (Request.Received) to
+// sending the finish delta (the last send marker of the AI message the call
+// produced). reqs are the run's requests in order.
+func benchModelTime(b *testing.B, reqs []scripted.Request, values map[string]any) time.Duration {
+	b.Helper()
+	msgs, _ := values["messages"].([]any)
+	var ais []map[string]any
+	for _, m := range msgs {
+		if mm, _ := m.(map[string]any); mm["type"] == "ai" {
+			ais = append(ais, mm)
+		}
+	}
+	if len(ais) != len(reqs) {
+		b.Fatalf("%d AI messages for %d model requests", len(ais), len(reqs))
+	}
+	var total time.Duration
+	for i, ai := range ais {
+		content, _ := ai["content"].(string)
+		sent := scripted.SendTimes(content)
+		if len(sent) == 0 {
+			b.Fatalf("AI message %d has no send marker: %q", i, content)
+		}
+		total += sent[len(sent)-1].Sub(reqs[i].Received)
+	}
+	return total
+}
+
+func benchMs(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// benchQuantile returns the q-quantile of sorted, in ms.
+func benchQuantile(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return benchMs(sorted[min(int(q*float64(len(sorted))), len(sorted)-1)])
+}
+
+func benchMean(d []time.Duration) float64 {
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	return benchMs(sum) / float64(max(len(d), 1))
+}
+
+func newBenchThread(b *testing.B, s *testutil.Server) uuid.UUID {
+	b.Helper()
+	th, err := s.Threads.Create(context.Background(), threads.CreateParams{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return th.ThreadID
+}
+
+// BenchmarkAgentServerStepOverhead is BenchmarkAgentStepOverhead
+// (internal/agent) through the whole run engine: one op is srv.Runs.Create
+// on a fresh, empty thread plus srv.Runs.Wait, for an agent run of k
+// tool-call steps and a final answer (k+1 model calls, scripted server at
+// zero latency, default stream mode "values" with no subscriber). The run
+// wall time includes the run's durable creation, its queueing and start
+// (markRunning), one checkpoint commit per super-step (two per tool step),
+// the final commit and the waiter's wake-up. The model time is read from
+// the scripted server (request body read → finish delta sent), so the llm
+// client's request encoding, its loopback HTTP and its stream decoding count
+// as runtime overhead. bbolt=fsync is the server's default; bbolt=nosync
+// shows how much of it is the disk.
+func BenchmarkAgentServerStepOverhead(b *testing.B) {
+	for _, noSync := range []bool{false, true} {
+		for _, k := range []int{1, 5, 20} {
+			name := fmt.Sprintf("bbolt=fsync/k=%d", k)
+			if noSync {
+				name = fmt.Sprintf("bbolt=nosync/k=%d", k)
+			}
+			b.Run(name, func(b *testing.B) { benchServerStepOverhead(b, k, noSync) })
+		}
+	}
+}
+
+func benchServerStepOverhead(b *testing.B, k int, noSync bool) {
+	s, model := benchAgentServer(b, testutil.Options{NoSync: noSync})
+	ctx := context.Background()
+	steps := k + 1
+	var perStep, overheads, walls, models []time.Duration
+	done := 0
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		tid := newBenchThread(b, s)
+		model.Script(benchToolSteps(k)...)
+		b.StartTimer()
+		start := time.Now()
+		run, err := s.Runs.Create(ctx, runs.CreateParams{
+			ThreadID: &tid, Assistant: "agent", Input: userInput("work through the plan"),
+			Config: map[string]any{"recursion_limit": 1000},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ended, values, err := s.Runs.Wait(ctx, &tid, run.RunID)
+		wall := time.Since(start)
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ended.Status != storage.RunSuccess {
+			b.Fatalf("run %s: %s", ended.Status, ended.Error)
+		}
+		reqs := model.Requests()
+		if len(reqs) != done+steps {
+			b.Fatalf("%d model requests, want %d", len(reqs)-done, steps)
+		}
+		mt := benchModelTime(b, reqs[done:], values)
+		done += steps
+		perStep = append(perStep, (wall-mt)/time.Duration(steps))
+		overheads = append(overheads, wall-mt)
+		walls = append(walls, wall)
+		models = append(models, mt)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(perStep)
+	slices.Sort(overheads)
+	b.ReportMetric(benchQuantile(perStep, 0.5), "srvstep-p50-ms")
+	b.ReportMetric(benchQuantile(perStep, 0.99), "srvstep-p99-ms")
+	b.ReportMetric(benchQuantile(overheads, 0.5), "srvoverhead-p50-ms/run")
+	b.ReportMetric(benchMean(walls), "wall-ms/run")
+	b.ReportMetric(benchMean(models), "srvmodel-ms/run")
+}
+
+// BenchmarkAgentTokenPassThrough measures how long a token chunk takes from
+// the model to the SSE client: one op is one streamed run (POST
+// /threads/{id}/runs/stream, stream_mode messages-tuple) of an agent whose
+// model streams 500 content deltas 2 ms apart, each carrying its send time
+// (scripted WithSendTimestamps; the finish delta carries one too, so 501
+// samples per run). The latency of a chunk is the time the client has read
+// the event's terminating blank line minus the time the scripted server
+// took just before encoding and writing the delta: the scripted server's
+// write and flush, loopback TCP, the llm client's SSE decoding and chunk
+// assembly, the run's sink (JSON encoding, event log append, broker), the
+// SSE handler's write and flush, loopback TCP again, and the client's line
+// reading. Client and both servers share this process and its clock.
+func BenchmarkAgentTokenPassThrough(b *testing.B) {
+	const chunks = 500
+	s, model := benchAgentServer(b, testutil.Options{})
+	var lat []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		tid := newBenchThread(b, s)
+		model.Script(scripted.Text(strings.Repeat("x", chunks)).Split(chunks).WithLatency(0, 2*time.Millisecond).WithSendTimestamps())
+		b.StartTimer()
+		resp := s.Stream("POST", "/threads/"+tid.String()+"/runs/stream", map[string]any{
+			"assistant_id": "agent", "input": userInput("stream"), "stream_mode": []string{"messages-tuple"},
+		}, nil)
+		if resp.StatusCode != 200 {
+			b.Fatalf("stream: status %d", resp.StatusCode)
+		}
+		n, bad := 0, ""
+		rd := bufio.NewReaderSize(resp.Body, 64<<10)
+		var event string
+		var data strings.Builder
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				break
+			}
+			line = strings.TrimRight(line, "\r\n")
+			switch {
+			case strings.HasPrefix(line, "event:"):
+				event = strings.TrimSpace(line[6:])
+			case strings.HasPrefix(line, "data:"):
+				data.WriteString(strings.TrimPrefix(line[5:], " "))
+			case line == "":
+				recv := time.Now()
+				if event == "error" {
+					bad = data.String()
+				}
+				if event == "messages" {
+					var pair []map[string]any
+					if err := json.Unmarshal([]byte(data.String()), &pair); err != nil || len(pair) != 2 {
+						b.Fatalf("messages event %q: %v", data.String(), err)
+					}
+					content, _ := pair[0]["content"].(string)
+					for _, sent := range scripted.SendTimes(content) {
+						lat = append(lat, recv.Sub(sent))
+						n++
+					}
+				}
+				event = ""
+				data.Reset()
+			}
+		}
+		resp.Body.Close()
+		b.StopTimer()
+		if bad != "" || n != chunks+1 {
+			b.Fatalf("run streamed %d stamped chunks, want %d (error event: %s)", n, chunks+1, bad)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(benchQuantile(lat, 0.5), "p50-ms")
+	b.ReportMetric(benchQuantile(lat, 0.99), "p99-ms")
+	b.ReportMetric(benchQuantile(lat, 0.999), "p99.9-ms")
+	b.ReportMetric(benchMs(lat[len(lat)-1]), "max-ms")
+	b.ReportMetric(float64(len(lat)), "chunks")
+}
+
+// procStatus reads memory fields of /proc/self/status, in MiB.
+func procStatus(b *testing.B) map[string]float64 {
+	b.Helper()
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		key, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch key {
+		case "VmRSS", "VmHWM", "RssAnon", "RssFile":
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err == nil {
+				out[key] = kb / 1024
+			}
+		}
+	}
+	return out
+}
+
+// BenchmarkAgentConcurrentRuns starts 1,000 agent runs at once, each on its
+// own thread and each waiting on one model call that answers after 2 s, on
+// a server with 1,100 run workers and durable bbolt; one op is the whole
+// batch (use -benchtime 1x). It reports the wall time from the first
+// srv.Runs.Create to the last srv.Runs.Wait returning, and the memory of
+// this process: the server, the scripted model server (1,000 open
+// responses) and the benchmark itself. VmHWM is reset (clear_refs 5) just
+// before the batch, so it is the batch's peak. With AGENT_BENCH_HEAPPROFILE
+// set to a file name, it writes a heap profile there once all 1,000 model
+// calls are in flight (after a forced GC; for profiling, not for figures).
+func BenchmarkAgentConcurrentRuns(b *testing.B) {
+	const n = 1000
+	const latency = 2 * time.Second
+	s, model := benchAgentServer(b, testutil.Options{Jobs: 1100})
+	model.SetResponder(func(scripted.ChatRequest) scripted.Step {
+		return scripted.Text("done").WithLatency(latency, 0)
+	})
+	ctx := context.Background()
+	for range b.N {
+		b.StopTimer()
+		tids := make([]uuid.UUID, n)
+		for i := range tids {
+			tids[i] = newBenchThread(b, s)
+		}
+		reqsBefore := len(model.Requests())
+		runtime.GC()
+		hwmReset := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+		before := procStatus(b)
+		goroutinesBefore := runtime.NumGoroutine()
+
+		// The sampler keeps the largest VmRSS seen and, at that moment, the
+		// Go runtime's own view: heap objects, goroutine stacks, and all
+		// memory mapped by the runtime.
+		var peakRSS float64
+		var peakG int
+		var atPeak []metrics.Sample
+		stop := make(chan struct{})
+		var sampler sync.WaitGroup
+		sampler.Add(1)
+		go func() {
+			defer sampler.Done()
+			t := time.NewTicker(50 * time.Millisecond)
+			defer t.Stop()
+			for {
+				if rss := procStatus(b)["VmRSS"]; rss > peakRSS {
+					peakRSS = rss
+					atPeak = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}, {Name: "/memory/classes/total:bytes"}}
+					metrics.Read(atPeak)
+				}
+				peakG = max(peakG, runtime.NumGoroutine())
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+			}
+		}()
+
+		b.StartTimer()
+		start := time.Now()
+		lat := make([]time.Duration, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run, err := s.Runs.Create(ctx, runs.CreateParams{ThreadID: &tids[i], Assistant: "agent", Input: userInput("wait for the model")})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				ended, values, err := s.Runs.Wait(ctx, &tids[i], run.RunID)
+				lat[i] = time.Since(start)
+				switch {
+				case err != nil:
+					errs[i] = err
+				case ended.Status != storage.RunSuccess:
+					errs[i] = fmt.Errorf("run %s: %s", ended.Status, ended.Error)
+				default:
+					msgs, _ := values["messages"].([]any)
+					if len(msgs) != 2 || msgs[1].(map[string]any)["content"] != "done" {
+						errs[i] = fmt.Errorf("final messages %v", msgs)
+					}
+				}
+			}()
+		}
+		if path := os.Getenv("AGENT_BENCH_HEAPPROFILE"); path != "" {
+			// Profiling only: a heap profile while every run waits on its
+			// model call (after a GC, which perturbs the figures).
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			if err := model.WaitRequests(wctx, reqsBefore+n); err != nil {
+				b.Fatal(err)
+			}
+			cancel()
+			runtime.GC()
+			f, err := os.Create(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+		wg.Wait()
+		wall := time.Since(start)
+		b.StopTimer()
+		close(stop)
+		sampler.Wait()
+		after := procStatus(b)
+		for i, err := range errs {
+			if err != nil {
+				b.Fatalf("run %d of %d: %v", i, n, err)
+			}
+		}
+		reqs := model.Requests()[reqsBefore:]
+		if len(reqs) != n {
+			b.Fatalf("%d model requests, want %d", len(reqs), n)
+		}
+		first, last := reqs[0].Received, reqs[0].Received
+		for _, r := range reqs {
+			if r.Received.Before(first) {
+				first = r.Received
+			}
+			if r.Received.After(last) {
+				last = r.Received
+			}
+		}
+		slices.Sort(lat)
+		b.ReportMetric(wall.Seconds(), "wall-s")
+		b.ReportMetric(benchQuantile(lat, 0.5)/1000, "done-p50-s")
+		b.ReportMetric(benchQuantile(lat, 0.99)/1000, "done-p99-s")
+		b.ReportMetric(benchMs(first.Sub(start)), "first-model-call-ms")
+		b.ReportMetric(benchMs(last.Sub(start)), "last-model-call-ms")
+		b.ReportMetric(before["VmRSS"], "rss-before-MiB")
+		b.ReportMetric(peakRSS, "rss-peak-sampled-MiB")
+		for i, name := range []string{"heapobjects-at-peak-MiB", "stacks-at-peak-MiB", "goruntime-total-at-peak-MiB"} {
+			b.ReportMetric(float64(atPeak[i].Value.Uint64())/(1<<20), name)
+		}
+		b.ReportMetric(after["VmRSS"], "rss-after-MiB")
+		b.ReportMetric(after["RssAnon"], "rssanon-after-MiB")
+		if hwmReset {
+			b.ReportMetric(after["VmHWM"], "hwm-batch-MiB")
+		} else {
+			b.ReportMetric(after["VmHWM"], "hwm-process-MiB")
+		}
+		b.ReportMetric(float64(goroutinesBefore), "goroutines-before")
+		b.ReportMetric(float64(peakG), "goroutines-peak")
+	}
+}
