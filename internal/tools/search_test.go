@@ -12,16 +12,16 @@ func searchFixture(t *testing.T) string {
 	t.Helper()
 	ws := newWorkspace(t)
 	for name, content := range map[string]string{
-		"main.go":              "package main\n\nfunc main() { println(\"TODO\") }\n",
-		"README.md":            "# Title\nTODO: write docs\n",
-		"src/a.go":             "package src\n// TODO one\n// TODO two\n",
+		"main.go":              "package main\n\nfunc main() { println(\"MARKER\") }\n",
+		"README.md":            "# Title\nMARKER: write docs\n",
+		"src/a.go":             "package src\n// MARKER one\n// MARKER two\n",
 		"src/deep/b.go":        "package deep\n",
 		"src/deep/c.ts":        "// todo lower\n",
 		"docs/guide.md":        "nothing here\n",
-		"bin/tool":             "TODO\x00binary",
+		"bin/tool":             "MARKER\x00binary",
 		"weird (name)[1].txt":  "f(x) = [1]\n",
-		".git/config":          "TODO hidden\n",
-		"src/deep/deeper/d.go": "package deeper // TODO\n",
+		".git/config":          "MARKER hidden\n",
+		"src/deep/deeper/d.go": "package deeper // MARKER\n",
 	} {
 		writeHost(t, filepath.Join(ws, filepath.FromSlash(name)), content)
 	}
@@ -68,15 +68,15 @@ func TestGrep(t *testing.T) {
 	ws := searchFixture(t)
 	g := NewGrep()
 
-	got := mustCall(t, g, ws, map[string]any{"pattern": "TODO"})
+	got := mustCall(t, g, ws, map[string]any{"pattern": "MARKER"})
 	if want := "/.git/config\n/README.md\n/main.go\n/src/a.go\n/src/deep/deeper/d.go"; got != want {
 		t.Errorf("files_with_matches = %q, want %q", got, want)
 	}
-	got = mustCall(t, g, ws, map[string]any{"pattern": "TODO", "path": "/src", "output_mode": "content"})
-	if want := "/src/a.go:\n  2: // TODO one\n  3: // TODO two\n/src/deep/deeper/d.go:\n  1: package deeper // TODO"; got != want {
+	got = mustCall(t, g, ws, map[string]any{"pattern": "MARKER", "path": "/src", "output_mode": "content"})
+	if want := "/src/a.go:\n  2: // MARKER one\n  3: // MARKER two\n/src/deep/deeper/d.go:\n  1: package deeper // MARKER"; got != want {
 		t.Errorf("content = %q, want %q", got, want)
 	}
-	got = mustCall(t, g, ws, map[string]any{"pattern": "TODO", "output_mode": "count", "glob": "*.go"})
+	got = mustCall(t, g, ws, map[string]any{"pattern": "MARKER", "output_mode": "count", "glob": "*.go"})
 	if want := "/main.go: 1\n/src/a.go: 2\n/src/deep/deeper/d.go: 1"; got != want {
 		t.Errorf("count = %q, want %q", got, want)
 	}
@@ -88,7 +88,7 @@ func TestGrep(t *testing.T) {
 	if got != "/weird (name)[1].txt" {
 		t.Errorf("escaped regex = %q", got)
 	}
-	got = mustCall(t, g, ws, map[string]any{"pattern": "TODO", "path": "src/a.go", "output_mode": "count"})
+	got = mustCall(t, g, ws, map[string]any{"pattern": "MARKER", "path": "src/a.go", "output_mode": "count"})
 	if got != "/src/a.go: 2" {
 		t.Errorf("grep in one file = %q", got)
 	}
