@@ -16,7 +16,7 @@ func searchFixture(t *testing.T) string {
 		"README.md":            "# Title\nMARKER: write docs\n",
 		"src/a.go":             "package src\n// MARKER one\n// MARKER two\n",
 		"src/deep/b.go":        "package deep\n",
-		"src/deep/c.ts":        "// todo lower\n",
+		"src/deep/c.ts":        "// marker lower\n",
 		"docs/guide.md":        "nothing here\n",
 		"bin/tool":             "MARKER\x00binary",
 		"weird (name)[1].txt":  "f(x) = [1]\n",
@@ -80,7 +80,7 @@ func TestGrep(t *testing.T) {
 	if want := "/main.go: 1\n/src/a.go: 2\n/src/deep/deeper/d.go: 1"; got != want {
 		t.Errorf("count = %q, want %q", got, want)
 	}
-	got = mustCall(t, g, ws, map[string]any{"pattern": "(?i)todo", "glob": "src/**/*.{ts,go}"})
+	got = mustCall(t, g, ws, map[string]any{"pattern": "(?i)marker", "glob": "src/**/*.{ts,go}"})
 	if want := "/src/a.go\n/src/deep/c.ts\n/src/deep/deeper/d.go"; got != want {
 		t.Errorf("glob with slash = %q, want %q", got, want)
 	}
