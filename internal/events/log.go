@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 )
@@ -50,6 +51,15 @@ type Log struct {
 	wake      chan struct{} // non-nil while a subscriber waits; closed on Append and Close
 	dirty     bool          // registered (or being registered) in broker.dirty
 	flushed   int           // events[:flushed] are persisted
+
+	subs atomic.Int32 // open subscriptions
+}
+
+// Watched reports whether anyone can still read events appended now: the
+// log is resumable (persisted for replay) or has an open subscription.
+// Producers may skip building events for an unwatched log.
+func (l *Log) Watched() bool {
+	return l.subs.Load() > 0 || l.Resumable()
 }
 
 // RunID returns the run the log belongs to.
@@ -137,6 +147,7 @@ func (l *Log) Subscribe(after int64) *Subscription {
 	l.mu.Lock()
 	pos := sort.Search(len(l.events), func(i int) bool { return l.events[i].Seq > after })
 	l.mu.Unlock()
+	l.subs.Add(1)
 	return &Subscription{log: l, pos: pos, done: make(chan struct{})}
 }
 
@@ -240,5 +251,10 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 // Close releases the subscription and wakes a Next blocked on it. It is
 // idempotent.
 func (s *Subscription) Close() {
-	s.once.Do(func() { close(s.done) })
+	s.once.Do(func() {
+		close(s.done)
+		if s.log != nil {
+			s.log.subs.Add(-1)
+		}
+	})
 }

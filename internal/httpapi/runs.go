@@ -203,10 +203,16 @@ func toAPIRun(r storage.Run, apStatus bool) api.Run {
 
 // createRun converts a run-creating body and creates the run.
 func (h *Handler) createRun(ctx context.Context, b *api.RunCreate, threadID *uuid.UUID) (runs.CreateParams, storage.Run, error) {
+	return h.createRunStreamed(ctx, b, threadID, false)
+}
+
+// createRunStreamed is createRun for a caller that may stream the run.
+func (h *Handler) createRunStreamed(ctx context.Context, b *api.RunCreate, threadID *uuid.UUID, streamed bool) (runs.CreateParams, storage.Run, error) {
 	p, err := h.createParams(ctx, b, threadID)
 	if err != nil {
 		return p, storage.Run{}, err
 	}
+	p.Streamed = streamed
 	r, err := h.runs.Create(ctx, p)
 	return p, r, err
 }

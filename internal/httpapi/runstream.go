@@ -101,7 +101,7 @@ func (s *streamResponse) VisitJoinThreadStreamResponse(w http.ResponseWriter) er
 
 // startStream creates a run and streams it from its first event.
 func (h *Handler) startStream(ctx context.Context, b *api.RunCreate, threadID *uuid.UUID) (*streamResponse, error) {
-	p, r, err := h.createRun(ctx, b, threadID)
+	p, r, err := h.createRunStreamed(ctx, b, threadID, true)
 	if err != nil {
 		return nil, err
 	}

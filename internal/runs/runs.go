@@ -85,6 +85,9 @@ type liveRun struct {
 	done   chan struct{} // closed when the run ends
 	cancel context.CancelCauseFunc
 	action string // cancel action requested before the run started
+	// streamed is set when the creating request streams the run, so its
+	// events are built even before the client has subscribed.
+	streamed bool
 }
 
 // outcome is how a run ended.
@@ -143,6 +146,8 @@ type CreateParams struct {
 	FeedbackKeys      []string
 	// Headers are request headers copied into config.configurable (x-*).
 	Headers map[string]string
+	// Streamed tells that the caller will stream the run's events.
+	Streamed bool
 }
 
 // Create validates and stores a run, applies the multitask strategy and
@@ -278,6 +283,11 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 	log.Append("metadata", meta)
 	s.watchers.publish(run.ThreadID, "metadata", meta)
 	s.track(run.RunID)
+	if p.Streamed {
+		s.mu.Lock()
+		s.live[run.RunID].streamed = true
+		s.mu.Unlock()
+	}
 	s.sched.enqueue(run)
 	return run, nil
 }

@@ -61,6 +61,13 @@ func (t *ThreadSubscription) Close() {
 	})
 }
 
+// has reports whether a thread has stream clients.
+func (w *threadWatchers) has(threadID uuid.UUID) bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return len(w.logs[threadID]) > 0
+}
+
 // publish copies one run event to the thread's watchers.
 func (w *threadWatchers) publish(threadID uuid.UUID, name string, data json.RawMessage) {
 	w.mu.RLock()

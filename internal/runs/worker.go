@@ -50,6 +50,7 @@ func (s *Service) execute(queued storage.Run) {
 	}
 	log := s.broker.Open(run.RunID, boolOf(run.Kwargs["resumable"]))
 	sink := newRunSink(s, run, log)
+	sink.streamed = lr.streamed
 	if run.Attempt > 1 || log.LastSeq() == 0 {
 		// A retry (or a run whose log was lost with the process) announces
 		// its attempt; a first attempt announced itself at creation.
@@ -416,6 +417,8 @@ type runSink struct {
 	// loses nothing: the retry applies the input again).
 	pending []storage.Checkpoint
 	legacy  map[string]map[string]any // legacy "messages" mode: accumulated message per id
+	// streamed is set when the creating request streams the run.
+	streamed bool
 
 	mu    sync.Mutex // guards usage, notes and writeErr
 	usage *usageTotals
@@ -560,7 +563,13 @@ func (k *runSink) flushed() error {
 }
 
 // Wants maps executor modes to the stream modes the run was created with.
+// Nothing is built for a run nobody can read: not streamed by its creator,
+// not resumable, and without subscribers or thread stream clients (a later
+// join only sees events from the moment it joins).
 func (k *runSink) Wants(mode string) bool {
+	if !k.streamed && !k.log.Watched() && !k.s.watchers.has(k.run.ThreadID) {
+		return false
+	}
 	if mode == "messages" {
 		return k.modes["messages-tuple"] || k.modes["messages"] || k.modes["events"]
 	}
