@@ -206,8 +206,13 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 	}
 	var cancelIDs []uuid.UUID
 	var ended []storage.Run
+	// A run whose thread is idle starts in the same commit that creates it
+	// when a worker is free, saving one durable write per run.
+	claimed := !run.NotBefore.After(now) && s.sched.claim(run.ThreadID)
+	startNow := false
 	err = s.db.Update(ctx, func(tx *storage.Tx) error {
-		cancelIDs, ended = nil, nil
+		cancelIDs, ended, startNow = nil, nil, false
+		run.Status, run.Attempt, run.StartedAt = storage.RunPending, 0, nil
 		th, err := tx.GetThread(run.ThreadID)
 		switch {
 		case err == nil:
@@ -253,6 +258,11 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 				}
 			}
 		}
+		if claimed && len(inflight) == 0 {
+			startNow = true
+			started := now
+			run.Status, run.Attempt, run.StartedAt = storage.RunRunning, 1, &started
+		}
 		run.Metadata = jsonx.Merge(jsonx.Merge(asst.Metadata, th.Metadata), p.Metadata)
 		th.Metadata = jsonx.Merge(th.Metadata, map[string]any{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID.String()})
 		th.Status = threads.StatusBusy
@@ -264,7 +274,13 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 		return tx.PutRun(run)
 	})
 	if err != nil {
+		if claimed {
+			s.sched.release(run.ThreadID)
+		}
 		return storage.Run{}, err
+	}
+	if claimed && !startNow {
+		s.sched.release(run.ThreadID)
 	}
 	for _, r := range ended {
 		s.endPending(r, strategy == StrategyRollback)
@@ -287,6 +303,16 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 		s.mu.Lock()
 		s.live[run.RunID].streamed = true
 		s.mu.Unlock()
+	}
+	if startNow {
+		if !s.sched.startClaimed(run) {
+			s.sched.release(run.ThreadID) // shutting down: recovery restarts it
+		}
+		// Clients are told about the run as created, like on LangGraph
+		// Platform: pending, even when it started in the same commit.
+		created := run
+		created.Status, created.Attempt, created.StartedAt = storage.RunPending, 0, nil
+		return created, nil
 	}
 	s.sched.enqueue(run)
 	return run, nil

@@ -128,15 +128,66 @@ func (q *scheduler) work(r storage.Run) {
 	defer q.s.wg.Done()
 	select {
 	case q.slots <- struct{}{}:
-		q.s.execute(r)
+		q.s.execute(r, false)
 		<-q.slots
 	case <-q.s.ctx.Done():
 	}
+	q.done(r.ThreadID)
+}
+
+// claim reserves a worker slot and a thread for a run about to be created
+// and started in one commit. It succeeds only when the thread has nothing
+// running or queued and a slot is free at once; release must follow when
+// the run is not started after all.
+func (q *scheduler) claim(thread uuid.UUID) bool {
 	q.mu.Lock()
-	if tq := q.queues[r.ThreadID]; tq != nil {
+	defer q.mu.Unlock()
+	if !q.started || q.stopped {
+		return false
+	}
+	if tq := q.queues[thread]; tq != nil && (tq.running || len(tq.pending) > 0) {
+		return false
+	}
+	select {
+	case q.slots <- struct{}{}:
+	default:
+		return false
+	}
+	q.queues[thread] = &threadQueue{running: true}
+	return true
+}
+
+// release gives back a claim whose run did not start.
+func (q *scheduler) release(thread uuid.UUID) {
+	<-q.slots
+	q.done(thread)
+}
+
+// startClaimed executes a run created as running under a claim.
+func (q *scheduler) startClaimed(r storage.Run) bool {
+	q.mu.Lock()
+	if q.stopped {
+		q.mu.Unlock()
+		return false
+	}
+	q.s.wg.Add(1)
+	q.mu.Unlock()
+	go func() {
+		defer q.s.wg.Done()
+		q.s.execute(r, true)
+		<-q.slots
+		q.done(r.ThreadID)
+	}()
+	return true
+}
+
+// done marks a thread's run as finished and starts its next one.
+func (q *scheduler) done(thread uuid.UUID) {
+	q.mu.Lock()
+	if tq := q.queues[thread]; tq != nil {
 		tq.running = false
-		q.dropIfIdle(r.ThreadID, tq)
+		q.dropIfIdle(thread, tq)
 	}
 	q.mu.Unlock()
-	q.dispatch(r.ThreadID)
+	q.dispatch(thread)
 }

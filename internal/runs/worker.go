@@ -27,7 +27,7 @@ func (c *cancelCause) Error() string { return "run cancelled (" + c.action + ")"
 var errShutdown = errors.New("server shutting down")
 
 // execute runs one run to its end. It is called by the scheduler on a worker.
-func (s *Service) execute(queued storage.Run) {
+func (s *Service) execute(queued storage.Run, started bool) {
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	defer cancel(nil)
 	s.mu.Lock()
@@ -44,7 +44,10 @@ func (s *Service) execute(queued storage.Run) {
 		cancel(&cancelCause{requested})
 	}
 
-	run, ok := s.markRunning(queued.RunID)
+	run, ok := queued, started // started: the creation already marked it running
+	if !started {
+		run, ok = s.markRunning(queued.RunID)
+	}
 	if !ok {
 		return
 	}
