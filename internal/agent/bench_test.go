@@ -16,6 +16,7 @@ import (
 	"agentserver/internal/llm"
 	"agentserver/internal/llm/scripted"
 	"agentserver/internal/storage"
+	"agentserver/internal/testutil/stats"
 	"agentserver/internal/tools"
 )
 
@@ -100,72 +101,10 @@ max_turns: 200
 `, baseURL)
 }
 
-// toolSteps scripts k tool-call steps (each calling ls and write_todos in
-// parallel) and a final text. Every step stamps its finish delta with its
-// send time (scripted.WithSendTimestamps), so the end of each model
-// response can be read from the messages afterwards.
-func toolSteps(k int) []scripted.Step {
-	steps := make([]scripted.Step, 0, k+1)
-	for i := range k {
-		steps = append(steps, scripted.ToolCalls(
-			scripted.Call("ls", map[string]any{"path": "/"}),
-			scripted.Call("write_todos", map[string]any{"todos": []any{map[string]any{"content": fmt.Sprintf("step %d", i), "status": "in_progress"}}}),
-		).WithSendTimestamps())
-	}
-	return append(steps, scripted.Text("All done.").Split(3).WithSendTimestamps())
-}
-
-// serverModelTime returns the model time of a run's k+1 calls as the
-// scripted server saw it: from having read each request's body to sending
-// the finish delta of its response (the last send marker of the AI message
-// that call produced). reqs are the run's requests, in order.
-func serverModelTime(tb testing.TB, reqs []scripted.Request, messages []any) time.Duration {
-	tb.Helper()
-	var ais []map[string]any
-	for _, m := range messages {
-		if mm, _ := m.(map[string]any); mm["type"] == "ai" {
-			ais = append(ais, mm)
-		}
-	}
-	if len(ais) != len(reqs) {
-		tb.Fatalf("%d AI messages for %d model requests", len(ais), len(reqs))
-	}
-	var total time.Duration
-	for i, ai := range ais {
-		content, _ := ai["content"].(string)
-		sent := scripted.SendTimes(content)
-		if len(sent) == 0 {
-			tb.Fatalf("AI message %d has no send marker: %q", i, content)
-		}
-		total += sent[len(sent)-1].Sub(reqs[i].Received)
-	}
-	return total
-}
-
-// percentile returns the q-quantile (0..1) of sorted durations, in ms.
-func percentile(sorted []time.Duration, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q * float64(len(sorted)))
-	if i >= len(sorted) {
-		i = len(sorted) - 1
-	}
-	return float64(sorted[i].Nanoseconds()) / 1e6
-}
-
 func reportQuantiles(b *testing.B, name string, d []time.Duration) {
 	slices.Sort(d)
-	b.ReportMetric(percentile(d, 0.50), name+"-p50-ms")
-	b.ReportMetric(percentile(d, 0.99), name+"-p99-ms")
-}
-
-func mean(d []time.Duration) float64 {
-	var sum time.Duration
-	for _, x := range d {
-		sum += x
-	}
-	return float64(sum.Nanoseconds()) / 1e6 / float64(max(len(d), 1))
+	b.ReportMetric(stats.Millis(stats.Quantile(d, 0.50)), name+"-p50-ms")
+	b.ReportMetric(stats.Millis(stats.Quantile(d, 0.99)), name+"-p99-ms")
 }
 
 // BenchmarkAgentStepOverhead measures the agent runtime's own time per agent
@@ -226,7 +165,7 @@ func benchStepOverhead(b *testing.B, k int) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		model.Script(toolSteps(k)...)
+		model.Script(scripted.ToolLoopSteps(k)...)
 		clock.reset()
 		sink := &memorySink{}
 		in := graph.Input{
@@ -258,7 +197,10 @@ func benchStepOverhead(b *testing.B, k int) {
 		}
 		reqs := model.Requests()[done:]
 		done += steps
-		srvModel := serverModelTime(b, reqs, msgs)
+		srvModel, err := scripted.ModelTime(reqs, msgs)
+		if err != nil {
+			b.Fatal(err)
+		}
 		perStep = append(perStep, (wall-inModel)/time.Duration(steps))
 		perStepSrv = append(perStepSrv, (wall-srvModel)/time.Duration(steps))
 		walls = append(walls, wall)
@@ -272,9 +214,9 @@ func benchStepOverhead(b *testing.B, k int) {
 	reportQuantiles(b, "step", perStep)
 	reportQuantiles(b, "srvstep", perStepSrv)
 	slices.Sort(overheads)
-	b.ReportMetric(percentile(overheads, 0.5), "srvoverhead-p50-ms/run")
-	b.ReportMetric(mean(walls), "wall-ms/run")
-	b.ReportMetric(mean(modelTimes), "model-ms/run")
-	b.ReportMetric(mean(srvModelTimes), "srvmodel-ms/run")
-	b.ReportMetric(mean(chunkTimes)*1000, "chunkcb-µs/run")
+	b.ReportMetric(stats.Millis(stats.Quantile(overheads, 0.5)), "srvoverhead-p50-ms/run")
+	b.ReportMetric(stats.Millis(stats.Mean(walls)), "wall-ms/run")
+	b.ReportMetric(stats.Millis(stats.Mean(modelTimes)), "model-ms/run")
+	b.ReportMetric(stats.Millis(stats.Mean(srvModelTimes)), "srvmodel-ms/run")
+	b.ReportMetric(stats.Millis(stats.Mean(chunkTimes))*1000, "chunkcb-µs/run")
 }

@@ -39,6 +39,16 @@ func (l *Local) services() (*threads.Service, *runs.Service, error) {
 	return l.threads, l.runs, nil
 }
 
+// target returns the bound services and the parsed ids of a run.
+func (l *Local) target(threadID, runID string) (*threads.Service, *runs.Service, uuid.UUID, uuid.UUID, error) {
+	th, rs, err := l.services()
+	if err != nil {
+		return nil, nil, uuid.Nil, uuid.Nil, err
+	}
+	tid, rid, err := parseIDs(threadID, runID)
+	return th, rs, tid, rid, err
+}
+
 func parseIDs(threadID, runID string) (uuid.UUID, uuid.UUID, error) {
 	tid, err := uuid.Parse(threadID)
 	if err != nil {
@@ -87,11 +97,7 @@ func (l *Local) Update(ctx context.Context, threadID, graphID, message string) (
 
 // Run reads a run's status, and the thread's interrupts when it paused.
 func (l *Local) Run(ctx context.Context, threadID, runID string) (RunInfo, error) {
-	th, rs, err := l.services()
-	if err != nil {
-		return RunInfo{}, err
-	}
-	tid, rid, err := parseIDs(threadID, runID)
+	th, rs, tid, rid, err := l.target(threadID, runID)
 	if err != nil {
 		return RunInfo{}, err
 	}
@@ -133,11 +139,7 @@ func (l *Local) LastMessage(ctx context.Context, threadID string) (any, error) {
 
 // Cancel interrupts a run.
 func (l *Local) Cancel(ctx context.Context, threadID, runID string) error {
-	_, rs, err := l.services()
-	if err != nil {
-		return err
-	}
-	tid, rid, err := parseIDs(threadID, runID)
+	_, rs, tid, rid, err := l.target(threadID, runID)
 	if err != nil {
 		return err
 	}
@@ -146,11 +148,7 @@ func (l *Local) Cancel(ctx context.Context, threadID, runID string) error {
 
 // Wait blocks on the run's completion channel; nothing is polled.
 func (l *Local) Wait(ctx context.Context, threadID, runID string) (RunInfo, error) {
-	th, rs, err := l.services()
-	if err != nil {
-		return RunInfo{}, err
-	}
-	tid, rid, err := parseIDs(threadID, runID)
+	th, rs, tid, rid, err := l.target(threadID, runID)
 	if err != nil {
 		return RunInfo{}, err
 	}

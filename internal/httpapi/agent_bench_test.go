@@ -22,6 +22,7 @@ import (
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/testutil"
+	"agentserver/internal/testutil/stats"
 	"agentserver/internal/threads"
 )
 
@@ -47,66 +48,6 @@ tools: [ls, write_todos]
 max_turns: 200
 `, model.URL())}
 	return testutil.StartServer(b, o), model
-}
-
-// benchToolSteps scripts k tool-call steps (ls and write_todos in parallel)
-// and a final text, each response stamping its finish delta with its send
-// time.
-func benchToolSteps(k int) []scripted.Step {
-	steps := make([]scripted.Step, 0, k+1)
-	for i := range k {
-		steps = append(steps, scripted.ToolCalls(
-			scripted.Call("ls", map[string]any{"path": "/"}),
-			scripted.Call("write_todos", map[string]any{"todos": []any{map[string]any{"content": fmt.Sprintf("step %d", i), "status": "in_progress"}}}),
-		).WithSendTimestamps())
-	}
-	return append(steps, scripted.Text("All done.").Split(3).WithSendTimestamps())
-}
-
-// benchModelTime is the model time of a run as the scripted server saw it:
-// for each call, from having read the request body (Request.Received) to
-// sending the finish delta (the last send marker of the AI message the call
-// produced). reqs are the run's requests in order.
-func benchModelTime(b *testing.B, reqs []scripted.Request, values map[string]any) time.Duration {
-	b.Helper()
-	msgs, _ := values["messages"].([]any)
-	var ais []map[string]any
-	for _, m := range msgs {
-		if mm, _ := m.(map[string]any); mm["type"] == "ai" {
-			ais = append(ais, mm)
-		}
-	}
-	if len(ais) != len(reqs) {
-		b.Fatalf("%d AI messages for %d model requests", len(ais), len(reqs))
-	}
-	var total time.Duration
-	for i, ai := range ais {
-		content, _ := ai["content"].(string)
-		sent := scripted.SendTimes(content)
-		if len(sent) == 0 {
-			b.Fatalf("AI message %d has no send marker: %q", i, content)
-		}
-		total += sent[len(sent)-1].Sub(reqs[i].Received)
-	}
-	return total
-}
-
-func benchMs(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
-// benchQuantile returns the q-quantile of sorted, in ms.
-func benchQuantile(sorted []time.Duration, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return benchMs(sorted[min(int(q*float64(len(sorted))), len(sorted)-1)])
-}
-
-func benchMean(d []time.Duration) float64 {
-	var sum time.Duration
-	for _, x := range d {
-		sum += x
-	}
-	return benchMs(sum) / float64(max(len(d), 1))
 }
 
 func newBenchThread(b *testing.B, s *testutil.Server) uuid.UUID {
@@ -152,7 +93,7 @@ func benchServerStepOverhead(b *testing.B, k int, noSync bool) {
 	for range b.N {
 		b.StopTimer()
 		tid := newBenchThread(b, s)
-		model.Script(benchToolSteps(k)...)
+		model.Script(scripted.ToolLoopSteps(k)...)
 		b.StartTimer()
 		start := time.Now()
 		run, err := s.Runs.Create(ctx, runs.CreateParams{
@@ -175,7 +116,11 @@ func benchServerStepOverhead(b *testing.B, k int, noSync bool) {
 		if len(reqs) != done+steps {
 			b.Fatalf("%d model requests, want %d", len(reqs)-done, steps)
 		}
-		mt := benchModelTime(b, reqs[done:], values)
+		msgs, _ := values["messages"].([]any)
+		mt, err := scripted.ModelTime(reqs[done:], msgs)
+		if err != nil {
+			b.Fatal(err)
+		}
 		done += steps
 		perStep = append(perStep, (wall-mt)/time.Duration(steps))
 		overheads = append(overheads, wall-mt)
@@ -186,11 +131,11 @@ func benchServerStepOverhead(b *testing.B, k int, noSync bool) {
 	b.StopTimer()
 	slices.Sort(perStep)
 	slices.Sort(overheads)
-	b.ReportMetric(benchQuantile(perStep, 0.5), "srvstep-p50-ms")
-	b.ReportMetric(benchQuantile(perStep, 0.99), "srvstep-p99-ms")
-	b.ReportMetric(benchQuantile(overheads, 0.5), "srvoverhead-p50-ms/run")
-	b.ReportMetric(benchMean(walls), "wall-ms/run")
-	b.ReportMetric(benchMean(models), "srvmodel-ms/run")
+	b.ReportMetric(stats.Millis(stats.Quantile(perStep, 0.5)), "srvstep-p50-ms")
+	b.ReportMetric(stats.Millis(stats.Quantile(perStep, 0.99)), "srvstep-p99-ms")
+	b.ReportMetric(stats.Millis(stats.Quantile(overheads, 0.5)), "srvoverhead-p50-ms/run")
+	b.ReportMetric(stats.Millis(stats.Mean(walls)), "wall-ms/run")
+	b.ReportMetric(stats.Millis(stats.Mean(models)), "srvmodel-ms/run")
 }
 
 // BenchmarkAgentTokenPassThrough measures how long a token chunk takes from
@@ -265,10 +210,10 @@ func BenchmarkAgentTokenPassThrough(b *testing.B) {
 	}
 	b.StopTimer()
 	slices.Sort(lat)
-	b.ReportMetric(benchQuantile(lat, 0.5), "p50-ms")
-	b.ReportMetric(benchQuantile(lat, 0.99), "p99-ms")
-	b.ReportMetric(benchQuantile(lat, 0.999), "p99.9-ms")
-	b.ReportMetric(benchMs(lat[len(lat)-1]), "max-ms")
+	b.ReportMetric(stats.Millis(stats.Quantile(lat, 0.5)), "p50-ms")
+	b.ReportMetric(stats.Millis(stats.Quantile(lat, 0.99)), "p99-ms")
+	b.ReportMetric(stats.Millis(stats.Quantile(lat, 0.999)), "p99.9-ms")
+	b.ReportMetric(stats.Millis(lat[len(lat)-1]), "max-ms")
 	b.ReportMetric(float64(len(lat)), "chunks")
 }
 
@@ -427,10 +372,10 @@ func BenchmarkAgentConcurrentRuns(b *testing.B) {
 		}
 		slices.Sort(lat)
 		b.ReportMetric(wall.Seconds(), "wall-s")
-		b.ReportMetric(benchQuantile(lat, 0.5)/1000, "done-p50-s")
-		b.ReportMetric(benchQuantile(lat, 0.99)/1000, "done-p99-s")
-		b.ReportMetric(benchMs(first.Sub(start)), "first-model-call-ms")
-		b.ReportMetric(benchMs(last.Sub(start)), "last-model-call-ms")
+		b.ReportMetric(stats.Millis(stats.Quantile(lat, 0.5))/1000, "done-p50-s")
+		b.ReportMetric(stats.Millis(stats.Quantile(lat, 0.99))/1000, "done-p99-s")
+		b.ReportMetric(stats.Millis(first.Sub(start)), "first-model-call-ms")
+		b.ReportMetric(stats.Millis(last.Sub(start)), "last-model-call-ms")
 		b.ReportMetric(before["VmRSS"], "rss-before-MiB")
 		b.ReportMetric(peakRSS, "rss-peak-sampled-MiB")
 		for i, name := range []string{"heapobjects-at-peak-MiB", "stacks-at-peak-MiB", "goruntime-total-at-peak-MiB"} {

@@ -298,12 +298,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 	meta := metadataEvent(run.RunID, run.ThreadID, 1)
 	log.Append("metadata", meta)
 	s.watchers.publish(run.ThreadID, "metadata", meta)
-	s.track(run.RunID)
-	if p.Streamed {
-		s.mu.Lock()
-		s.live[run.RunID].streamed = true
-		s.mu.Unlock()
-	}
+	s.track(run.RunID, p.Streamed)
 	if startNow {
 		if !s.sched.startClaimed(run) {
 			s.sched.release(run.ThreadID) // shutting down: recovery restarts it
@@ -327,7 +322,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	for _, r := range active {
 		s.broker.Open(r.RunID, boolOf(r.Kwargs["resumable"]))
-		s.track(r.RunID)
+		s.track(r.RunID, false)
 		s.sched.enqueue(r)
 	}
 	s.sched.start()
@@ -403,11 +398,11 @@ func (s *Service) Stopped() bool {
 }
 
 // track registers the in-memory side of a run that is about to be queued.
-func (s *Service) track(id uuid.UUID) {
+func (s *Service) track(id uuid.UUID, streamed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.live[id]; !ok {
-		s.live[id] = &liveRun{done: make(chan struct{})}
+		s.live[id] = &liveRun{done: make(chan struct{}), streamed: streamed}
 	}
 }
 

@@ -76,6 +76,21 @@ func (s *Supervisor) lookup(c tools.Call) (Task, Subagent, asynctasks.Transport,
 	return task, sub, tr, nil
 }
 
+// status looks a task up and asks its server for its run's state; refusal
+// is the tool result when either fails (failure prefixes the error).
+func (s *Supervisor) status(ctx context.Context, c tools.Call, failure string) (Task, asynctasks.Transport, asynctasks.RunInfo, *tools.Result) {
+	task, _, tr, refusal := s.lookup(c)
+	if refusal != nil {
+		return task, nil, asynctasks.RunInfo{}, refusal
+	}
+	info, err := tr.Run(ctx, task.ThreadID, task.RunID)
+	if err != nil {
+		r := text(fmt.Sprintf("%s: %v", failure, err))
+		return task, nil, info, &r
+	}
+	return task, tr, info, nil
+}
+
 type startTool struct{ s *Supervisor }
 
 func (t *startTool) Spec() llm.ToolSpec {
@@ -121,13 +136,9 @@ func (t *checkTool) Spec() llm.ToolSpec {
 
 func (t *checkTool) Call(ctx context.Context, c tools.Call) (tools.Result, error) {
 	s := t.s
-	task, _, tr, refusal := s.lookup(c)
+	task, tr, info, refusal := s.status(ctx, c, "Failed to get run status")
 	if refusal != nil {
 		return *refusal, nil
-	}
-	info, err := tr.Run(ctx, task.ThreadID, task.RunID)
-	if err != nil {
-		return text(fmt.Sprintf("Failed to get run status: %v", err)), nil
 	}
 	result := pyObject{{"status", info.Status}, {"thread_id", task.ThreadID}}
 	switch info.Status {
@@ -206,13 +217,9 @@ func (t *cancelTool) Spec() llm.ToolSpec {
 // status (deepagents writes "cancelled" blindly, #6234).
 func (t *cancelTool) Call(ctx context.Context, c tools.Call) (tools.Result, error) {
 	s := t.s
-	task, _, tr, refusal := s.lookup(c)
+	task, tr, info, refusal := s.status(ctx, c, "Failed to cancel run")
 	if refusal != nil {
 		return *refusal, nil
-	}
-	info, err := tr.Run(ctx, task.ThreadID, task.RunID)
-	if err != nil {
-		return text(fmt.Sprintf("Failed to cancel run: %v", err)), nil
 	}
 	if asynctasks.Terminal(info.Status) {
 		done := s.refreshed(task, info.Status)
