@@ -337,7 +337,7 @@ func (a *Agent) runTool(ctx context.Context, rt *graph.Runtime, c *ToolCall) (to
 				return tools.Result{}, err
 			}
 		}
-		return t.Call(ctx, tools.Call{ID: c.ID, Args: c.Args, Workspace: ws, ThreadID: rt.ThreadID.String(), State: c.State, Config: rt.Config, Emit: rt.Custom, ReportUsage: rt.ReportUsage})
+		return t.Call(ctx, tools.Call{ID: c.ID, Args: c.Args, Workspace: ws, ThreadID: rt.ThreadID.String(), State: c.State, Config: rt.Config, Emit: rt.Custom, ReportUsage: rt.ReportUsage, Namespaced: rt.Namespaced})
 	})
 	for i := len(a.middlewares) - 1; i >= 0; i-- {
 		if w, ok := a.middlewares[i].(WrapTool); ok {

@@ -1,7 +1,11 @@
 package graph
 
 import (
+	"context"
+
 	"github.com/google/uuid"
+
+	"agentserver/internal/storage"
 )
 
 // Runtime is what a node sees of its run besides the state.
@@ -58,3 +62,28 @@ func (rt *Runtime) MessageChunk(chunk map[string]any) {
 		rt.sink.Emit("messages", []any{chunk, MessageMetadata(Input{RunID: rt.RunID, ThreadID: rt.ThreadID}, rt.Node, rt.Step)})
 	}
 }
+
+// SubgraphsMode is the pseudo stream mode a Sink wants when the run asked
+// for subgraph events (stream_subgraphs).
+const SubgraphsMode = "subgraphs"
+
+// Namespaced returns a sink that streams a nested graph's events under the
+// namespace ns ("values|ns", "messages|ns", ...) when the run asked for
+// subgraph events; otherwise it wants nothing. Checkpoints, usage and notes
+// of the nested graph are not forwarded.
+func (rt *Runtime) Namespaced(ns string) Sink {
+	return nsSink{parent: rt.sink, ns: ns}
+}
+
+type nsSink struct {
+	parent Sink
+	ns     string
+}
+
+func (n nsSink) Checkpoint(context.Context, storage.Checkpoint, bool) error { return nil }
+func (n nsSink) Wants(mode string) bool {
+	return n.parent.Wants(SubgraphsMode) && n.parent.Wants(mode)
+}
+func (n nsSink) Emit(mode string, payload any) { n.parent.Emit(mode+"|"+n.ns, payload) }
+func (n nsSink) Usage(Usage)                   {}
+func (n nsSink) Note(string, any)              {}

@@ -1304,3 +1304,41 @@ func TestTaskCancelQueued(t *testing.T) {
 		t.Fatalf("terminal events = %v", kinds)
 	}
 }
+
+func TestTaskSubgraphEventsStreamUnderANamespace(t *testing.T) {
+	for _, subgraphs := range []bool{false, true} {
+		s, model := agentServer(t, "subagents: {}\n")
+		model.Script(
+			scripted.ToolCalls(scripted.Call("task", map[string]any{"description": "d", "prompt": "p", "subagent_type": "general-purpose"})),
+			scripted.Text("child answer").Split(2),
+			scripted.Text("lead answer"),
+		)
+		tid := newThread(t, s)
+		resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput("go"),
+			"stream_mode": []string{"messages-tuple", "updates"}, "stream_subgraphs": subgraphs}, nil)
+		evs, err := testutil.NewSSEReader(resp.Body).All()
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nested []string
+		for _, e := range evs {
+			if strings.Contains(e.Event, "|task:") {
+				nested = append(nested, e.Event)
+			}
+		}
+		if !subgraphs && len(nested) > 0 {
+			t.Fatalf("subgraph events without stream_subgraphs: %v", nested)
+		}
+		if subgraphs {
+			var sawMessages, sawUpdates bool
+			for _, n := range nested {
+				sawMessages = sawMessages || strings.HasPrefix(n, "messages|task:")
+				sawUpdates = sawUpdates || strings.HasPrefix(n, "updates|task:")
+			}
+			if !sawMessages || !sawUpdates {
+				t.Fatalf("namespaced subagent events = %v", nested)
+			}
+		}
+	}
+}

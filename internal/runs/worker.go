@@ -573,6 +573,9 @@ func (k *runSink) Wants(mode string) bool {
 	if !k.streamed && !k.log.Watched() && !k.s.watchers.has(k.run.ThreadID) {
 		return false
 	}
+	if mode == graph.SubgraphsMode {
+		return boolOf(k.run.Kwargs["subgraphs"])
+	}
 	if mode == "messages" {
 		return k.modes["messages-tuple"] || k.modes["messages"] || k.modes["events"]
 	}

@@ -27,6 +27,9 @@ type childSink struct {
 	toolCall      string
 	// log appends steps to the execution record off the hot path.
 	log *stepLog
+	// fwd streams the subagent's own events to the lead's client under
+	// the namespace task:<tool call id> (stream_subgraphs); nil: none.
+	fwd graph.Sink
 
 	mu     sync.Mutex
 	steps  []map[string]any
@@ -38,10 +41,15 @@ type childSink struct {
 func (k *childSink) Checkpoint(context.Context, storage.Checkpoint, bool) error { return nil }
 
 // Wants asks only for node updates: they carry the subagent's messages.
-func (k *childSink) Wants(mode string) bool { return mode == "updates" }
+func (k *childSink) Wants(mode string) bool {
+	return mode == "updates" || (k.fwd != nil && k.fwd.Wants(mode))
+}
 
 // Emit turns node updates into task_running events, one per message.
 func (k *childSink) Emit(mode string, payload any) {
+	if k.fwd != nil && k.fwd.Wants(mode) {
+		k.fwd.Emit(mode, payload)
+	}
 	if mode != "updates" {
 		return
 	}

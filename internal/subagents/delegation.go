@@ -362,6 +362,9 @@ func (d *Delegation) execute(ctx, parent context.Context, c tools.Call, t resolv
 	defer cancelTimeout()
 
 	sink := &childSink{taskID: c.ID, model: model, emit: emit, budget: t.tokenBudget, cancel: cancel, d: d, runID: runID, toolCall: c.ID, log: d.startStepLog(runID, c.ID)}
+	if c.Namespaced != nil {
+		sink.fwd = c.Namespaced("task:" + c.ID)
+	}
 	in := graph.Input{RunID: runID, ThreadID: threadID, Values: map[string]any{channels.MessagesChannel: []any{map[string]any{"role": "user", "content": prompt}}}, Config: childConfig(c.Config, t), Context: withoutOverrides(runContextOf(ctx), t)}
 	ex := &graph.Executor{Reducers: channels.NewRegistry()}
 	res, runErr := ex.Run(cctx, child.Graph(), in, sink)

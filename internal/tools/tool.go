@@ -25,6 +25,9 @@ type Call struct {
 	// ReportUsage adds tokens spent on the tool's behalf (a subagent's) to
 	// the run's totals.
 	ReportUsage func(graph.Usage)
+	// Namespaced streams a nested graph's events under a namespace when the
+	// run asked for subgraph events.
+	Namespaced func(ns string) graph.Sink
 }
 
 // Result is what a tool returns: the text the model reads, and optional
