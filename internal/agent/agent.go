@@ -270,14 +270,73 @@ func (a *Agent) toolsNode(ctx context.Context, rt *graph.Runtime, st graph.State
 		return graph.Update{}, err
 	}
 	msgs := make([]any, 0, len(results)+1)
+	ai, rewrite := last, batch.Edited
 	if batch.Edited {
-		msgs = append(msgs, editedAIMessage(last, batch.Calls)) // replaces it by id
+		ai = editedAIMessage(last, batch.Calls)
+	}
+	if delegated := delegatedUsage(results); delegated != nil {
+		ai, rewrite = withDelegatedUsage(ai, delegated), true
+	}
+	if rewrite {
+		msgs = append(msgs, ai) // replaces the AI message by id
 	}
 	for _, m := range results {
 		msgs = append(msgs, m)
 	}
 	out[channels.MessagesChannel] = msgs
 	return graph.Update{Values: out}, nil
+}
+
+// delegatedUsage sums the token usage that tool messages report for work
+// done on the AI message's behalf (subagents: subagent_token_usage), or nil.
+func delegatedUsage(results []llm.Message) map[string]int {
+	var sum map[string]int
+	for _, m := range results {
+		kw, _ := m["additional_kwargs"].(map[string]any)
+		u, ok := kw["subagent_token_usage"].(map[string]any)
+		if !ok {
+			continue
+		}
+		if sum == nil {
+			sum = map[string]int{}
+		}
+		for _, k := range []string{"input_tokens", "output_tokens", "total_tokens"} {
+			sum[k] += toInt(u[k])
+		}
+	}
+	return sum
+}
+
+func toInt(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case float64:
+		return int(n)
+	}
+	return 0
+}
+
+// withDelegatedUsage attaches subagent usage to the AI message that
+// dispatched the work: its usage_metadata grows by it (as DeerFlow counts
+// it) and additional_kwargs.subagent_token_usage keeps it apart.
+func withDelegatedUsage(ai map[string]any, delegated map[string]int) map[string]any {
+	out := plainJSON(ai)
+	um, _ := out["usage_metadata"].(map[string]any)
+	if um == nil {
+		um = map[string]any{}
+	}
+	kw, _ := out["additional_kwargs"].(map[string]any)
+	if kw == nil {
+		kw = map[string]any{}
+	}
+	sub := map[string]any{}
+	for k, v := range delegated {
+		um[k] = float64(toInt(um[k]) + v)
+		sub[k] = float64(v)
+	}
+	out["usage_metadata"], kw["subagent_token_usage"], out["additional_kwargs"] = um, sub, kw
+	return out
 }
 
 // editedAIMessage is a copy of the AI message whose tool calls carry the

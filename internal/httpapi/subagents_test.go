@@ -51,6 +51,12 @@ func TestTaskToolDelegates(t *testing.T) {
 	if usage["total_tokens"] != 72.0 || usage["subagent_tokens"] != 23.0 {
 		t.Fatalf("usage = %v", usage)
 	}
+	// The dispatching AI message carries the subagent's usage too.
+	ai := msgs[1].(map[string]any)
+	sub := ai["additional_kwargs"].(map[string]any)["subagent_token_usage"].(map[string]any)
+	if sub["total_tokens"] != 23.0 || ai["usage_metadata"].(map[string]any)["total_tokens"] != 15.0+23.0 {
+		t.Fatalf("dispatching AI message = %v", ai)
+	}
 }
 
 // ---------------------------------------------------------------- helpers
