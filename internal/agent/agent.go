@@ -450,19 +450,30 @@ func plainJSON(m llm.Message) llm.Message {
 	return out
 }
 
-// messagesOf returns the state's messages in LangChain form.
+// messagesOf returns the state's messages in LangChain form. Messages the
+// reducer stored are already in that form and are returned as they are,
+// shared with the state (which is never modified in place); anything else
+// is normalized into a copy.
 func messagesOf(st graph.State) ([]llm.Message, error) {
 	raw, ok := st[channels.MessagesChannel]
 	if !ok || raw == nil {
 		return nil, nil
 	}
-	list, err := channels.NormalizeMessages(raw)
-	if err != nil {
-		return nil, err
+	list, isList := raw.([]any)
+	if !isList {
+		list = []any{raw}
 	}
 	out := make([]llm.Message, len(list))
 	for i, m := range list {
-		out[i] = m.(map[string]any)
+		msg, _ := m.(map[string]any)
+		if msg == nil || !channels.IsNormalized(msg) {
+			nm, err := channels.NormalizeMessage(m)
+			if err != nil {
+				return nil, err
+			}
+			msg = nm
+		}
+		out[i] = msg
 	}
 	return out, nil
 }

@@ -37,7 +37,8 @@ type ModelCall struct {
 	// State is the thread state before the call (read only).
 	State graph.State
 	// Messages are sent to the model after the system prompt. BeforeModel
-	// hooks may replace them (e.g. with a summary).
+	// hooks may replace the list (e.g. with a summary) but must not modify
+	// its messages in place: they are shared with the state.
 	Messages []llm.Message
 	System   string
 	Tools    []llm.ToolSpec

@@ -82,3 +82,30 @@ func TestRegisteredReducer(t *testing.T) {
 		t.Fatalf("count = %v", s["count"])
 	}
 }
+
+// Whatever NormalizeMessage returns is normalized; the input forms it
+// converts are not.
+func TestIsNormalized(t *testing.T) {
+	inputs := []any{
+		"hello",
+		map[string]any{"role": "user", "content": "hi"},
+		map[string]any{"role": "assistant", "content": "x"},
+		map[string]any{"type": "ai", "content": "x", "id": "a"},
+		map[string]any{"type": "tool", "content": "r", "tool_call_id": "c"},
+	}
+	for _, in := range inputs {
+		if m, ok := in.(map[string]any); ok && IsNormalized(m) {
+			t.Errorf("%v: input form reported normalized", in)
+		}
+		out, err := NormalizeMessage(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !IsNormalized(out) {
+			t.Errorf("%v: NormalizeMessage output %v not reported normalized", in, out)
+		}
+	}
+	if IsNormalized(map[string]any{"type": "remove", "id": "x"}) {
+		t.Error("a remove marker is not a message of the state")
+	}
+}

@@ -76,6 +76,30 @@ func NormalizeMessage(m any) (map[string]any, error) {
 	return msg, nil
 }
 
+// IsNormalized reports whether m is already in the form NormalizeMessage
+// returns, as every message in a state written through AddMessages is.
+func IsNormalized(m map[string]any) bool {
+	t, _ := m["type"].(string)
+	switch t {
+	case "human", "system", "tool", "function", "chat":
+	case "ai":
+		if _, ok := m["tool_calls"]; !ok {
+			return false
+		}
+	default:
+		return false
+	}
+	if id, _ := m["id"].(string); id == "" {
+		return false
+	}
+	for _, k := range []string{"content", "additional_kwargs", "response_metadata"} {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // NormalizeMessages accepts a single message or a list and returns the
 // normalized list.
 func NormalizeMessages(v any) ([]any, error) {

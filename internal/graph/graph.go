@@ -12,6 +12,11 @@
 //     results do not depend on goroutine scheduling.
 //   - Cancellation is the context: a cancelled run stops at once, leaving
 //     the last written checkpoint as its state.
+//   - State values are immutable: nodes, reducers and middlewares build new
+//     maps and lists instead of modifying what they were given, because a
+//     state is shared by the step's nodes, the checkpoints already handed to
+//     the sink, and the sink's encoder, which reuses the encoding of any
+//     message object it has seen before (storage.CheckpointEncoder).
 package graph
 
 import (

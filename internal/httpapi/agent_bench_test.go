@@ -87,7 +87,7 @@ func benchServerStepOverhead(b *testing.B, k int, noSync bool) {
 	s, model := benchAgentServer(b, testutil.Options{NoSync: noSync})
 	ctx := context.Background()
 	steps := k + 1
-	var perStep, overheads, walls, models []time.Duration
+	var perStep, overheads, walls, models, gaps, fixed, firstGaps []time.Duration
 	done := 0
 	b.ResetTimer()
 	for range b.N {
@@ -121,6 +121,17 @@ func benchServerStepOverhead(b *testing.B, k int, noSync bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		g, err := scripted.StepGaps(reqs[done:], msgs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		gaps = append(gaps, g...)
+		firstGaps = append(firstGaps, g[0])
+		var between time.Duration
+		for _, d := range g {
+			between += d
+		}
+		fixed = append(fixed, wall-mt-between)
 		done += steps
 		perStep = append(perStep, (wall-mt)/time.Duration(steps))
 		overheads = append(overheads, wall-mt)
@@ -131,6 +142,14 @@ func benchServerStepOverhead(b *testing.B, k int, noSync bool) {
 	b.StopTimer()
 	slices.Sort(perStep)
 	slices.Sort(overheads)
+	slices.Sort(gaps)
+	slices.Sort(fixed)
+	slices.Sort(firstGaps)
+	b.ReportMetric(stats.Millis(stats.Quantile(firstGaps, 0.5)), "firstgap-p50-ms")
+	b.ReportMetric(stats.Millis(stats.Mean(gaps)), "stepgap-mean-ms")
+	b.ReportMetric(stats.Millis(stats.Quantile(fixed, 0.5)), "outside-steps-p50-ms/run")
+	b.ReportMetric(stats.Millis(stats.Quantile(gaps, 0.5)), "stepgap-p50-ms")
+	b.ReportMetric(stats.Millis(stats.Quantile(gaps, 0.99)), "stepgap-p99-ms")
 	b.ReportMetric(stats.Millis(stats.Quantile(perStep, 0.5)), "srvstep-p50-ms")
 	b.ReportMetric(stats.Millis(stats.Quantile(perStep, 0.99)), "srvstep-p99-ms")
 	b.ReportMetric(stats.Millis(stats.Quantile(overheads, 0.5)), "srvoverhead-p50-ms/run")

@@ -155,7 +155,7 @@ func (s *Service) Cancel(ctx context.Context, threadID *uuid.UUID, runID uuid.UU
 		if r.Temporary {
 			return tx.DeleteThread(r.ThreadID)
 		}
-		return s.settleThread(tx, r.ThreadID, r)
+		return s.settleThread(tx, r.ThreadID, r, false) // not a success: paused is not consulted
 	})
 	if err != nil {
 		return err

@@ -362,7 +362,7 @@ func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 			queue = append(queue, r)
 		}
 		for _, r := range failed {
-			if err := s.settleThread(tx, r.ThreadID, r); err != nil {
+			if err := s.settleThread(tx, r.ThreadID, r, false); err != nil { // failed runs
 				return err
 			}
 		}

@@ -151,8 +151,19 @@ func (s *Service) input(run storage.Run) (graph.Input, error) {
 
 // finish records how the run ended, settles its thread and tells everyone.
 func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, res graph.Result, runErr error) {
-	if err := sink.flushed(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("write checkpoints: %w", err)
+	unwritten := append(sink.checkpoints.drain(), sink.pending...)
+	if sink.final != nil {
+		unwritten = append(unwritten, *sink.final)
+	}
+	// Encoded here, outside the transaction; the final checkpoint is the
+	// last one.
+	encoded, err := sink.checkpoints.encode(unwritten)
+	if err != nil && runErr == nil {
+		runErr = fmt.Errorf("encode checkpoints: %w", err)
+	}
+	var encodedFinal []storage.EncodedCheckpoint
+	if sink.final != nil && len(encoded) > 0 {
+		encoded, encodedFinal = encoded[:len(encoded)-1], encoded[len(encoded)-1:]
 	}
 	cause := context.Cause(ctx)
 	if runErr != nil && errors.Is(cause, errShutdown) {
@@ -183,7 +194,7 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 		sink.emitRaw("error", map[string]any{"error": run.ErrorName, "message": run.Error})
 	}
 	var values map[string]any
-	err := s.db.Update(context.Background(), func(tx *storage.Tx) error {
+	err = s.db.Update(context.Background(), func(tx *storage.Tx) error {
 		values = nil
 		if run.Temporary {
 			// The thread goes with its runs and checkpoints: nothing to write.
@@ -203,18 +214,16 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 				return err
 			}
 		} else {
-			for _, cp := range sink.pending {
-				if err := tx.PutCheckpoint(cp); err != nil {
-					return err
-				}
+			if err := putEncoded(tx, encoded); err != nil {
+				return err
 			}
 			if run.Status == storage.RunInterrupted {
 				if err := s.closeDanglingToolCalls(tx, run); err != nil {
 					return err
 				}
 			}
-			if sink.final != nil && run.Status != storage.RunError {
-				if err := tx.PutCheckpoint(*sink.final); err != nil {
+			if run.Status != storage.RunError {
+				if err := putEncoded(tx, encodedFinal); err != nil {
 					return err
 				}
 			}
@@ -222,13 +231,23 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 				return err
 			}
 		}
-		if cp, err := tx.LatestCheckpoint(run.ThreadID); err == nil {
-			values = cp.Values
+		latest, err := latestCheckpoint(tx, run.ThreadID, sink.final)
+		if err != nil {
+			return err
 		}
-		return s.settleThread(tx, run.ThreadID, run)
+		paused := false
+		if latest != nil {
+			values, paused = latest.Values, len(latest.Next) > 0
+		}
+		return s.settleThread(tx, run.ThreadID, run, paused)
 	})
 	if err != nil {
 		s.log.Error("finish run", "run_id", run.RunID, "thread_id", run.ThreadID, "err", err)
+	}
+	if err := sink.checkpoints.settled(); err != nil {
+		// The run's state is whole (its last checkpoint holds all of it);
+		// only some of its intermediate history is missing.
+		s.log.Error("write intermediate checkpoints", "run_id", run.RunID, "thread_id", run.ThreadID, "err", err)
 	}
 	if runErr != nil && run.Status == storage.RunError {
 		s.log.Warn("run failed", "run_id", run.RunID, "thread_id", run.ThreadID, "err", runErr)
@@ -330,8 +349,9 @@ func (s *Service) requeueOnShutdown(run storage.Run) {
 
 // settleThread sets a thread's status after one of its runs ended: busy
 // while other runs are pending or running; otherwise error when the run
-// failed, interrupted when it paused with work left, else idle.
-func (s *Service) settleThread(tx *storage.Tx, threadID uuid.UUID, ended storage.Run) error {
+// failed, interrupted when it paused with work left (paused: the thread's
+// newest checkpoint has nodes to run), else idle.
+func (s *Service) settleThread(tx *storage.Tx, threadID uuid.UUID, ended storage.Run, paused bool) error {
 	th, err := tx.GetThread(threadID)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return nil
@@ -350,7 +370,7 @@ func (s *Service) settleThread(tx *storage.Tx, threadID uuid.UUID, ended storage
 	case ended.Status == storage.RunError:
 		th.Status = threads.StatusError
 		th.Error = ended.Error
-	case ended.Status == storage.RunSuccess && pausedAt(tx, threadID):
+	case ended.Status == storage.RunSuccess && paused:
 		th.Status = threads.StatusInterrupted
 	default:
 		th.Status = threads.StatusIdle
@@ -372,9 +392,25 @@ func pendingInterrupts(cp *storage.Checkpoint) []any {
 	return out
 }
 
-func pausedAt(tx *storage.Tx, threadID uuid.UUID) bool {
-	cp, err := tx.LatestCheckpoint(threadID)
-	return err == nil && len(cp.Next) > 0
+// latestCheckpoint returns a thread's newest checkpoint, or nil when it has
+// none. known is a checkpoint the caller holds: when it is the newest, it is
+// returned as it is instead of being read back and decoded.
+func latestCheckpoint(tx *storage.Tx, threadID uuid.UUID, known *storage.Checkpoint) (*storage.Checkpoint, error) {
+	id, err := tx.LatestCheckpointID(threadID)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if known != nil && known.CheckpointID == id {
+		return known, nil
+	}
+	cp, err := tx.GetCheckpoint(threadID, id)
+	if err != nil {
+		return nil, err
+	}
+	return &cp, nil
 }
 
 func errorName(err error) string {
@@ -423,13 +459,12 @@ type runSink struct {
 	// streamed is set when the creating request streams the run.
 	streamed bool
 
-	mu    sync.Mutex // guards usage, notes and writeErr
+	mu    sync.Mutex // guards usage and notes
 	usage *usageTotals
 	notes map[string]any
 
-	// written closes when the last background checkpoint write is done.
-	written  chan struct{}
-	writeErr error
+	// checkpoints commits the intermediate checkpoints in the background.
+	checkpoints checkpointWriter
 }
 
 // usageTotals accumulates a run's token usage.
@@ -508,10 +543,10 @@ func newRunSink(s *Service, run storage.Run, log *events.Log) *runSink {
 	for _, m := range stringList(run.Kwargs["stream_mode"]) {
 		modes[m] = true
 	}
-	return &runSink{s: s, run: run, log: log, modes: modes, legacy: map[string]map[string]any{}}
+	return &runSink{s: s, run: run, log: log, modes: modes, legacy: map[string]map[string]any{}, checkpoints: checkpointWriter{db: s.db}}
 }
 
-// Checkpoint writes intermediate checkpoints at once; the final one is kept
+// Checkpoint hands intermediate checkpoints to the background writer; the final one is kept
 // and written in the same transaction as the run's end.
 func (k *runSink) Checkpoint(ctx context.Context, cp storage.Checkpoint, final bool) error {
 	if final {
@@ -523,46 +558,9 @@ func (k *runSink) Checkpoint(ctx context.Context, cp storage.Checkpoint, final b
 		k.pending = append(k.pending, cp)
 		return nil
 	}
-	batch := append(k.pending, cp)
+	k.checkpoints.add(append(k.pending, cp)...)
 	k.pending = nil
-	// Intermediate checkpoints are committed in the background, in order,
-	// while the next node runs (LangGraph's "async" durability): a crash can
-	// lose the newest ones, and the retry then resumes from an older
-	// checkpoint. finish waits for them before the run's last commit.
-	prev := k.written
-	done := make(chan struct{})
-	k.written = done
-	go func() {
-		defer close(done)
-		if prev != nil {
-			<-prev
-		}
-		err := k.s.db.Update(context.Background(), func(tx *storage.Tx) error {
-			for _, c := range batch {
-				if err := tx.PutCheckpoint(c); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			k.mu.Lock()
-			k.writeErr = errors.Join(k.writeErr, err)
-			k.mu.Unlock()
-		}
-	}()
 	return nil
-}
-
-// flushed waits for the background checkpoint writes and returns their
-// first error.
-func (k *runSink) flushed() error {
-	if k.written != nil {
-		<-k.written
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.writeErr
 }
 
 // Wants maps executor modes to the stream modes the run was created with.

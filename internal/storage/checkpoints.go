@@ -72,6 +72,16 @@ func (t *Tx) LatestCheckpoint(threadID uuid.UUID) (Checkpoint, error) {
 	return cp, err
 }
 
+// LatestCheckpointID returns the id of a thread's newest checkpoint without
+// decoding it, or ErrNotFound.
+func (t *Tx) LatestCheckpointID(threadID uuid.UUID) (uuid.UUID, error) {
+	k, _ := seekLastWithPrefix(t.bucket(bucketCheckpoints).Cursor(), threadID[:])
+	if k == nil {
+		return uuid.Nil, fmt.Errorf("thread %s has no checkpoint: %w", threadID, ErrNotFound)
+	}
+	return uuid.FromBytes(k[16:])
+}
+
 // ListCheckpoints returns a thread's checkpoints newest first. With before
 // set, only checkpoints older than it are returned. keep filters them (nil
 // keeps all); at most limit are returned (limit <= 0: no limit).

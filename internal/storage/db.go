@@ -185,22 +185,42 @@ func (db *DB) View(fn func(*Tx) error) error {
 // go through Tx.AfterCommit. The context only bounds the wait for a place in
 // the queue: once queued, the write is carried out and awaited.
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
+	w, err := db.Submit(ctx, fn)
+	if err != nil {
+		return err
+	}
+	return w.Wait()
+}
+
+// Write is a write queued by Submit.
+type Write struct{ req *writeRequest }
+
+// Submit queues fn as Update does but returns as soon as it is queued; Wait
+// returns its outcome. Writes commit in the order they were queued (in the
+// same batch or a later one), so a write queued after another successful
+// one sees its effects and is durable only after it.
+func (db *DB) Submit(ctx context.Context, fn func(*Tx) error) (*Write, error) {
 	req := &writeRequest{fn: fn, done: make(chan error, 1)}
 	db.mu.RLock()
+	defer db.mu.RUnlock()
 	if db.closed {
-		db.mu.RUnlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	select {
 	case db.writes <- req:
+		return &Write{req}, nil
 	case <-ctx.Done():
-		db.mu.RUnlock()
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	db.mu.RUnlock()
-	err := <-req.done
+}
+
+// Wait blocks until the write has committed durably (or failed), runs the
+// callbacks it registered with Tx.AfterCommit on success, and returns its
+// error. It must be called once.
+func (w *Write) Wait() error {
+	err := <-w.req.done
 	if err == nil {
-		for _, f := range req.afterCommit {
+		for _, f := range w.req.afterCommit {
 			f()
 		}
 	}

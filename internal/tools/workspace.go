@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -44,6 +45,9 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 	if dir == "" {
 		return nil, ErrNoWorkspace
 	}
+	if w, ok := reopenWorkspace(dir); ok {
+		return w, nil
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %q: %w", dir, err)
@@ -59,7 +63,58 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
+	opened.remember(dir, abs, canon)
 	return &Workspace{dir: canon, alias: abs, root: root}, nil
+}
+
+// reopenWorkspace opens a workspace this process has opened before without
+// creating and resolving its path again (a tool call's hot path); it fails
+// when the directory is gone (e.g. its thread was deleted), and the caller
+// then takes the full way.
+func reopenWorkspace(dir string) (*Workspace, bool) {
+	abs, canon, ok := opened.lookup(dir)
+	if !ok {
+		return nil, false
+	}
+	root, err := os.OpenRoot(canon)
+	if err != nil {
+		opened.forget(dir)
+		return nil, false
+	}
+	return &Workspace{dir: canon, alias: abs, root: root}, true
+}
+
+// openedWorkspaces remembers the resolved paths of recently opened
+// workspaces, up to a bound (it starts over when full).
+type openedWorkspaces struct {
+	mu    sync.Mutex
+	paths map[string][2]string // dir -> abs, canonical
+}
+
+const maxRememberedWorkspaces = 4096
+
+var opened = openedWorkspaces{paths: map[string][2]string{}}
+
+func (o *openedWorkspaces) lookup(dir string) (abs, canon string, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p, ok := o.paths[dir]
+	return p[0], p[1], ok
+}
+
+func (o *openedWorkspaces) remember(dir, abs, canon string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.paths) >= maxRememberedWorkspaces {
+		clear(o.paths)
+	}
+	o.paths[dir] = [2]string{abs, canon}
+}
+
+func (o *openedWorkspaces) forget(dir string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.paths, dir)
 }
 
 // Close releases the workspace's directory handle.

@@ -163,3 +163,26 @@ func TestDisplay(t *testing.T) {
 		}
 	}
 }
+
+// A workspace opened before and deleted since (its thread went) is created
+// again on the next open, not reported missing.
+func TestOpenWorkspaceAgainAfterRemoval(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "thread")
+	for round := range 3 {
+		ws, err := OpenWorkspace(dir)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if err := ws.Root().WriteFile("f.txt", []byte("x"), 0o644); err != nil {
+			t.Fatalf("round %d: write: %v", round, err)
+		}
+		ws.Close()
+		if _, err := os.Stat(filepath.Join(dir, "f.txt")); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -25,6 +25,36 @@ func ToolLoopSteps(k int) []Step {
 // call produced). reqs are the run's requests in order, messages the run's
 // messages; every response must have been sent WithSendTimestamps.
 func ModelTime(reqs []Request, messages []any) (time.Duration, error) {
+	finished, err := finishTimes(reqs, messages)
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for i, f := range finished {
+		total += f.Sub(reqs[i].Received)
+	}
+	return total, nil
+}
+
+// StepGaps returns, for each model call after the first, the time from the
+// previous call's finish delta being sent to this call's request having
+// been read: everything the client did between two model calls (parsing
+// the answer, reducers, checkpoints, the tools, building and sending the
+// next request). Arguments as for ModelTime.
+func StepGaps(reqs []Request, messages []any) ([]time.Duration, error) {
+	finished, err := finishTimes(reqs, messages)
+	if err != nil {
+		return nil, err
+	}
+	gaps := make([]time.Duration, 0, len(reqs))
+	for i := 1; i < len(reqs); i++ {
+		gaps = append(gaps, reqs[i].Received.Sub(finished[i-1]))
+	}
+	return gaps, nil
+}
+
+// finishTimes returns when each call's finish delta was sent.
+func finishTimes(reqs []Request, messages []any) ([]time.Time, error) {
 	var ais []map[string]any
 	for _, m := range messages {
 		if mm, _ := m.(map[string]any); mm["type"] == "ai" {
@@ -32,16 +62,16 @@ func ModelTime(reqs []Request, messages []any) (time.Duration, error) {
 		}
 	}
 	if len(ais) != len(reqs) {
-		return 0, fmt.Errorf("%d AI messages for %d model requests", len(ais), len(reqs))
+		return nil, fmt.Errorf("%d AI messages for %d model requests", len(ais), len(reqs))
 	}
-	var total time.Duration
+	out := make([]time.Time, len(ais))
 	for i, ai := range ais {
 		content, _ := ai["content"].(string)
 		sent := SendTimes(content)
 		if len(sent) == 0 {
-			return 0, fmt.Errorf("AI message %d has no send marker: %q", i, content)
+			return nil, fmt.Errorf("AI message %d has no send marker: %q", i, content)
 		}
-		total += sent[len(sent)-1].Sub(reqs[i].Received)
+		out[i] = sent[len(sent)-1]
 	}
-	return total, nil
+	return out, nil
 }

@@ -1,0 +1,78 @@
+package runs
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/storage"
+)
+
+// Checkpoints handed over faster than commits finish all land: the ones
+// the background commits took, and the rest written by the caller after
+// drain, with the newest last.
+func TestCheckpointWriterLosesNothing(t *testing.T) {
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	thread := uuid.Must(uuid.NewV7())
+	w := checkpointWriter{db: db}
+	const n = 300
+	var ids []uuid.UUID
+	msgs := []any{}
+	for i := range n {
+		msgs = append(msgs, map[string]any{"type": "human", "id": uuid.NewString(), "content": "m"})
+		cp := storage.Checkpoint{ThreadID: thread, CheckpointID: uuid.Must(uuid.NewV7()), CreatedAt: time.Now().UTC(),
+			Values: map[string]any{"messages": msgs, "i": float64(i)}, Metadata: map[string]any{}, Next: []string{}, Tasks: []storage.CheckpointTask{}}
+		ids = append(ids, cp.CheckpointID)
+		w.add(cp)
+	}
+	rest := w.drain()
+	w.add(storage.Checkpoint{ThreadID: thread, CheckpointID: uuid.Must(uuid.NewV7())}) // after drain: ignored
+	encoded, err := w.encode(rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(context.Background(), func(tx *storage.Tx) error { return putEncoded(tx, encoded) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.settled(); err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *storage.Tx) error {
+		all, err := tx.ListCheckpoints(thread, nil, 0, nil)
+		if err != nil {
+			return err
+		}
+		if len(all) != n {
+			t.Fatalf("%d checkpoints stored, want %d (%d were left to the caller)", len(all), n, len(rest))
+		}
+		for i, cp := range all {
+			if want := ids[n-1-i]; cp.CheckpointID != want {
+				t.Fatalf("checkpoint %d is %s, want %s", i, cp.CheckpointID, want)
+			}
+			if got := len(cp.Values["messages"].([]any)); got != n-i {
+				t.Fatalf("checkpoint %d holds %d messages, want %d", i, got, n-i)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A run that never handed over a checkpoint drains at once.
+func TestCheckpointWriterIdle(t *testing.T) {
+	w := checkpointWriter{}
+	if rest := w.drain(); len(rest) != 0 {
+		t.Fatalf("rest = %v", rest)
+	}
+	if err := w.settled(); err != nil {
+		t.Fatal(err)
+	}
+}
