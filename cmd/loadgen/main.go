@@ -33,6 +33,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"syscall"
@@ -73,6 +74,7 @@ type options struct {
 	keep         bool
 	inProcess    bool
 	cpuProfile   string
+	traceFile    string
 	serverArgs   []string
 }
 
@@ -109,6 +111,7 @@ func parseFlags() (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (server binary, data dirs, server logs)")
 	fs.BoolVar(&o.inProcess, "inprocess", false, "run the server inside loadgen instead of as a child (for -cpuprofile; RSS then includes loadgen)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write loadgen's CPU profile here (with -inprocess it covers the server)")
+	fs.StringVar(&o.traceFile, "trace", "", "write loadgen's execution trace here (with -inprocess it covers the server; read it with go tool trace)")
 	fs.BoolVar(&o.freshServers, "fresh-servers", false, "give every run scenario a fresh server (rss-10k-runs then makes its own runs) instead of one shared server")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile here after the scenarios, before the servers stop (with -inprocess it covers the server)")
 	fs.StringVar(&extra, "server-args", "", "extra space-separated arguments for the server")
@@ -200,6 +203,21 @@ func run() (int, error) {
 		}
 		defer func() {
 			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+
+	if o.traceFile != "" {
+		f, err := os.Create(o.traceFile)
+		if err != nil {
+			return 1, err
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			return 1, err
+		}
+		defer func() {
+			trace.Stop()
 			f.Close()
 		}()
 	}

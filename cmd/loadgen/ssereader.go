@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -25,9 +26,18 @@ type streamSummary struct {
 // readStream reads an SSE body to its end and summarises it. An event is
 // dispatched at the blank line that ends it if it had an event or data field;
 // an event without an "event:" line is named "message", as in EventSource.
+// streamReaders recycles the readers of finished streams, so that the load
+// generator's own garbage does not weigh on the machine it measures.
+var streamReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+
 func readStream(body io.Reader, t0 time.Time) (streamSummary, error) {
 	var s streamSummary
-	br := bufio.NewReaderSize(body, 16<<10)
+	br := streamReaders.Get().(*bufio.Reader)
+	br.Reset(body)
+	defer func() {
+		br.Reset(nil)
+		streamReaders.Put(br)
+	}()
 	var name string
 	var data []byte
 	fields := false

@@ -249,8 +249,14 @@ func (b *Broker) Run(ctx context.Context) {
 		}
 
 		next := flushDue
-		if next.IsZero() || (!evictDue.IsZero() && evictDue.Before(next)) {
-			next = evictDue
+		if !evictDue.IsZero() {
+			// Expiry waits a little past the first deadline, so that one
+			// wake-up retires every log due in that window instead of one
+			// wake-up per log (thousands after a burst of runs).
+			evictAt := evictDue.Add(expiryBatch)
+			if next.IsZero() || evictAt.Before(next) {
+				next = evictAt
+			}
 		}
 		if !next.IsZero() {
 			timer.Reset(next.Sub(now))
@@ -268,6 +274,10 @@ func (b *Broker) Run(ctx context.Context) {
 		timer.Stop()
 	}
 }
+
+// expiryBatch is how long past its deadline a retained log may stay, so
+// that expiry runs in batches.
+const expiryBatch = time.Second
 
 // kick tells Run that the state changed. It never blocks.
 func (b *Broker) kick() {

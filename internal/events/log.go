@@ -208,36 +208,11 @@ type Subscription struct {
 // when ctx ends first, and ErrClosed after Close. An event that is already
 // available is returned even when ctx has ended.
 func (s *Subscription) Next(ctx context.Context) (Event, error) {
-	select {
-	case <-s.done:
-		return Event{}, ErrClosed
-	default:
-	}
-	l := s.log
-	if l == nil {
-		if s.pos < len(s.replay) {
-			s.pos++
-			return s.replay[s.pos-1], nil
-		}
-		return Event{}, io.EOF
-	}
 	for {
-		l.mu.Lock()
-		if s.pos < len(l.events) {
-			ev := l.events[s.pos]
-			s.pos++
-			l.mu.Unlock()
-			return ev, nil
+		ev, ok, wake, err := s.take()
+		if ok || err != nil {
+			return ev, err
 		}
-		if l.closed {
-			l.mu.Unlock()
-			return Event{}, io.EOF
-		}
-		if l.wake == nil {
-			l.wake = make(chan struct{})
-		}
-		wake := l.wake
-		l.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
@@ -246,6 +221,44 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 			return Event{}, ErrClosed
 		}
 	}
+}
+
+// TryNext returns the next event if one is available now (ok), io.EOF or
+// ErrClosed as Next does, and otherwise ok false without waiting.
+func (s *Subscription) TryNext() (ev Event, ok bool, err error) {
+	ev, ok, _, err = s.take()
+	return ev, ok, err
+}
+
+// take returns the next available event, or the error that ends the
+// subscription, or a channel closed when the next event is appended.
+func (s *Subscription) take() (ev Event, ok bool, wake chan struct{}, err error) {
+	select {
+	case <-s.done:
+		return Event{}, false, nil, ErrClosed
+	default:
+	}
+	l := s.log
+	if l == nil {
+		if s.pos < len(s.replay) {
+			s.pos++
+			return s.replay[s.pos-1], true, nil, nil
+		}
+		return Event{}, false, nil, io.EOF
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s.pos < len(l.events) {
+		s.pos++
+		return l.events[s.pos-1], true, nil, nil
+	}
+	if l.closed {
+		return Event{}, false, nil, io.EOF
+	}
+	if l.wake == nil {
+		l.wake = make(chan struct{})
+	}
+	return Event{}, false, l.wake, nil
 }
 
 // Close releases the subscription and wakes a Next blocked on it. It is

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"agentserver/api"
-	"agentserver/internal/events"
 	"agentserver/internal/runs"
 	"agentserver/internal/sse"
 	"agentserver/internal/storage"
@@ -23,7 +22,7 @@ const keepAliveEvery = time.Second
 
 // eventSource is a subscription to a run's or a thread's events.
 type eventSource interface {
-	Next(ctx context.Context) (events.Event, error)
+	sse.Source
 	Close()
 }
 
@@ -48,16 +47,13 @@ func (s *streamResponse) write(w http.ResponseWriter) error {
 		w.Header().Set(k, v)
 	}
 	sw := sse.NewWriter(w)
-	if err := sw.Start(); err != nil {
-		return err
-	}
 	if s.preface != nil {
-		if err := sw.Event("", "metadata", s.preface); err != nil {
+		if err := sw.Queue("", "metadata", s.preface); err != nil {
 			return err
 		}
 	}
 	if s.sub == nil {
-		return nil // nothing retained to replay: an empty stream
+		return sw.Flush() // nothing retained to replay: an empty stream
 	}
 	defer s.sub.Close()
 	var filter func(string) bool
@@ -81,7 +77,7 @@ func (s *streamResponse) write(w http.ResponseWriter) error {
 			return s.filter[base]
 		}
 	}
-	err := sse.Pump(s.ctx, sw, s.sub.Next, sse.PumpOptions{Heartbeat: heartbeatEvery, Filter: filter, WithIDs: s.withIDs})
+	err := sse.Pump(s.ctx, sw, s.sub, sse.PumpOptions{Heartbeat: heartbeatEvery, Filter: filter, WithIDs: s.withIDs})
 	if err != nil && s.ctx.Err() != nil && s.onDisconnect != nil {
 		s.onDisconnect()
 		return nil

@@ -445,9 +445,9 @@ func (s *Service) pruneResultsLocked(now time.Time) {
 		delete(s.results, s.order[drop])
 		drop++
 	}
-	if drop > 0 {
-		s.order = append(s.order[:0:0], s.order[drop:]...)
-	}
+	// Slicing forward is amortized O(1): append moves the live part to a
+	// new array only when the old one is used up.
+	s.order = s.order[drop:]
 }
 
 func metadataEvent(runID, threadID uuid.UUID, attempt int) json.RawMessage {

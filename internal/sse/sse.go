@@ -61,6 +61,16 @@ func (w *Writer) Start() error {
 // when it contains a line break it is compacted if it is JSON, and otherwise
 // split into one "data:" line per line.
 func (w *Writer) Event(id, name string, data []byte) error {
+	if err := w.Queue(id, name, data); err != nil {
+		return err
+	}
+	return w.flush()
+}
+
+// Queue writes one event as Event does but leaves it in the response's
+// buffer until the next Flush (or until the buffer fills), so that events
+// that are ready together reach the client in one write.
+func (w *Writer) Queue(id, name string, data []byte) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -78,7 +88,20 @@ func (w *Writer) Event(id, name string, data []byte) error {
 	b = appendData(b, data)
 	b = append(b, '\n')
 	w.keep(b)
-	return w.write(b)
+	return w.writeFrame(b)
+}
+
+// Flush sends the status line and headers if they have not gone yet, and
+// everything queued.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if !w.started {
+		w.started = true
+		w.w.WriteHeader(http.StatusOK)
+	}
+	return w.flush()
 }
 
 // Comment writes ": text" and a blank line, and flushes. Each line of a
@@ -109,6 +132,14 @@ func (w *Writer) keep(b []byte) {
 }
 
 func (w *Writer) write(frame []byte) error {
+	if err := w.writeFrame(frame); err != nil {
+		return err
+	}
+	return w.flush()
+}
+
+// writeFrame writes frame to the response without flushing it.
+func (w *Writer) writeFrame(frame []byte) error {
 	if !w.started {
 		w.started = true
 		w.w.WriteHeader(http.StatusOK)
@@ -117,7 +148,7 @@ func (w *Writer) write(frame []byte) error {
 		w.err = err
 		return err
 	}
-	return w.flush()
+	return nil
 }
 
 // flush pushes buffered bytes to the client. A writer that cannot flush is
@@ -194,17 +225,30 @@ type PumpOptions struct {
 	WithIDs bool
 }
 
-// Pump starts the stream and copies events from next to w until next
-// reports io.EOF (Pump returns nil), ctx ends (ctx.Err()), or writing or
-// next fails (that error). next must return when its context ends: Pump
-// passes it a context that also expires when a heartbeat is due.
-func Pump(ctx context.Context, w *Writer, next func(context.Context) (events.Event, error), opts PumpOptions) error {
+// Source is what Pump reads: a subscription to an event log.
+type Source interface {
+	// Next waits for the next event; see events.Subscription.Next.
+	Next(ctx context.Context) (events.Event, error)
+	// TryNext returns the next event only if it is available now.
+	TryNext() (events.Event, bool, error)
+}
+
+// maxUnflushed bounds how many ready events Pump writes before it flushes
+// even though more are ready, so that a fast producer cannot hold a
+// client's events back.
+const maxUnflushed = 32
+
+// Pump copies events from src to w until src reports io.EOF (Pump returns
+// nil), ctx ends (ctx.Err()), or writing or reading fails (that error).
+// Events that are ready together are written in one flush; Pump flushes
+// (the headers too, the first time) before each wait, so a client sees
+// everything that exists as soon as it exists, and a stream with nothing to
+// send yet still opens at once. src.Next must return when its context ends:
+// Pump passes it a context that also expires when a heartbeat is due.
+func Pump(ctx context.Context, w *Writer, src Source, opts PumpOptions) error {
 	hb := opts.Heartbeat
 	if hb == 0 {
 		hb = DefaultHeartbeat
-	}
-	if err := w.Start(); err != nil {
-		return err
 	}
 	lastWrite := time.Now()
 	waitCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -212,8 +256,19 @@ func Pump(ctx context.Context, w *Writer, next func(context.Context) (events.Eve
 		waitCtx, cancel = heartbeatContext(ctx, lastWrite.Add(hb))
 	}
 	defer func() { cancel() }() // cancel changes with every heartbeat period
+	unflushed := 0
 	for {
-		ev, err := next(waitCtx)
+		ev, ok, err := src.TryNext()
+		wait := !ok && err == nil
+		if wait || ok && unflushed >= maxUnflushed {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			unflushed = 0
+			if wait {
+				ev, err = src.Next(waitCtx)
+			}
+		}
 		switch {
 		case err == nil:
 			if opts.Filter != nil && !opts.Filter(ev.Name) {
@@ -223,12 +278,13 @@ func Pump(ctx context.Context, w *Writer, next func(context.Context) (events.Eve
 			if opts.WithIDs {
 				id = ev.ID()
 			}
-			if err := w.Event(id, ev.Name, ev.Data); err != nil {
+			if err := w.Queue(id, ev.Name, ev.Data); err != nil {
 				return err
 			}
+			unflushed++
 			lastWrite = time.Now()
 		case errors.Is(err, io.EOF):
-			return nil
+			return w.Flush()
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case hb > 0 && waitCtx.Err() != nil && errors.Is(err, context.DeadlineExceeded):
@@ -242,6 +298,7 @@ func Pump(ctx context.Context, w *Writer, next func(context.Context) (events.Eve
 			}
 			waitCtx, cancel = heartbeatContext(ctx, lastWrite.Add(hb))
 		default:
+			w.Flush() // what was queued still goes out; the error is the read's
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -221,7 +222,7 @@ func startPump(t *testing.T, opts sse.PumpOptions, after int64, prefill func(*ev
 	f := &pumpFixture{log: l, rec: rec, errc: make(chan error, 1), stop: cancel}
 	go func() {
 		defer sub.Close()
-		f.errc <- sse.Pump(ctx, sse.NewWriter(rec), sub.Next, opts)
+		f.errc <- sse.Pump(ctx, sse.NewWriter(rec), sub, opts)
 	}()
 	return f
 }
@@ -353,18 +354,43 @@ func TestPumpStopsOnCancelAndWriteError(t *testing.T) {
 	})
 }
 
+// failingSource has no event ready and fails its wait with err.
+type failingSource struct{ err error }
+
+func (f failingSource) Next(context.Context) (events.Event, error) { return events.Event{}, f.err }
+func (f failingSource) TryNext() (events.Event, bool, error)        { return events.Event{}, false, nil }
+
 func TestPumpReturnsErrorsOfNext(t *testing.T) {
 	boom := errors.New("boom")
-	err := sse.Pump(context.Background(), sse.NewWriter(newRecorder()), func(context.Context) (events.Event, error) {
-		return events.Event{}, boom
-	}, sse.PumpOptions{})
+	err := sse.Pump(context.Background(), sse.NewWriter(newRecorder()), failingSource{boom}, sse.PumpOptions{})
 	if !errors.Is(err, boom) {
 		t.Fatalf("Pump = %v", err)
 	}
-	eof := sse.Pump(context.Background(), sse.NewWriter(newRecorder()), func(context.Context) (events.Event, error) {
-		return events.Event{}, io.EOF
-	}, sse.PumpOptions{})
+	eof := sse.Pump(context.Background(), sse.NewWriter(newRecorder()), failingSource{io.EOF}, sse.PumpOptions{})
 	if eof != nil {
 		t.Fatalf("Pump at EOF = %v", eof)
+	}
+}
+
+// Events that are ready together leave in one flush (the headers with the
+// first of them), at most maxUnflushed (32) to a flush.
+func TestPumpBatchesReadyEvents(t *testing.T) {
+	for _, tc := range []struct{ events, flushes int }{{1, 1}, {5, 1}, {32, 1}, {33, 2}, {100, 4}} {
+		l := events.NewBroker(nil, events.BrokerOptions{}).Open(uuid.New(), false)
+		for i := range tc.events {
+			l.Append("values", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)))
+		}
+		l.Close()
+		sub := l.Subscribe(0)
+		rec := newRecorder()
+		if err := sse.Pump(context.Background(), sse.NewWriter(rec), sub, sse.PumpOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(rec.String(), "event: values\n"); got != tc.events {
+			t.Fatalf("%d events: %d written", tc.events, got)
+		}
+		if rec.flushes != tc.flushes || rec.status != http.StatusOK {
+			t.Fatalf("%d ready events: %d flushes (status %d), want %d", tc.events, rec.flushes, rec.status, tc.flushes)
+		}
 	}
 }
