@@ -397,6 +397,7 @@ func (r *runner) firstEventC1() error {
 	fmt.Printf("[%s] to the first event (metadata): %s\n", s, res.stats)
 	fmt.Printf("[%s] whole stream: %s; events per stream: %s\n", s, ws, &counts)
 	r.report.addDur(s, "p50 to the metadata event", res.p50, targetFirstEvent)
+	r.report.addDur(s, "p90 to the metadata event", res.p90, targetFirstEvent)
 	r.report.addDur(s, "p99 to the metadata event", res.p99, targetFirstEvent)
 	r.report.addDur(s, "max to the metadata event", res.pmax, 0)
 	r.report.add(s, "p50 / p99 whole stream", ms(ws.p50)+" / "+ms(ws.p99), "", "")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -228,5 +229,39 @@ func TestNodeInterruptAndResume(t *testing.T) {
 	res2, _, err := run(t, g, Input{From: &paused, Command: map[string]any{"resume": "yes"}})
 	if err != nil || res2.Values["answer"] != "yes" || len(res2.Next) != 0 {
 		t.Fatalf("resume: %v %v", err, res2)
+	}
+}
+
+// A graph nested in a graph nested in a run streams its events under both
+// namespaces, outermost first, as LangGraph names them.
+func TestNestedNamespacesOutermostFirst(t *testing.T) {
+	inner := &Graph{Entry: "leaf", Nodes: map[string]Node{"leaf": appendNode("leaf")}}
+	var innerEx Executor
+	innerEx.Reducers = channels.NewRegistry()
+	middle := &Graph{Entry: "mid", Nodes: map[string]Node{"mid": func(ctx context.Context, rt *Runtime, st State) (Update, error) {
+		_, err := innerEx.Run(ctx, inner, Input{RunID: uuid.New(), ThreadID: uuid.New(), Values: map[string]any{}}, rt.Namespaced("task:inner"))
+		return Update{}, err
+	}}}
+	outer := &Graph{Entry: "top", Nodes: map[string]Node{"top": func(ctx context.Context, rt *Runtime, st State) (Update, error) {
+		_, err := innerEx.Run(ctx, middle, Input{RunID: uuid.New(), ThreadID: uuid.New(), Values: map[string]any{}}, rt.Namespaced("task:outer"))
+		return Update{}, err
+	}}}
+	_, sink, err := run(t, outer, Input{Values: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nested, middleOnly bool
+	for _, e := range sink.events {
+		switch {
+		case strings.HasPrefix(e, "updates|task:outer|task:inner"):
+			nested = true
+		case e == "updates|task:outer":
+			middleOnly = true
+		case strings.Contains(e, "task:inner|task:outer"):
+			t.Fatalf("innermost first: %q", e)
+		}
+	}
+	if !nested || !middleOnly {
+		t.Fatalf("events %v: want updates|task:outer and updates|task:outer|task:inner", sink.events)
 	}
 }

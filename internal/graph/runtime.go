@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -84,6 +85,17 @@ func (n nsSink) Checkpoint(context.Context, storage.Checkpoint, bool) error { re
 func (n nsSink) Wants(mode string) bool {
 	return n.parent.Wants(SubgraphsMode) && n.parent.Wants(mode)
 }
-func (n nsSink) Emit(mode string, payload any) { n.parent.Emit(mode+"|"+n.ns, payload) }
-func (n nsSink) Usage(Usage)                   {}
-func (n nsSink) Note(string, any)              {}
+
+// Emit names the event "<mode>|<ns>"; a nested graph's own namespaces
+// follow, so that the outermost comes first ("messages|outer|inner"), as in
+// LangGraph.
+func (n nsSink) Emit(mode string, payload any) {
+	base, nested, _ := strings.Cut(mode, "|")
+	name := base + "|" + n.ns
+	if nested != "" {
+		name += "|" + nested
+	}
+	n.parent.Emit(name, payload)
+}
+func (n nsSink) Usage(Usage)      {}
+func (n nsSink) Note(string, any) {}
