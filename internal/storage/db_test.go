@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -252,6 +253,99 @@ func TestCheckpointsNewestFirstAndDeleteThread(t *testing.T) {
 		}
 		if _, total, _ := tx.SearchThreads(ThreadQuery{}); total != 0 {
 			return fmt.Errorf("index keeps %d deleted threads", total)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bucketRoots returns the root page of each named bucket: bbolt copies a
+// bucket's pages on write, so a bucket whose root is unchanged was not
+// written by the commits in between.
+func bucketRoots(t *testing.T, db *DB, names ...[]byte) []uint64 {
+	t.Helper()
+	var roots []uint64
+	err := db.View(func(tx *Tx) error {
+		for _, n := range names {
+			roots = append(roots, uint64(tx.bucket(n).Root()))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roots
+}
+
+// Updating a thread's status, or a run's status between two active ones,
+// leaves the indexes it does not change untouched: each page a commit
+// dirties costs write and fsync time.
+func TestUpdatesWriteOnlyChangedIndexes(t *testing.T) {
+	db := openTest(t)
+	th := newThread(map[string]any{"owner": "a"}, "idle")
+	run := Run{RunID: uuid.Must(uuid.NewV7()), ThreadID: th.ThreadID, Status: RunPending, CreatedAt: th.CreatedAt}
+	put := func(fn func(tx *Tx) error) {
+		t.Helper()
+		if err := db.Update(context.Background(), fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Enough threads and runs that every bucket has pages of its own
+	// (small buckets are stored inline in their parent's page).
+	put(func(tx *Tx) error {
+		for i := range 300 {
+			other := newThread(map[string]any{"owner": "b", "i": float64(i)}, "idle")
+			if err := tx.PutThread(other); err != nil {
+				return err
+			}
+			if err := tx.PutRun(Run{RunID: uuid.Must(uuid.NewV7()), ThreadID: other.ThreadID, Status: RunPending, CreatedAt: other.CreatedAt}); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutThread(th); err != nil {
+			return err
+		}
+		return tx.PutRun(run)
+	})
+	untouched := [][]byte{bucketThreadsByCreated, bucketThreadsByMeta, bucketRunsByThread, bucketRunsActive}
+	before := bucketRoots(t, db, untouched...)
+	if slices.Contains(before, 0) {
+		t.Fatalf("bucket roots %v: a bucket is still inline", before)
+	}
+	statusBefore := bucketRoots(t, db, bucketThreadsByStatus)
+	th.Status = "busy"
+	run.Status = RunRunning
+	put(func(tx *Tx) error {
+		if err := tx.PutThread(th); err != nil {
+			return err
+		}
+		return tx.PutRun(run)
+	})
+	if after := bucketRoots(t, db, untouched...); !slices.Equal(before, after) {
+		t.Fatalf("unchanged index buckets were rewritten: roots %v -> %v", before, after)
+	}
+	if after := bucketRoots(t, db, bucketThreadsByStatus); slices.Equal(statusBefore, after) {
+		t.Fatal("the status index was not updated")
+	}
+	// The entries are right: the thread is found by its new status only,
+	// and by its metadata.
+	err := db.View(func(tx *Tx) error {
+		for _, q := range []struct {
+			q    ThreadQuery
+			want int
+		}{
+			{ThreadQuery{Status: "busy"}, 1}, {ThreadQuery{Status: "idle"}, 300},
+			{ThreadQuery{Metadata: map[string]any{"owner": "a"}}, 1},
+		} {
+			_, n, err := tx.SearchThreads(q.q)
+			if err != nil {
+				return err
+			}
+			if n != q.want {
+				t.Errorf("search %+v: %d threads, want %d", q.q, n, q.want)
+			}
 		}
 		return nil
 	})

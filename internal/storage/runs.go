@@ -76,17 +76,26 @@ func (t *Tx) PutRun(r Run) error {
 	if err != nil {
 		return err
 	}
-	if err := t.bucket(bucketRuns).Put(idKey(r.RunID), raw); err != nil {
+	// Index entries are written only when they change: every page a commit
+	// touches is written and synced. A run never moves to another thread.
+	runs := t.bucket(bucketRuns)
+	existed := runs.Get(r.RunID[:]) != nil
+	if err := runs.Put(idKey(r.RunID), raw); err != nil {
 		return err
 	}
-	if err := t.bucket(bucketRunsByThread).Put(pairKey(r.ThreadID, r.RunID), nil); err != nil {
-		return err
+	if !existed {
+		if err := t.bucket(bucketRunsByThread).Put(pairKey(r.ThreadID, r.RunID), nil); err != nil {
+			return err
+		}
 	}
 	active := t.bucket(bucketRunsActive)
 	if RunActive(r.Status) {
+		if active.Get(r.RunID[:]) != nil {
+			return nil
+		}
 		return active.Put(idKey(r.RunID), nil)
 	}
-	return active.Delete(r.RunID[:])
+	return active.Delete(r.RunID[:]) // a no-op, touching nothing, when absent
 }
 
 // DeleteRun removes a run, its index entries and its stored stream events.

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -71,12 +72,10 @@ func (t *Tx) ThreadExists(id uuid.UUID) bool {
 // PutThread creates or replaces a thread and keeps its indexes in step.
 func (t *Tx) PutThread(th Thread) error {
 	b := t.bucket(bucketThreads)
+	var old *Thread
 	if raw := b.Get(th.ThreadID[:]); raw != nil {
-		var old Thread
-		if err := decode(raw, &old); err != nil {
-			return err
-		}
-		if err := t.unindexThread(old); err != nil {
+		old = new(Thread)
+		if err := decode(raw, old); err != nil {
 			return err
 		}
 	}
@@ -87,7 +86,7 @@ func (t *Tx) PutThread(th Thread) error {
 	if err := b.Put(idKey(th.ThreadID), raw); err != nil {
 		return err
 	}
-	return t.indexThread(th)
+	return t.reindexThread(old, &th)
 }
 
 // DeleteThread removes a thread with its checkpoints, its runs and their
@@ -97,7 +96,7 @@ func (t *Tx) DeleteThread(id uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	if err := t.unindexThread(old); err != nil {
+	if err := t.reindexThread(&old, nil); err != nil {
 		return err
 	}
 	if err := t.bucket(bucketThreads).Delete(id[:]); err != nil {
@@ -109,36 +108,47 @@ func (t *Tx) DeleteThread(id uuid.UUID) error {
 	return t.deleteThreadRuns(id)
 }
 
-func (t *Tx) indexThread(th Thread) error {
-	if err := t.bucket(bucketThreadsByCreated).Put(timeIDKey(nil, th.CreatedAt, th.ThreadID), nil); err != nil {
-		return err
+// threadIndexKeys lists a thread's index entries by bucket.
+func threadIndexKeys(th *Thread) map[string][]string {
+	keys := map[string][]string{
+		string(bucketThreadsByCreated): {string(timeIDKey(nil, th.CreatedAt, th.ThreadID))},
+		string(bucketThreadsByStatus):  {string(timeIDKey(statusPrefix(th.Status), th.CreatedAt, th.ThreadID))},
 	}
-	if err := t.bucket(bucketThreadsByStatus).Put(timeIDKey(statusPrefix(th.Status), th.CreatedAt, th.ThreadID), nil); err != nil {
-		return err
-	}
-	meta := t.bucket(bucketThreadsByMeta)
 	for k, v := range th.Metadata {
 		if p, ok := indexedValue(k, v); ok {
-			if err := meta.Put(timeIDKey(p, th.CreatedAt, th.ThreadID), nil); err != nil {
-				return err
-			}
+			keys[string(bucketThreadsByMeta)] = append(keys[string(bucketThreadsByMeta)], string(timeIDKey(p, th.CreatedAt, th.ThreadID)))
 		}
 	}
-	return nil
+	return keys
 }
 
-func (t *Tx) unindexThread(th Thread) error {
-	if err := t.bucket(bucketThreadsByCreated).Delete(timeIDKey(nil, th.CreatedAt, th.ThreadID)); err != nil {
-		return err
+// reindexThread moves a thread's index entries from old to cur (either may
+// be nil). Entries both have are left alone, so that an update that changes
+// only the status touches only the status index: every page a commit
+// dirties is written and synced.
+func (t *Tx) reindexThread(old, cur *Thread) error {
+	var before, after map[string][]string
+	if old != nil {
+		before = threadIndexKeys(old)
 	}
-	if err := t.bucket(bucketThreadsByStatus).Delete(timeIDKey(statusPrefix(th.Status), th.CreatedAt, th.ThreadID)); err != nil {
-		return err
+	if cur != nil {
+		after = threadIndexKeys(cur)
 	}
-	meta := t.bucket(bucketThreadsByMeta)
-	for k, v := range th.Metadata {
-		if p, ok := indexedValue(k, v); ok {
-			if err := meta.Delete(timeIDKey(p, th.CreatedAt, th.ThreadID)); err != nil {
-				return err
+	for _, name := range [][]byte{bucketThreadsByCreated, bucketThreadsByStatus, bucketThreadsByMeta} {
+		was, is := before[string(name)], after[string(name)]
+		b := t.bucket(name)
+		for _, k := range was {
+			if !slices.Contains(is, k) {
+				if err := b.Delete([]byte(k)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, k := range is {
+			if !slices.Contains(was, k) {
+				if err := b.Put([]byte(k), nil); err != nil {
+					return err
+				}
 			}
 		}
 	}
