@@ -79,15 +79,26 @@ func (l *Log) Resumable() bool {
 // not JSON is stored as a JSON string of its bytes. On a closed log Append
 // does nothing and returns the zero Event.
 func (l *Log) Append(name string, data json.RawMessage) Event {
+	return l.AppendAt(0, name, data)
+}
+
+// AppendAt appends as Append does, numbering the event seq instead of the
+// next number, so that a log can carry events numbered by another sequence
+// (a thread stream connection carries the thread's numbers). seq must be
+// larger than the last event's; 0 means the next number.
+func (l *Log) AppendAt(seq int64, name string, data json.RawMessage) Event {
 	data = normalizeData(data)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return Event{}
 	}
-	seq := int64(1)
+	last := int64(0)
 	if n := len(l.events); n > 0 {
-		seq = l.events[n-1].Seq + 1
+		last = l.events[n-1].Seq
+	}
+	if seq <= last {
+		seq = last + 1
 	}
 	ev := Event{Seq: seq, Name: name, Data: data}
 	l.events = append(l.events, ev)

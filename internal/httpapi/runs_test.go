@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -694,5 +695,59 @@ func TestGotoEndAndRunSearchPaging(t *testing.T) {
 	found := s.Must(200, "POST", "/runs/search", map[string]any{"status": "pending", "limit": 10})
 	if l := found.List(t); len(l) != 1 || l[0].(map[string]any)["run_id"] != pending || found.Header.Get("X-Pagination-Total") != "1" {
 		t.Fatalf("pending search = %s (total %s)", found.Raw, found.Header.Get("X-Pagination-Total"))
+	}
+}
+
+// A thread stream client that reconnects with Last-Event-ID gets what it
+// missed, including a whole run made while it was away, numbered on from
+// where it left, without repeats.
+func TestThreadJoinStreamReplaysAfterLastEventID(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	first := s.Stream("GET", "/threads/"+tid+"/stream", nil, nil)
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("t1")})
+	rd := testutil.NewSSEReader(first.Body)
+	var seen []testutil.SSEEvent
+	for len(seen) < 2 {
+		ev, err := rd.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, ev)
+	}
+	first.Body.Close()
+	last, err := strconv.ParseInt(seen[1].ID, 10, 64)
+	if err != nil {
+		t.Fatalf("thread stream event without a numeric id: %+v", seen[1])
+	}
+	// A second run while nobody listens.
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("t2")})
+
+	again := s.Stream("GET", "/threads/"+tid+"/stream", nil, http.Header{"Last-Event-ID": {seen[1].ID}})
+	defer again.Body.Close()
+	// A missing event would leave the reader waiting: give up after a while.
+	giveUp := time.AfterFunc(10*time.Second, func() { again.Body.Close() })
+	defer giveUp.Stop()
+	rd = testutil.NewSSEReader(again.Body)
+	runsDone := 0
+	for runsDone < 2 {
+		ev, err := rd.Next()
+		if err != nil {
+			t.Fatalf("replay ended early: %v", err)
+		}
+		id, err := strconv.ParseInt(ev.ID, 10, 64)
+		if err != nil || id != last+1 {
+			t.Fatalf("event %q has id %q after %d: want the next id", ev.Event, ev.ID, last)
+		}
+		last = id
+		if ev.Event == "run_done" {
+			runsDone++
+		}
+	}
+	// Events go on from there, live.
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("t3")})
+	ev, err := rd.Next()
+	if err != nil || ev.Event != "metadata" || ev.ID != strconv.FormatInt(last+1, 10) {
+		t.Fatalf("live after replay: %+v %v (last id %d)", ev, err, last)
 	}
 }

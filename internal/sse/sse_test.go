@@ -358,7 +358,7 @@ func TestPumpStopsOnCancelAndWriteError(t *testing.T) {
 type failingSource struct{ err error }
 
 func (f failingSource) Next(context.Context) (events.Event, error) { return events.Event{}, f.err }
-func (f failingSource) TryNext() (events.Event, bool, error)        { return events.Event{}, false, nil }
+func (f failingSource) TryNext() (events.Event, bool, error)       { return events.Event{}, false, nil }
 
 func TestPumpReturnsErrorsOfNext(t *testing.T) {
 	boom := errors.New("boom")
