@@ -597,6 +597,18 @@ type ClientInterface interface {
 	// Corresponds with GET /threads/{thread_id}/runs/{run_id}/stream (the `JoinThreadRunStream` operationId).
 	JoinThreadRunStream(ctx context.Context, threadId ThreadId, runId RunId, params *JoinThreadRunStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListSubagents List the synchronous subagents a run started with its task tool
+	//
+	// Execution records, in the order of their tool call ids, with each one's status, result, usage and steps. Records are kept with the run and go with it.
+	//
+	// Corresponds with GET /threads/{thread_id}/runs/{run_id}/subagents (the `ListSubagents` operationId).
+	ListSubagents(ctx context.Context, threadId ThreadId, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSubagent Get one synchronous subagent execution of a run
+	//
+	// Corresponds with GET /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id} (the `GetSubagent` operationId).
+	GetSubagent(ctx context.Context, threadId ThreadId, runId RunId, toolCallId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CancelSubagent Cancel one synchronous subagent inside a run
 	//
 	// Corresponds with POST /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id}/cancel (the `CancelSubagent` operationId).
@@ -1915,6 +1927,38 @@ func (c *Client) JoinThreadRun(ctx context.Context, threadId ThreadId, runId Run
 // Corresponds with GET /threads/{thread_id}/runs/{run_id}/stream (the `JoinThreadRunStream` operationId).
 func (c *Client) JoinThreadRunStream(ctx context.Context, threadId ThreadId, runId RunId, params *JoinThreadRunStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewJoinThreadRunStreamRequest(c.Server, threadId, runId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSubagents List the synchronous subagents a run started with its task tool
+//
+// Execution records, in the order of their tool call ids, with each one's status, result, usage and steps. Records are kept with the run and go with it.
+//
+// Corresponds with GET /threads/{thread_id}/runs/{run_id}/subagents (the `ListSubagents` operationId).
+func (c *Client) ListSubagents(ctx context.Context, threadId ThreadId, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSubagentsRequest(c.Server, threadId, runId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSubagent Get one synchronous subagent execution of a run
+//
+// Corresponds with GET /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id} (the `GetSubagent` operationId).
+func (c *Client) GetSubagent(ctx context.Context, threadId ThreadId, runId RunId, toolCallId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSubagentRequest(c.Server, threadId, runId, toolCallId)
 	if err != nil {
 		return nil, err
 	}
@@ -4631,6 +4675,95 @@ func NewJoinThreadRunStreamRequest(server string, threadId ThreadId, runId RunId
 	return req, nil
 }
 
+// NewListSubagentsRequest constructs an http.Request for the ListSubagents method
+func NewListSubagentsRequest(server string, threadId ThreadId, runId RunId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "thread_id", threadId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "run_id", runId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/threads/%s/runs/%s/subagents", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSubagentRequest constructs an http.Request for the GetSubagent method
+func NewGetSubagentRequest(server string, threadId ThreadId, runId RunId, toolCallId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "thread_id", threadId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "run_id", runId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "tool_call_id", toolCallId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/threads/%s/runs/%s/subagents/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCancelSubagentRequest constructs an http.Request for the CancelSubagent method
 func NewCancelSubagentRequest(server string, threadId ThreadId, runId RunId, toolCallId string) (*http.Request, error) {
 	var err error
@@ -5578,6 +5711,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /threads/{thread_id}/runs/{run_id}/stream (the `JoinThreadRunStream` operationId).
 	JoinThreadRunStreamWithResponse(ctx context.Context, threadId ThreadId, runId RunId, params *JoinThreadRunStreamParams, reqEditors ...RequestEditorFn) (*JoinThreadRunStreamResponse, error)
+
+	// ListSubagentsWithResponse List the synchronous subagents a run started with its task tool
+	//
+	// Execution records, in the order of their tool call ids, with each one's status, result, usage and steps. Records are kept with the run and go with it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /threads/{thread_id}/runs/{run_id}/subagents (the `ListSubagents` operationId).
+	ListSubagentsWithResponse(ctx context.Context, threadId ThreadId, runId RunId, reqEditors ...RequestEditorFn) (*ListSubagentsResponse, error)
+
+	// GetSubagentWithResponse Get one synchronous subagent execution of a run
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id} (the `GetSubagent` operationId).
+	GetSubagentWithResponse(ctx context.Context, threadId ThreadId, runId RunId, toolCallId string, reqEditors ...RequestEditorFn) (*GetSubagentResponse, error)
 
 	// CancelSubagentWithResponse Cancel one synchronous subagent inside a run
 	//
@@ -8481,6 +8630,116 @@ func (r JoinThreadRunStreamResponse) ContentType() string {
 	return ""
 }
 
+type ListSubagentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]SubagentExecution
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSubagentsResponse) GetJSON200() *[]SubagentExecution {
+	return r.JSON200
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListSubagentsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ListSubagentsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSubagentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSubagentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSubagentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSubagentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetSubagentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SubagentExecution
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSubagentResponse) GetJSON200() *SubagentExecution {
+	return r.JSON200
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSubagentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetSubagentResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSubagentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSubagentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSubagentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSubagentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type CancelSubagentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9821,6 +10080,34 @@ func (c *ClientWithResponses) JoinThreadRunStreamWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseJoinThreadRunStreamResponse(rsp)
+}
+
+// ListSubagentsWithResponse List the synchronous subagents a run started with its task tool
+//
+// Execution records, in the order of their tool call ids, with each one's status, result, usage and steps. Records are kept with the run and go with it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /threads/{thread_id}/runs/{run_id}/subagents (the `ListSubagents` operationId).
+func (c *ClientWithResponses) ListSubagentsWithResponse(ctx context.Context, threadId ThreadId, runId RunId, reqEditors ...RequestEditorFn) (*ListSubagentsResponse, error) {
+	rsp, err := c.ListSubagents(ctx, threadId, runId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSubagentsResponse(rsp)
+}
+
+// GetSubagentWithResponse Get one synchronous subagent execution of a run
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id} (the `GetSubagent` operationId).
+func (c *ClientWithResponses) GetSubagentWithResponse(ctx context.Context, threadId ThreadId, runId RunId, toolCallId string, reqEditors ...RequestEditorFn) (*GetSubagentResponse, error) {
+	rsp, err := c.GetSubagent(ctx, threadId, runId, toolCallId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSubagentResponse(rsp)
 }
 
 // CancelSubagentWithResponse Cancel one synchronous subagent inside a run
@@ -12159,6 +12446,86 @@ func ParseJoinThreadRunStreamResponse(rsp *http.Response) (*JoinThreadRunStreamR
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListSubagentsResponse parses an HTTP response from a ListSubagentsWithResponse call
+func ParseListSubagentsResponse(rsp *http.Response) (*ListSubagentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSubagentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []SubagentExecution
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetSubagentResponse parses an HTTP response from a GetSubagentWithResponse call
+func ParseGetSubagentResponse(rsp *http.Response) (*GetSubagentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSubagentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SubagentExecution
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

@@ -297,6 +297,39 @@ func (e StreamMode) Valid() bool {
 	}
 }
 
+// Defines values for SubagentExecutionStatus.
+const (
+	SubagentExecutionStatusCancelled   SubagentExecutionStatus = "cancelled"
+	SubagentExecutionStatusCompleted   SubagentExecutionStatus = "completed"
+	SubagentExecutionStatusFailed      SubagentExecutionStatus = "failed"
+	SubagentExecutionStatusInterrupted SubagentExecutionStatus = "interrupted"
+	SubagentExecutionStatusPending     SubagentExecutionStatus = "pending"
+	SubagentExecutionStatusRunning     SubagentExecutionStatus = "running"
+	SubagentExecutionStatusTimedOut    SubagentExecutionStatus = "timed_out"
+)
+
+// Valid indicates whether the value is a known member of the SubagentExecutionStatus enum.
+func (e SubagentExecutionStatus) Valid() bool {
+	switch e {
+	case SubagentExecutionStatusCancelled:
+		return true
+	case SubagentExecutionStatusCompleted:
+		return true
+	case SubagentExecutionStatusFailed:
+		return true
+	case SubagentExecutionStatusInterrupted:
+		return true
+	case SubagentExecutionStatusPending:
+		return true
+	case SubagentExecutionStatusRunning:
+		return true
+	case SubagentExecutionStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ThreadSortBy.
 const (
 	ThreadSortByCreatedAt      ThreadSortBy = "created_at"
@@ -784,6 +817,29 @@ type StoreSearchResponse struct {
 
 // StreamMode defines model for StreamMode.
 type StreamMode string
+
+// SubagentExecution One synchronous subagent started by a run's task tool.
+type SubagentExecution struct {
+	Description string                  `json:"description"`
+	EndedAt     *time.Time              `json:"ended_at,omitempty"`
+	Error       *string                 `json:"error,omitempty"`
+	Model       *string                 `json:"model,omitempty"`
+	ParentRunId openapi_types.UUID      `json:"parent_run_id"`
+	Result      *string                 `json:"result,omitempty"`
+	StartedAt   time.Time               `json:"started_at"`
+	Status      SubagentExecutionStatus `json:"status"`
+
+	// Steps The subagent's messages (AI messages and tool results), in LangChain form.
+	Steps        []map[string]interface{} `json:"steps,omitempty"`
+	StopReason   *string                  `json:"stop_reason,omitempty"`
+	SubagentType string                   `json:"subagent_type"`
+	ThreadId     openapi_types.UUID       `json:"thread_id"`
+	ToolCallId   string                   `json:"tool_call_id"`
+	Usage        map[string]interface{}   `json:"usage,omitempty"`
+}
+
+// SubagentExecutionStatus defines model for SubagentExecution.Status.
+type SubagentExecutionStatus string
 
 // Subgraphs Subgraph namespace to its schemas.
 type Subgraphs map[string]GraphSchema
@@ -4884,6 +4940,12 @@ type ServerInterface interface {
 	// JoinThreadRunStream Join the event stream of a run
 	// (GET /threads/{thread_id}/runs/{run_id}/stream)
 	JoinThreadRunStream(ctx echo.Context, threadId ThreadId, runId RunId, params JoinThreadRunStreamParams) error
+	// ListSubagents List the synchronous subagents a run started with its task tool
+	// (GET /threads/{thread_id}/runs/{run_id}/subagents)
+	ListSubagents(ctx echo.Context, threadId ThreadId, runId RunId) error
+	// GetSubagent Get one synchronous subagent execution of a run
+	// (GET /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id})
+	GetSubagent(ctx echo.Context, threadId ThreadId, runId RunId, toolCallId string) error
 	// CancelSubagent Cancel one synchronous subagent inside a run
 	// (POST /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id}/cancel)
 	CancelSubagent(ctx echo.Context, threadId ThreadId, runId RunId, toolCallId string) error
@@ -5895,6 +5957,62 @@ func (w *ServerInterfaceWrapper) JoinThreadRunStream(ctx echo.Context) error {
 	return err
 }
 
+// ListSubagents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSubagents(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "thread_id" -------------
+	var threadId ThreadId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "thread_id", ctx.Param("thread_id"), &threadId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter thread_id: %s", err))
+	}
+
+	// ------------- Path parameter "run_id" -------------
+	var runId RunId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSubagents(ctx, threadId, runId)
+	return err
+}
+
+// GetSubagent converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSubagent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "thread_id" -------------
+	var threadId ThreadId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "thread_id", ctx.Param("thread_id"), &threadId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter thread_id: %s", err))
+	}
+
+	// ------------- Path parameter "run_id" -------------
+	var runId RunId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// ------------- Path parameter "tool_call_id" -------------
+	var toolCallId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tool_call_id", ctx.Param("tool_call_id"), &toolCallId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tool_call_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSubagent(ctx, threadId, runId, toolCallId)
+	return err
+}
+
 // CancelSubagent converts echo context to params.
 func (w *ServerInterfaceWrapper) CancelSubagent(ctx echo.Context) error {
 	var err error
@@ -6146,6 +6264,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/threads/:thread_id/runs/:run_id/join", wrapper.JoinThreadRun, options.OperationMiddlewares["joinThreadRun"]...)
 	router.GET(options.BaseURL+"/threads/:thread_id/runs/:run_id/stream", wrapper.JoinThreadRunStream, options.OperationMiddlewares["joinThreadRunStream"]...)
 	router.POST(options.BaseURL+"/threads/:thread_id/runs/:run_id/cancel", wrapper.CancelThreadRun, options.OperationMiddlewares["cancelThreadRun"]...)
+	router.GET(options.BaseURL+"/threads/:thread_id/runs/:run_id/subagents", wrapper.ListSubagents, options.OperationMiddlewares["listSubagents"]...)
+	router.GET(options.BaseURL+"/threads/:thread_id/runs/:run_id/subagents/:tool_call_id", wrapper.GetSubagent, options.OperationMiddlewares["getSubagent"]...)
 	router.POST(options.BaseURL+"/threads/:thread_id/runs/:run_id/subagents/:tool_call_id/cancel", wrapper.CancelSubagent, options.OperationMiddlewares["cancelSubagent"]...)
 	router.POST(options.BaseURL+"/runs", wrapper.CreateRun, options.OperationMiddlewares["createRun"]...)
 	router.POST(options.BaseURL+"/runs/stream", wrapper.StreamRun, options.OperationMiddlewares["streamRun"]...)
@@ -9061,6 +9181,109 @@ func (response JoinThreadRunStream422JSONResponse) VisitJoinThreadRunStreamRespo
 	return err
 }
 
+type ListSubagentsRequestObject struct {
+	ThreadId ThreadId `json:"thread_id"`
+	RunId    RunId    `json:"run_id"`
+}
+
+type ListSubagentsResponseObject interface {
+	VisitListSubagentsResponse(w http.ResponseWriter) error
+}
+
+type ListSubagents200JSONResponse []SubagentExecution
+
+func (response ListSubagents200JSONResponse) VisitListSubagentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubagents404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListSubagents404JSONResponse) VisitListSubagentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubagents422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response ListSubagents422JSONResponse) VisitListSubagentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubagentRequestObject struct {
+	ThreadId   ThreadId `json:"thread_id"`
+	RunId      RunId    `json:"run_id"`
+	ToolCallId string   `json:"tool_call_id"`
+}
+
+type GetSubagentResponseObject interface {
+	VisitGetSubagentResponse(w http.ResponseWriter) error
+}
+
+type GetSubagent200JSONResponse SubagentExecution
+
+func (response GetSubagent200JSONResponse) VisitGetSubagentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubagent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetSubagent404JSONResponse) VisitGetSubagentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubagent422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response GetSubagent422JSONResponse) VisitGetSubagentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CancelSubagentRequestObject struct {
 	ThreadId   ThreadId `json:"thread_id"`
 	RunId      RunId    `json:"run_id"`
@@ -9560,6 +9783,12 @@ type StrictServerInterface interface {
 	// JoinThreadRunStream Join the event stream of a run
 	// (GET /threads/{thread_id}/runs/{run_id}/stream)
 	JoinThreadRunStream(ctx context.Context, request JoinThreadRunStreamRequestObject) (JoinThreadRunStreamResponseObject, error)
+	// ListSubagents List the synchronous subagents a run started with its task tool
+	// (GET /threads/{thread_id}/runs/{run_id}/subagents)
+	ListSubagents(ctx context.Context, request ListSubagentsRequestObject) (ListSubagentsResponseObject, error)
+	// GetSubagent Get one synchronous subagent execution of a run
+	// (GET /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id})
+	GetSubagent(ctx context.Context, request GetSubagentRequestObject) (GetSubagentResponseObject, error)
 	// CancelSubagent Cancel one synchronous subagent inside a run
 	// (POST /threads/{thread_id}/runs/{run_id}/subagents/{tool_call_id}/cancel)
 	CancelSubagent(ctx context.Context, request CancelSubagentRequestObject) (CancelSubagentResponseObject, error)
@@ -11492,6 +11721,59 @@ func (sh *strictHandler) JoinThreadRunStream(ctx echo.Context, threadId ThreadId
 	return nil
 }
 
+// ListSubagents operation middleware
+func (sh *strictHandler) ListSubagents(ctx echo.Context, threadId ThreadId, runId RunId) error {
+	var request ListSubagentsRequestObject
+
+	request.ThreadId = threadId
+	request.RunId = runId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSubagents(ctx.Request().Context(), request.(ListSubagentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSubagents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSubagentsResponseObject); ok {
+		return validResponse.VisitListSubagentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSubagent operation middleware
+func (sh *strictHandler) GetSubagent(ctx echo.Context, threadId ThreadId, runId RunId, toolCallId string) error {
+	var request GetSubagentRequestObject
+
+	request.ThreadId = threadId
+	request.RunId = runId
+	request.ToolCallId = toolCallId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSubagent(ctx.Request().Context(), request.(GetSubagentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSubagent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSubagentResponseObject); ok {
+		return validResponse.VisitGetSubagentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // CancelSubagent operation middleware
 func (sh *strictHandler) CancelSubagent(ctx echo.Context, threadId ThreadId, runId RunId, toolCallId string) error {
 	var request CancelSubagentRequestObject
@@ -11699,133 +11981,139 @@ func (sh *strictHandler) JoinThreadStream(ctx echo.Context, threadId ThreadId, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3pbuM4tvCrEP4+YJILJa6uWYCbYH50V2/pW10pJNXTA3QKBi3RNisyqSapJEbgd7/gISVRErU5cpzc",
-	"qV+JbYnbOTz78jgJ+TrhjDAlJ2ePkxXBERHw7zvOFGHqPQ+xopzpryIiQ0ET83HyEasV4gukVgSFgmBF",
-	"IiRSho6maiUIjuT00fwzo9F2KlImp48iZfoT4gKVvzk+nQQTGa7IGuuZ1CYhk7OJVIKy5WS7DSa/cMo6",
-	"1qJWWCFBVCqYhFVJvCZIEJnGCuElpgwd6a9Fyv4i0RdOGUqwWh2fozCm+gT0y2KDqEL3K8JgiDmPNohK",
-	"FKYK8cWia5VdK+RIEJhYrahEUgmC1+ieqhV6j6U6+eGOMHVy8X3XNP/+iJeUwUwfyIOqz3a5WEiiMugw",
-	"8qBQgpfkHOG5JEwhbnYXY2l+8E5ImSJLIqozfuIKx/Up4WvE0vWcCD3xGqtwRWTHyNtgkmCB10RZtPs2",
-	"1ON91N/pj1QP/WdKxGYSTBhe67cxPFIa9/8LspicTf7ftEDnqflVTt9hFpLYjAt7+XZJmLqI6luAHxCN",
-	"0BGWkkqFmUK//XbxvUbXpcDJCukVAKrCujT2OMvSb89oNAkmgvyZUkGiyZkSKWmH5bfZVN4VtayjaRnZ",
-	"K8OXYk7qkn1PZcgZI6HK4VBe1necxwSzk5jeknMUwmvIXq3s7uhLA9cKLTmRCN/jTb7iCkDNADPOZlE+",
-	"c9dFw1LBbbmIfgaaVV/kFZHpmiC8UESY9ZA7A99zdPINEiSJ8UaiheBrQy0UFipfoqGExRpL97NrcXRN",
-	"VSsKx/qJ0igRWeA0VpOzb94EkzV+oOt0rT+80R8pMx/fBL67aS5763wcHvFP2D3BFcHSuZPlY/5REHKi",
-	"NIUR8BhacGF4AkA1BprRBHnzSsdxXpEwFZL0wkX9G2ERokxxxIjUTEmmc7g1snkVMEHXMlJmrqjn0hku",
-	"1nrdFlyssZqcTdIUnqxPcE3i5iv3IyVxJA0H0RzuXCOwYbpcIIx+ub78gLAQeIPMkHqz5CGJeUSyxfj2",
-	"LmHS0tapImvpOYN8zTCN/izVJtZf6L3pz9fA0H7lUROwzANozSNi9xISekeKzQS+rQR6i5wRdIfjlPTd",
-	"GEw101ONtbsMj3phImVhnEYkxz5NXxRpxMEcSTuw8BOIVI2ImEtcT8TF3zHtR/znMQ9vUcoULTjACmvZ",
-	"hicJiZq2e49pO4nf6vXLhDNJMnF0EdMQZJ3QiKb6X5wkMTUy1/SLNIJXP7HgByG4uLJTmAkrAo3eDfkz",
-	"JVKh0M4ujbAG5C0VQrMTAOupxg/gDgbDK6vU5HEK3OdE5r+37r1ybYi4I+IERDcYRp4jgsMVirDCKKaM",
-	"aBlV3xC4O/aabIPJBVNEMBzDZp/36CSsWd9cqgAdBF7CMhlXaEVwrFYbWOMHrn7kKYueG7KSpyIkKNLS",
-	"iV4TeaBSwYquUvacsCzE9Ht9ffqANvBoaieu8uE7H/vKtKrZVfSWtleLd/TG/oVjGsHnA+BXdjWpRGsc",
-	"a4qmqY1+1g4D2sTSLiYRPCFCUUNMclHdxwZCnOA5jWn+cBRRPS+OPzqDGJJa4dEEq1QQtIjxUqJbsiER",
-	"mm+QIHdESHLy/YdrENwlkmm4QlginJxSfromUuKllpFZZL8ymGW5uF0hn3/RnLp6GI8TlsYxnsc5N6zt",
-	"aE0U1ujUtZvaRIZY+9hQwVv+cBUfeKFyhJ89AwNcrnNkGAIdzhZ0OSsQqbz7rWY3SaraHuCp6ngCaHrz",
-	"A837L81dnan5IAgW4erKIHQXkMpnZRSJvvrDN3Xxvj92NKBZHVs68dFqI8OUkPrRZYquB4NcHbhb3smw",
-	"qtOSYJ4yzytreBl0oaydbIZVaVkRVuREUbg7tbUNve0gRjZdn7FJQTBJk2jwljQ9tNvxQLp0t8rWjHxv",
-	"OchKZ1pajbPZYka7kc9t+PSOp0ztdBvdox+NKo9171rv0Ds4xGG77bplnSewp1vXeWCj3ii6mIHkKLv2",
-	"cbH4wTx3GNi7tyrfUOs9eK/11d0uQvsFb57yI1bhathUrxGJXhdteIJ4MmjTL1GWKQv477AkJ5RJwiRV",
-	"9A6MO2b9xt1x2ofqDZd+gsxKN8x8xYWazTddN6MAMxfqu+JNLqxVve1l/c4lPNiBQmbss8cJYXqTbYw9",
-	"0yEa2Ppnz5Hm8/zL0B356mXpcUTkkuvLHQteEyJN9OFmIHG/EzyO5zi89R73uxUJbxNOmcfzeBERpuiC",
-	"EmO0CPNHEV8gjIx9Ut+TChXPn2tU/Ion1jh58gE7w7GG+5SbUjs1YNfqWh44qOzMx3CL43yX87L+Rofi",
-	"bWSoBBcIjEvzTebXPkfkjogNWlASR4gnZuAeQOiW4PYMlM4FlIC0A5N7x9drbGyPA46cMyV4jEDbB38X",
-	"NpEPwrocGcrvUoAM7TJ24gB9SdcJUhxhxHhkfMkVlskVr1+rDzwiYDwK0DVhETI7CIzvJ6Yy8/Wv6yzI",
-	"WNJTHz/7F45TglaYRSTSi1IrghLCIs3Q8h0cyWPvoGZfntgDWJpeWbauP27JJjCmy88owVRIz4B+6Ay/",
-	"D1cpY3pYZATDc5SyW8bvGbolG4mwIOiWJMqD/PB4KsySBmrHxoNIOZvlTKTOHBReyiEs3Hci3+sF0piq",
-	"EjOVGxZOggm2f8kD9fPJsmG1Bjn4GUJezlFEFKYxmCStfRKFWIhNEVijpWjfMUZ+O4EZsMEoARP46Wzt",
-	"CH7SokLd5kOiJSkfb5vgAoP8EC2JT3LSN3PgUPp+eiHosgkzbmCX+rlpb7Cs2v5CzjKEdA5qbpxxcMBW",
-	"7qhbM8HR4Uc4LJZEdTM4O0T+QuPaP1jwl9eeLc1D0xK8iTmO0JEmbtbfC+5eGNdPeZ5o2+pkQ+aLrjNp",
-	"4OZwDE2m7W7rtVVP2x5pN0c8t/W71ZaQ2zwcYiUwhViLiM8YVyu9bh+tulh84Kr+tlELwLsNk3hfZQvu",
-	"PftM8a+9AR6bwVQ/xmxptv9FzuomD0ezzR9MNq0P7myebR7UR0Ivckl/kILUgHLA2P2IUpv5PWZLuaZq",
-	"9Ung0OiX/ecnD3idxKQJ9RPB9TSzZq9VbTm/FpxniMSNVc4UjwSPydS6PTXh0jt8t8KUIT1b9svxOcJs",
-	"g8iDEthIIpkUUl9TGiuqsLy9VgIrsixxeov1joIWVHS5P1OSEu+1uLx1WX/5aPmtj6lUrjq/9V7yS/aO",
-	"a7hkWma21ojEBK7qLSGJf0VOqGHpkoPeaoz8irKG/VylbKDzcLhfaAd/Dcl84T7hCpTgBaZxFizdj+Pd",
-	"3mOxA4HamZysMxycSQcJ26SgOtZq5DFhcX1OWjOdtFPWukrZtXmwqvt1TjDcT1XB/jzGz9X2K2asZl+U",
-	"3V/JKWWh6j1u30W7Slk/P001YCvaaMQzRgCRshNYpkY7wVNF0JHZkf5JBiYw3/6ZmkCE7NM9pir7f45V",
-	"uLphICIfn6LfGOXMKqE3TBPBn4qot5hImUt6WqXQSoSJtv4ouOIhjwtBMD/eAGWXObhhWZDEcdmYQWVu",
-	"z8gH1vpsTISxPUkU8vXchq7L0xtW01ggQHgmiRawZRk3eKovYdnu1iA9msB3IDIOBfLFl+c7xjHFEPzj",
-	"IlEvE3KVjg0LGh9g1YHziePLxeTsjw4HS9WItf3soWOOgSdKYbpms42j2uxgmHLsOv3Wb1/wL7uwQ/Qc",
-	"rOUIxvI/lSwBbatxbAZa1CUk0oLDTEsh7eaIhjXkejJdaAm+t/uzkOczPaWOu4ZowI9GYvrl+vLDKdIr",
-	"QZkw4MTsV4IwfbpiJhzN4J7XZ7yZ/NfNpGxHY5mxTXYMOScLLsgYY8aZXDxThWDcC9eqErUX6TLq2duo",
-	"kQnGPbBgNLV7JKGDs1lYkkfbRijJrublqCSStr/siK8gwxQh53WzKCOoiI831tC6+fbccC0TOKjyMFov",
-	"ztjpwLibWS27aal9q4g37/sWDdWsMCR3v1ISz9oY4TlIwtwmDVlZhDKp9F/jNSLrhAssNogzuOaDQ03u",
-	"yXzFjZKzxg/vCVuq1eTsH3//+1//EeziN9CC6O5ucVdEGMzsX5UffSdn98iqwI7gzVeRaaXWMzIBvYaZ",
-	"/2QahkSCURfUvmCidQmeKlcvJ1GT/vo7pqpZKX8K1a5SaZGyHieam3OkLwNJC9nAaQ316uvFuUqZNJ7o",
-	"npelojhTtSICGawAj1cObaT4ksCvkJZhNDRZd0rYH0rn2KkwdvG93mhqN79XbC3P0YG0OI69CFlEc5QC",
-	"NcKJAYn/HcUF+R4sPTuRwluy8cueWlRKsPFb7CqiVjR4PZdPr4Y9XCiy9hiNdzAAPXFLNTwLrYxZ10s7",
-	"ddGdgnMzc+4Ai1HV0ZXv1JxGNmifqB4PWC7FhzT2pJx/i/JHgC6AlpCn7usTrmX31M+MM9JDyi5QZPs5",
-	"W9p7KtWHbKfjhRwN5tX4YRaRRIFPtIelwnl1F+6cCLKgD09THGW6eOIY2yZ8qQKlibfmKFrmCv2vZbun",
-	"txi9EbM/prvF1lIWkYf6ZVjgWJLAUSeMgSzBagWptvBafk38VuZxCZdSnjv7K2WpItJmjJKHhIpNSaLv",
-	"T9z2SKgagfYEoX9BY9Xt8eqUqEeQ7vNdz8a4zLsQEZMN3EeZEWQhiFzNLDJ1qZ3bLsA10YM6BejJDjoo",
-	"gRnOj0+ZMcAVt6z07Zhsin9PVJrA1TCME7QOyCAFAW2eQjZMKhVfQ6SGvC3HH+pPivNY+gU51yDgx9Ae",
-	"cTA28KGe9Zplwee4BzRJSWRf97pCTbJ7UxjFgJj/8dx477FUCH4zkobRAhCV9sueDr1cNxyYYvqxGp3n",
-	"5JlqiCPjQfB4AgtVstUpcUfJfV7VibM7ImRRweOJOujO7kgTkbKLMNtPSTN4tqtn0cvnPn16jyRRirKl",
-	"VlpZvDH4YtOWSWRUVlsl4p9KxS1BljsI8B5Iv3ON5VaFR0dOJClIDgv7z4l5zNCEY7+q3xgD3SclL/eI",
-	"OnfhcyMReMeTzU7mg8vMPTi3blCMQp5sMkCcIxuEpK9wtp8WYrR7cuBoNrXdcLrAiidMvm0+lx0SCA+b",
-	"OifThAipSNKf7dszzV7sIx09xdbTIUJjibAtuAbX91GpOECZ72Tb0zpn9vQzlYqLzU6I3eQFczITaJSX",
-	"8sGlnJCC+Dy6AdhnjyWX73brJY5lP/Uw7/RLMpM3g2WXfMgnHcqrcBSOfCuaOWbVT7UmYklscTFbMk4R",
-	"OyO5dxB70N17gk45ulH71fuOeiRKdlqn+iVOWuA9LWvyhXLzer6mK97lklt7uFtJYvepnMWmfPkOTwpC",
-	"aoi9KemBndy3rKT1IodFZLVX/3nNShizUUv9DYAJ1vrGbB+QNNaNYXLbJyxvfctsov7Xe9GTcgMPnGdh",
-	"p3E0o9K1ck7Pd6I91SfYS3GoOzGbp0kWgwJOKmfmzNyxxd/ypMQhdUxmzFrhBoZGDj2D4XGMTbh5abEx",
-	"M/abw5Bt9v1tn5NrNpDusvPdAVl2YtMIzJ7zVG4qcRWZna6NvfjMrCJlEKelb15MFyTchDCFy7faBs1V",
-	"wNo5ZbbZHXVKi8BdZuVslpZTrIy465XYc2htgeAdRdbsipo3DOT9WcSI3DTcLUE0JemNK1g0FueC4rB1",
-	"2ySWt+AYREcZ/TCvyCllqiHd29TRb04Y7H+8rtjnOd96mmVj0a4tnOXCky//86dPHyFgWODQlJ7QEpYN",
-	"pkROfVKZEHwrkbrnKKJYKw8ScQa1K2QqFjgkZzdMy2FFSsPHGCutaKFvP16gVBaxmsUj19//j3SqyMsA",
-	"uSkWN2yOBUELCKiy8gWENEOCBeQxTL9wyo6bciUgbUPesCOzqwApnpzE5I7EMEFWpDaLkqJFL4MAVaLO",
-	"jk9v2A2z8kDmjIE0+YjEdE602hxvUELEmkpJ78hZnlAPBtWFqUutX8BhSDRRDm4Y+PeQZefm1yTGlGV4",
-	"ho6+mb4JkIb31DquN0ROGTdbzktbwzg3rGgRYCbSeC9Nvwcn4UOiRSpMrFgSU3WKIOXKvPLL9eWHG1bK",
-	"f9frp0SeawjYMqaQmZUKIjVY0d/evjX5IoqqOK/wb/EGEOzbjxdObbmzyZvTb07fgOqaEIYTOjmb/PX0",
-	"zelfJ+YmwiWfmlGmErR+IFjcSGKabMEyLiKoE6t/B8BLW8yZSPUdjzaj1Vn1FJ/c1isvv33zZtCMvciZ",
-	"Kcxa53I1x+GvWIVgnjfHVil9+++Toi/FSdYKo62AbbVzxjYoj5E3t+g5iHke1v23N39rejE/z2le7Fi/",
-	"8PZt9wvVGrtQ4DZdr7HY5EhizwYdNaiRBR06nmRlKP6YWNT6rEfMkPIxi0zeQikS4sHLn4gywHsimvTA",
-	"Dn/hX1gi1Gk+xIn/RDSBNovwHWa5n0kDJywemWbNSCCsrA6GqVPMuBUc1/a5fUMlc/DXYWOQL3fnHwg+",
-	"UCU7Y2Ma9/cHq/xWNRNx4xUrKtXuiY5XqnhuyzJUIcDtCS/y7TXc2Kw71BEXgXV7Z56/fxZVIALg5fA1",
-	"ZcvjgmrtiEtv/rv7hbyrwDjIZ84fcC7PwTTlocD04eJggTyWAOdfTEOe2qLGfpzSPzvv7xunXIf3COKB",
-	"rwVUpS5MuYcUMP98u6djgUpvyxm3J2x6Sm3PBp0DSW/FjR8iwTlAfLlS3HhC2VDcenQzvbZGp4UKGjUs",
-	"M/kWLlupMLIyBH6HkHiRqtUmQDiWHJmBrYoo0f2KS4IyC/Spuw4EKXlUuuTY39LFjDmzY7Y2d/k8FpJ2",
-	"VVCrIeNFlLfbMOuNarTlAEKLgWeJbzThTNAsBpakjEPx+qdy7fEk9O6THCj9OY36NAYnWWxGGRIQsvFs",
-	"Ep8JEHlpAp/1+74AZDDG77JEdmTk0Sxqw5pvjnei0tNlVo2w81r+ZEXAVlLtWsS04GgqiS6JQJDiA6ba",
-	"zJGGFEfkIcGsscvWg6aC+yTEnfHgXvkOur9hFiEohHg4qivwPVQKNZHpVlncL9loR6YYKu6DdPk00mRl",
-	"0/rNtMiOQr5262iA1mwKf+qPxnybT6BlgMy4a6KdFthUH9OIVxWAbd+Aak3uOub7MLbo09GiMXzeM1Et",
-	"Nz4YQageh6Mia+4OtbTGMlAe7Pr8im+J6cpoccotyMIZ2Y2e9rF35crP/m1epaSWOnxsjasXaPPKzugv",
-	"st32sE9yVgr56Iam0wFz2JpKDWL3ytOKNXoV3cTlzy2pTofyFhQoAtGruSDxEnFm+pif33YY/ny3+eCk",
-	"dX5FpWdFpZRFxDTrdXNrx0ej4LFXhiE09QY5p6FdurvK/r3SO5DYckQ5niRXRvv3tC5f7d3UWO2t8iKN",
-	"jXaRiDAlKPnqLi7fWo03mbhWo/qB1oaJVGhBhVRt0lsWctNEkqH+9h5JJ4zf2FoX6eWJtQ2YHsukCyNn",
-	"kq7WXRdus1fntK43UpG1PSlTcazpnC5vh1tuIZ7NhL44PZUFweFK67JNlgB4bRbND2YNcIpPtzeMphKl",
-	"yRPgFkz+bpbd/l65M3b1mtwRBiVrBZ+TJtiKlJU8vxXIUbXiqXJrVdnu6FQ6RXE1Ji2JkqUid0WTJJ83",
-	"+SpleyL1RX3hZzYoQuWxdt+xSNnYba+3r8WtfA1CDEZzHN4uhV6JPg4HL680KhZYaWozd0UlXKXsO3hu",
-	"d2Tqxb8drILsrQvz0jc+Zj4uyvVdXh/BooKLMkA0T+ZHkPX1esIUDD5JckdEVtEPiFEZv2QLgtkC/Y3U",
-	"z9bsyyuOm6gPXC7iRyB7wZ4nJDEw0kz7TAFBs6yBMjX0v3NVur2QzkqNQ694/NbXU1K/FZv407w6BCDT",
-	"W4NMtf5WEpnzj+1zhxAlzbLRGrNNF7L0i5mwoN0TcA4TJ9GTtuQREvq4vqosvmCKLhSDJJ8WFIPfX5bk",
-	"1H4qVyn74Y4wZVY+eW2iiqb5WrY1gAGTlWk81QLEe0xVM0spkitsV0stN5u8hmoyxXk1X8J9A1czIOq8",
-	"Bn59lVK2h7j86GaZHD3eTGYzyF+azW4mZ4+np6fbLSoyH45NSXLPEY0peQeTvq/+wil7xRJ7dg0gr2fB",
-	"BVwEm0nVfBEeTb3iHiFgGZaWMMYjNJino9cjomYRUfpeU7kiDRpPczSU92SeRWMFTfWQsU+AdfMNMhVA",
-	"qgc20B+SstxpU8JNVwXYacQm23Yu6A+W8zXFslJ+MEwpCHr4hbAs6xC7yfXoCEgBlQiCfI5b5XwkFU8S",
-	"9yXNIo4PLfO3IlgdUQrZzHtXNYWHcvvw1FCYv8dSgZx0Ef0MLKMPMIuU8N7wN1t3G360uwjbj/nJkt0I",
-	"MQPcZoVCBdFMToPyeA2UdizCkYl5Xmywotd3m4toz+S71HqhgZS7zMcmrihZEjUPdhd/zyQKcxsVt4sd",
-	"F3JScUGmua7bLowURXH3Izh7Wg30kqBHl4fGDPim5rxyD4PeoyvYVCveQxY2W5rq9lQizOQ9EVk50bdv",
-	"3oC8iU1EHxTEn/NoU9dxfiLKhVeP0DxTH7u/j7zmob/KsrpjPCexsQJyRlDE1ckXThkpigQCXsMWwGhi",
-	"vz+F3uZJDJUpzPS+hbou/eE5A8FEqg2key+4MLzBN4lbl/pQPrVqg4QGKkbd/giHDstvxHfbDq4STJ+q",
-	"Z6EqTi3+XUkKjBOdjptJyAUSJIlx2EYrKoS6p701P1e5z4Md3e7ae8Zmzp6bW+G4Tsc1VMKYNgoKO7FI",
-	"ttJ+G/TKLSmaI3/gzaLHxT7B529x8hxgbOjj4UsnyJ86HTNMhrkH7ANalujW4Wa1Nez3A6RS7eU9g8Vu",
-	"ZNQc78zbd+B8bbsOB9CfLHBLoO6Vmf0pz3/cI8BfQk62PZRxE7KL7NF2SPTjcc8Bi8N4FrPLOMC5mMPr",
-	"PyD3ui8aPebhWT2M7Q4lfy36ZVZ2LLddQKiF1hArbWFqp9RsWc+PoTVy8YcHJXBWHQzaT0GjC3RETpen",
-	"SKn4uKc2Z18cRZf7fDD2WGJ0h/ILtHC5oUYi82aPTOhnEH8OkgPdDu4sAfpJYD+AQGTTpS3VyApCoCPM",
-	"oqDqVIerFVg76PEQUjsNebIZ7jkq41yDBJZsnkPgdprRHFTqZuT+0KRFn0VOWwJL5412LV0uExRKMbkv",
-	"u466EWZl2pO0BdOX+pgM9yPRtes8rLZujzdIEJUK5u4I8VhvSK2wbV0eug1PmiLxbbeUZymP0rsKa7cY",
-	"CQ8ezt3xEUvbuEralvAW3xpyVsbibJ3KRYFw+yM3leY8z6tjvHIMMaKv6b0pe6BLEwXKsj285Oc9lZb+",
-	"7BSgXCE+HU9fQluU4nEfkck7dPQPkLWtRfq4z6HHykgpsmPG0V5BXL4L4q/BtHXDZhZt36gPoB0dx33k",
-	"M8ck+jWP6WseE8QucNaNi21k2Y3+Hp3Vw9AvEWH/z4ePO2jRGUo+AFnyKPOxUeV3TNVrpmyNseNuv1jT",
-	"Us8bRA7tbbMk1wWmsemj+jVufCT8L8WQuzFou92D/kHmZaT+jws1rwpF7QaI//S48/0KlsGg6MVO3N85",
-	"iH2XFbUHvLvY8zXs/eWGvffB736494VT1hoVvztKDI1WfzkiwnPy99GDsE3rIjAT9+bRL4cW9sjTyDHy",
-	"a7bGC83WeLHIlc6z3jaK83gW4jh+bg5c8+t84jxGeiVZPSUsjNOWILlh4UpwxlOJsrU3VJBz9zOsiFy7",
-	"RHBtp508sYrEAVkmdNHznCSiTNKIdGBvE2bl7QbbJXHjuBh6BfKyjM9QArLkYGkoiqV/PBgYTSFky93b",
-	"JJ89mYtNOEIZnHuM5HMaCB8kmsTXh7fJnFy4moF23WOJ7gVVirDXo3n/LmjRYJsyxYH0WpOHQTqcVekv",
-	"tbzu77aDUablJrCjo2mZ5Hy3qbV+3jvW1jt7Hw6BXyYp+1TCKoWwe4WW9I4wg2shQMz2094B1R5LPb63",
-	"PdnUt+pdpc37V5a1BzjTsTlX5n4vS4TlNu+D6wr7kauinNViLzYS8URjcSi4tIG+KVM0NnX5oQIOinKF",
-	"SNZTQgsNb1T1rrzSvPF6gPK+64gL5DZeP88bAAe+NNA8cRQ4R88wYnOAMPU+Q4lfvCb5I49jfu9U5nNj",
-	"ZbC0VVhPpMYWUDbl2MKeXo8d8DGDji2sqtHFfuMUHXa/Na07nW+yJdW+MlqE83X1s8nl2n7e/m8AAAD/",
-	"/w==",
+	"7H1pb9u4uvBfIfy+wCQXTtLpWYDb4HzodLbM7bRF2jlzgElhMNJjm41MakgqiRHkv1/wISVRErU5dpzc",
+	"6afEtsT12de7SSRWqeDAtZq8upssgcYg8d83gmvg+q2IqGaCm69iUJFkqf04+UD1kog50UsgkQSqISYy",
+	"4+TgRC8l0Fid3Nl/Ziy+P5EZVyd3MuPmExGSVL85PJ5MJypawoqamfQ6hcmridKS8cXk/n46+UUw3rMW",
+	"vaSaSNCZ5ApXpegKiASVJZrQBWWcHJivZca/UeSLYJykVC8PT0mUMHMC5mW5JkyTmyVwHOJSxGvCFIky",
+	"TcR83rfKvhUKIgEn1kumiNIS6IrcML0kb6nSRz9cA9dHZ9/3TfOfD3TBOM70Dm51c7b387kCnd8Oh1tN",
+	"UrqAU0IvFXBNhN1dQpX9ITgh4xoWIOszfhKaJs0p8WvCs9UlSDPxiupoCapn5PvpJKWSrkA7sHsdmfE+",
+	"mO/MR2aG/jMDuZ5MJ5yuzNsUH6mM+/8lzCevJv/vpATnE/urOnlDeQSJHRf38noBXJ/FzS3gD4TF5IAq",
+	"xZSmXJPffjv73oDrQtJ0ScwKEFRxXQZ6vGWZt2csnkwnEv7MmIR48krLDLrv8nU+VXBFHetoW0b+yvil",
+	"2JN6z79nKhKcQ6SLe6gu6zshEqD8KGFXcEoifI041MpxxyANohVZCFCE3tB1seLahdoBZoLP4mLmPkSj",
+	"SiO2nMU/I81qLvIcVLYCQucapF0PXNv7PSVH3xIJaULXisylWFlqoanUxRItJSzXWMHPvsWxFdOdIJyY",
+	"JyqjxDCnWaInr759MZ2s6C1bZSvz4YX5yLj9+GIawk2L7J3zCXwkPGH/BOdAlYeT1WP+UQIcaUNhJD5G",
+	"5kJanoC3miDNaLt5+0rPcZ5DlEkFg2DR/AY8JoxrQTgow5RUdolYo9pXgRP0LSPjFkUDSGe5WCe6zYVc",
+	"UT15NckyfLI5wUdI2lHuRwZJrCwHMRzu1ACwZbpCEkp++fj+HaFS0jWxQ5rNwm2aiBjyxYT2rnDSytaZ",
+	"hpUKnEGxZpzGfFZ6nZgvzN7M54/I0H4Vcdtl2QfISsTg9hIBu4ZyM9PQVqZmi4IDuaZJBkM3hlPNzFTb",
+	"2l0OR4MgkfEoyWIooM/QFw2tMFgAaQ8UfkKRqhUQC4nrgbD4O2XDiP9lIqIrknHNSg6wpEa2EWkKcdt2",
+	"byjrJvH3Zv0qFVxBLo7OExahrBNZ0dT8S9M0YVbmOvmirOA1TCz4QUohz90UdsKaQGN2A39moDSJ3OzK",
+	"CmtI3jIpDTvBaz028IHcwUJ4bZWGPJ4g9zlSxe+de6+hDchrkEcouuEw6pQAjZYkppqShHEwMqrBEMQd",
+	"hyb308kZ1yA5TXCzj3t0CtdsMJdpBAdJF7hMLjRZAk30co1rfCf0jyLj8WPfrBKZjIDERjoxa4JbpjSu",
+	"6Dzjj3mXpZh+Y9BnyNVOA5raka98hM7HvXJS1+xqekvXq+U7ZmP/pgmL8fMe4CtHTabIiiaGohlqY551",
+	"w6A2sXCLSaVIQWpmiUkhqofYQERTeskSVjwcx8zMS5MP3iCWpNZ4NFCdSSDzhC4UuYI1xORyTSRcg1Rw",
+	"9P27jyi4K6KyaEmoIjQ9ZuJ4BUrRhZGReey+spDluLhbobj8Yjh1/TDuJjxLEnqZFNywsaMVaGrAqW83",
+	"jYkssQ6xoZK3/OErPvhC7Qg/BwbGe/lYAMOY2xF8zhazEpCqu7837CbNdNcDItM9TyBNb3+gff+Vuesz",
+	"tR8EUBktzy1A911S9aysIjFUf/i2Kd4Ph44WMGtCSy88Om1knBLSPLpc0Q1AkK8D98s7OVT1WhLsU/Z5",
+	"7QwvoxDK2clmVFeWFVMNR5oh7jTWNhbbUYxsQ59tk4LpJEvj0Vsy9NBtJ3DTFdyqWjOKvRVXVjnTymq8",
+	"zZYzuo187oKnNyLjeiNs9I9+a1R5W3jXiUNv8BDH7bYPy3pPYEdY13tgW8UoNp+h5Kj69nE2/8E+t5+7",
+	"97Gq2FAnHrw1+upmiNCN4O1TfqA6Wo6b6jkC0fOiDQ8QT0Zt+inKMlUB/w1VcMS4Aq6YZtdo3LHrt+6O",
+	"4yFUb7z0M82tdOPMV0Lq2eW6DzPKaxZSf1e+KaSzqne9bN55jw/2gJAd+9XdBLjZZBdjz3WIFrb+OXCk",
+	"xTz/tnRHPXtZejsicsX15Y+Fr0mZpeZw8yvxv5MiSS5pdBU87jdLiK5SwXjA83gWA9dszsAaLaLiUSLm",
+	"hBJrnzR4UqPixXOtil/5xIqmDz5gbzjegk+FKbVXA/atrtWBp7WdhRhueZxvCl423OhQvk0slRCSoHHp",
+	"cp37tU8JXINckzmDJCYitQMPuIR+CW7Hl9K7gMolbcDk3ojVilrb44gjF1xLkRDU9tHfRW3kg3QuR04K",
+	"XJoSS7usnXhKvmSrlGhBKOEitr7kGssUWjTR6p2IAY1HU/IReEzsDqbW95Mwlfv6V00WZC3pWYif/Zsm",
+	"GZAl5THEZlF6CSQFHhuGVuzgQB0GB7X7CsQe4NLMyvJ1/XEF66k1XX4mKWVSBQYM3854fDjPODfDEisY",
+	"npKMX3Fxw8kVrBWhEsgVpDoA/Ph4Ju2SRmrH1oPIBJ8VTKTJHDRdqDEsPHQi35sFsoTpCjNVax5NphPq",
+	"/sItC/PJqmG1cXP4M4a8nJIYNGUJmiSdfZJEVMp1GVhjpOjQMcZhO4EdsMUogROE6WzjCH4yokLT5gPx",
+	"AqrH2yW44CA/xAsISU4GM0cOZfAzeIM+m7DjTt1SP7ftDZfV2F8keA6Q3kFdWmccHrCTO5rWTHR0hAGO",
+	"ygXofgbnhiheaF37O3f91bXnSwvQtJSuE0FjcmCIm/P3orsXxw1TngfatnrZkP2i70xauDkeQ5tpu996",
+	"7dTTrke6zRGPbf3utCUUNg+PWEnKMNYiFjMu9NKsO0SrzubvhG6+bdUC9G7jJMFX+VwEzz5X/BtvoMdm",
+	"NNVPKF/Y7X9Rs6bJw9NsiwfTdeeDG5tn2wcNkdCzQtIfpSC1gBwy9jCgNGZ+S/lCrZhefpI0svrl8Pnh",
+	"lq7SBNpAP5XCTDNr91o1lvNryXnGSNxUF0zxQIoETpzb0xAus8M3S8o4MbPlvxyeEsrXBG61pFYSyaWQ",
+	"5pqyRDNN1dVHLamGRYXTO6j3FLRpTZf7M4MMgmjx/spn/dWjFVchplJDdXEVRPL3/I0w95JrmflaY0gA",
+	"UfUKIA2vyAs1rCA56q3WyK8Zb9nPecZHOg/H+4U28NdA7gsPCVeoBM8pS/Jg6WEc7+qGyg0I1MbkZJXD",
+	"4Ex5QNglBTWh1gCPDYsbctKG6WS9stZ5xj/aB+u6X+8E4/1UNegvYvx8bb9mxmr3Rbn9VZxS7laDxx1C",
+	"tPOMD/PT1AO24rUBPGsEkBk/wmUasJMi00AO7I7MT2pqA/PdnxMbiJB/uqFM5/9fUh0tLziKyIfH5DfO",
+	"BHdK6AU3RPCnMuotAaUKSc+oFEaJsNHWH6TQIhJJKQgWxzslOTJPL3geJHFYNWYwVdgzioGNPpuAtLYn",
+	"RSKxunSh6+r4gjc0FgwQnikwAraqwobIDBJW7W4t0qMNfEci41GgUHx5sWOaMIrBPz4QDTIh1+nYuKDx",
+	"EVYdPJ8keT+fvPqjx8FSN2Ldfw7QMc/AE2c4XbvZxlNtNjBMeXadYet3L4SXXdohBg7WcQTb8j9VLAFd",
+	"q/FsBkbUBYiN4DAzUki3OaJlDYWezOZGgh/s/izl+VxPacKuJRr4o5WYfvn4/t0xMSshuTDgxezXgjBD",
+	"umIuHM0Qz5szXkz+62JStaPx3Nimeoa8hLmQsI0xk1wunulSMB4Ea3WJOgh0OfUcbNTIBeMBULA1tXtL",
+	"Qofgs6gij3aNUJFd7ctxRSTtftkTX1GGKUPOm2ZRDqSMj7fW0Kb59tRyLRs4qIsw2iDMuOnQuJtbLftp",
+	"qXurjDcf+haL9Kw0JPe/UhHPuhjhKUrCwiUNOVmEcaXNX+s1glUqJJVrIjii+ehQkxu4XAqr5Kzo7Vvg",
+	"C72cvPrnP/7xt39ON/EbGEF0c7e4LyKMZvbPyo++kbN7y6rAhtdbrCLXSp1nZIJ6Dbf/qSyKQKFRF9W+",
+	"6cToEiLTvl4OcZv++jtlul0pfwjVrlNpmfEBJ1qYc1QoA8kI2chpLfUa6sU5z7iynuiByFJTnJlegiQW",
+	"KtDjVdw20WIB+CumZVgNTTWdEu6Hyjn2Kox9fG8wmLrN7xRaq3P0AC1NkiBAltEclUCNaGKvJPyOFhK+",
+	"R0vPRqTwCtZh2dOISim1fotNRdSaBm/mCunVuIczDauA0XgDA9ADt9SAs8jJmE29tFcX3Sg4NzfnjrAY",
+	"1R1dxU7taeSDDonqCVzLe/kuSwIp569J8QjSBdQSitR9c8KN7J7mmQkOA6TsEkTuP+dLe8uUfpfvdHsh",
+	"R6N5Nb2dxZBq9IkOsFR4r27CnVMJc3b7MMVRZfMHjnHfBi/1S2njrQWIVrnCcLTs9vSWo7dC9odss9ha",
+	"xmO4bSLDnCYKpp46YQ1kKdVLTLXF1wo0CVuZt0u4tA7g7K+MZxqUyxiF25TJdUWiH07cdkioWi/tAUL/",
+	"nCW63+PVK1FvQbovdj3bBjJvQkRsNvAQZUbCXIJazhww9amd930X10YPmhRgIDvooQR2uDA85cYAX9xy",
+	"0rdnsin/PdJZiqhhGSdqHZhBigLaZYbZMJnSYoWRGuqqGn9oPmkhEhUW5LJLVEt/uIUoC9ewec+BqDWP",
+	"llJwkSmi3Cu2dIa1WVBXXsdMT8xsTWm8FjnfdKDxeFOXW9OhLmIIBx2lVBolfISLylYSCg7mDmDUotUg",
+	"Wd2ZssCsyPoNMb8SS2vg/2b4eDZM41Qa0oBmh+na7i6/UaTIRz14fUYqyanmPl1BJXU4JYx73m6zacz2",
+	"z/FnlMOxqVyJdOaqgwQP3C131hKrM9Y7aHY2i2iStLmOsyFxAt3MpgpxVT9iZf769qoasedL9MAuSGF8",
+	"G1943QNC21wsUzORPS9sUbATFDO0Iu71YHSDrV/RFhk1Io1ne575t1Rpgr9Z5cEeL2HKfTnQR18g38is",
+	"8Q/1gFsvdRypqHUKBpz7pXWo0894zeCmKNQm+DVIVRbleaBZaeMIAxtktol+OszuYuFs02CBoOj66dNb",
+	"okBrxhdqSgRP1hZeXCUCiK0VyhV++ZfWSUfc9AY6eeCm3/j+L2eVIwdecDgqA3P3z5F9zNKEw7D1rjWt",
+	"YUiWbUGYPFz43EoE3oh0vZFF8H3u8b90kQ2URCJd5xdxSlxcoUHhfD8dxGjzfN+tmck3g+kSKh4w+X37",
+	"uWyQE7zfbFiVpSALIWcQbXNnmr84ROF5iPm2RyumilBXQxHR907rZEpyd+j9QIO73dPPTGkh1xsBdptj",
+	"20s2YnFRnYtW0rxK4nPn51S8uqtEcdzfB4ljNfRkXMDJU/J8tV/LJinODzqUZ+H73zJWtHPMuut5BXIB",
+	"rl6gqwKpwc0INx5gj8K9B5iJtu6nevbu4AG5z70G52G50O7yHpYI/US5eTMF2xfvCsmtO4K1IrGHLAzl",
+	"pkIpTA+KK2wJp6vogb3ct6qkDSKHZbJEUP95zkoYd4GIw236zoaxi5u0Bstxctsnqq5Cy2yj/h93oicV",
+	"Nls8z9L06mlGFbTyTi90ogPVJ9xLeagbMZuHSRajYshqZ+bN3LPF34o84zGliWbcGdZHRjuPPYPxoclt",
+	"sPneQWPuv7OHobpcdvdDTq7d57HJzje/yKqtm8XoybjM1LpmuM7tdF3sJeQ5kRnH0EuDeQmbQ7SOcAqf",
+	"b3UNWqiAjXPK3S0b6pQOgPs8RfksHadYG3FTlNhxtHwJ4D11E92K2jeM5P1RxIjCNNwvQbTl3W5XsGit",
+	"t4f1npu2Saqu0NdPDnL6YV9RJ4zrlgoOpUMrnAM8/Hh9sS9wvs3M6dY6fPd4lvNACYyfP336gDkAkka2",
+	"moyRsFx8NPFKDqsU6JUi+kaQmFGjPCgiOJajUZmc0wheXXAjh5VZSh8Sqo2iRV5/OCOZKsOvy0c+fv8/",
+	"ymsMoabEz5q64JdUApljjKSTLzBLAXOm0Hl28kUwftiW/oSZWOqCH9hdTYkW6VEC15DgBHnd6TzwkZXt",
+	"SaakFkh6eHzBL7iTB3JnDFa+iCFhl2DU5mRNUpArphS7hldFjQw0qM5tqXnzAo0iMER5esHRZU8cO7e/",
+	"pgllPIczcvDtyYspMfd94mJR1qBOuLBbLqrV4zgXvOz6YScycK9sCxcvh0uReSZt+GeaMH1MMIvSvvLL",
+	"x/fvLnilpIVZPwN1am7AVSbGZMtMgjLXSv7+8qVNAdNMJ0XTDgc3CGCvP5x55SJfTV4cf3v8AlXXFDhN",
+	"2eTV5G/HL47/NrGYiEh+Ykc5Uaj1I8ESVhIzZAuXcRZj6WfzO168cvXZQenvRLzeWunkQD3Z+2Yx9Zcv",
+	"XoyacRA5s7WWm1yu4Tj8leoIzfP22GrVrP9zVLaaOcq723TVpK43w7mfVsco+tUMHMQ+j+v++4u/t71Y",
+	"nOdJUb/cvPDyZf8L9bLZWLM6W62oXBdA4s6GHLSokSUdOpzklWX+mDjQ+mxGzIHyLk82uMfqQhCAy59A",
+	"28t7IJgMgI5wLW9cIpZe38eJ/wSGQNtFhA6z2qKohROWj5zk/YUwUrR5DSdeffLO6/jontv1reQO/ubd",
+	"WOAr3Pl7uh8sfJ+zMQP7u7urAqvaibj1ipXFp3dEx2uFee+rMlQpwO0ILorttWBs3vDtQMipc3vnnr9/",
+	"lYVdpsjL8WvGF4cl1doQll78d/8LRaOQ7QCfPX+EuSKt2lZ8Q9OHD4Ml8DgCXHxxEonM1SkPw5T52Xt/",
+	"1zDlO7y3IB6EurrVSj1V28Ih8y+2e7ytqzLb8sYdeDcDpbZHu509SW8lxo+R4LxLfLpS3PaEsrGwdecn",
+	"b95bnRaL4jSgzKZQ+WylxsiqN/A7ZrnITC/XU0ITJYgd2KmIitwshQKSW6CP/XUQzLJlyifH4S5NdsyZ",
+	"G7OzX9PnbQFpX1HEBjCexUUHHbveuEFb9iC02Pus8I02mJm2i4EVKWNfvP6hXHt7Enr/SY6U/rzemwaC",
+	"0zw2o3oTGLLxaBKfDRB5agKf8/s+AWCwxu+qRHZg5dE8asOZbw43otIni7zAaC9a/uREwE5S7VvEjOBo",
+	"iwMvQBLM2kNTbe5II1oQuE0pb22cd2uo4C4JcW88eFC+w4aOlMcEa5vuj+pKeoPFf21kulMWd0s2uoEp",
+	"wSYaKF0+jDQ52bSJmQ7YSSRWfmkc1JptLV/z0ZpviwmMDJAbd22005zagoIG8OoCsGsFUi+z34T8EMSW",
+	"rXc6NIbPOyaq1V4mWxCqt8NRiTN3R0Za4/lV7g19fqVXYButOpjyaywJDpvR0yH2rkL52b3Nq5LU0rwf",
+	"V7buCdq88jP6RnXbHnZJziohH/236TW1HbemSs/nnfK0co1BRTf1+XNHqtO+vAUliOgleILEU4SZk7vi",
+	"/O7Hwc9363depvZXUHpUUMp4DLb/tp8uv30wmt4NyjDEpEeUcwoZudoD219lew/shtzcDcSOI6rtSXJV",
+	"sH/LmvLVzk2N9XZJT9LY6BZJgGvJ4Ku7uIq1Bm5yca1B9adGGwalyZxJpbuktzzkpo0kY0n9HZJOHL+1",
+	"WzYxy5MrFzC9LZMujpxLukZ3nfv9m73T+rhWGlbupGwRwbZzen813nKL8Ww29MVrky6BRkujy7ZZAvC1",
+	"WXy5N2uAV0++uwc8UyRLH3Bv08k/7LK736s2u6+jyTVwrEItxSW03a3MeMXzW7s5ppci0375uSVg7Uqm",
+	"vDrXBpIWoFWlbmXZ9yzkTT7P+I5IfVky/JENilhMsNt3LDO+7U7298/FrfwRhRhKLml0tZBmJeY4PLg8",
+	"N6BYQqUtt94XlXCe8e/wuc2BaRD/9qAKs7fO7Evfhpj5dkFu6PKGCBY1WFRY0MSdG8Gsr+cTpmDhScE1",
+	"yLxIJxKjKnypDgBzPTdaqZ8rw1k0EbBRH7RalxMwe8GdJyYxcGinfbYmqF3WSJkaW1r6Kt1OSGetbGlQ",
+	"PH4ZahOL5Xls/GlRHQKB6aUFpkbLOkWKmj57UwDtssmK8nUfsAyLmXBXu6PL2U+cxEDaUkRImOP6qrKE",
+	"gin6QAyTfDpADH9/WpJT96mcZ/yHa+Darnzy3EQVQ/ONbGsvBk1WtpdcxyXeUKbbWUqZXOEa1Rq52eY1",
+	"1JMpTuv5Ev4btJ4B0eQ1+OuzlLIDxOVHP8vk4O5iMpth/tJsdjF5dXd8fHx/T8rMh0PbZSBwRNuUvKeT",
+	"oa/+Ihh/xhJ7jgaY1zMXEhHBZVK1I8Kdrfo2IAQsh9IKxASEBvt0/HxE1DwiyuA1U0to0Xjao6GCJ/Mo",
+	"GitqqvuMfUKou1wTWwGkfmAj/SEZL5w2Fdj0VYCNRmyzbReC/mg531AsJ+VPxykF0wF+IaqqOsRmcj05",
+	"QFLAFMEgn8NOOZ8oLdLUf8mwiMN9y/ydANYElFI2C+KqofDYQQOfGnvnb6nSKCedxT8jyxhymWVK+OD7",
+	"t1v3e/h0uwi7j/nBkt0WYgaEywrFosC5nIbl8Voo7bYIRy7mBaHBiV7frc/iHZPvSjeVFlLuMx+XuKJV",
+	"RdTcGy7+nksUFhu1cIvd7s0pLSScFLputzBS1rnejeAc6B4ySILeujy0zYBvZs+r8DCYPfqCTb2JBWZh",
+	"84VtWMEUoVzdgMzLib588QLlTWoj+rDHxaWI100d5yfQ/n0NCM2zJe+H+8gbHvrzPKs7oZeQWCug4EBi",
+	"oY++CMahLBKIcI1bQKOJ+97sAm7TBCtT2OlDC/Vd+uNzBqYTpdeY7j0X0vKG0CR+qfl9+dTqPU9aqBjz",
+	"W57sOyy/Fd5dh8daMH2mH4WqeO01NiUpOE58vN1MQiGJhDShURetqBHqgfbW4lzVLg9263bXwTO2c/bC",
+	"3IrHdbxdQyWO6aKgqBeL5JpndN1etctMe+QPvlm2rdnl9YW7Fj3GNba05gmlExRPHW8zTIb7Bxy6tDzR",
+	"rcfN6mrY7+aSKrWXd3wtbiNbzfHOvX17ztd26/Au+pO73MpVD8rM/lTkP+7wwp9CTrY7lO0mZJfZo903",
+	"MYzHPcZd7MezmCPjCOdicV9/gdzroWB0V4RnDTC2e5T8ueiXedmxwnaBoRZGQ6x1emqcUrtlvTiGzsjF",
+	"H261pHl1MOwoh40uyAEcL46J1snhQG3OvbgVXe7z3thjhdHtyy/QweXGGonsmwMyoR9B/NlLDnT3decJ",
+	"0A+69j0IRC5d2lGNvCAEOaA8ntad6ohaU2cHPRxDak8ika7He46qMNcigaXrxxC4vWY0e5W6Odzsm7SY",
+	"syhoy9TReatdK5/LTEulGG6qrqN+gFna9iRdwfSVPibj/Uhs5TsP660MkzWRoDPJ/R0RkZgN6SXltkRK",
+	"5Dc8aYvEd91SHqU8yuAqrP1iJD64P3fHB6pc4yqbt1LAW0vOyrY4W69yUQLc7shNrTnP4+oYzxxCrOhr",
+	"2+mqAeDSRoHybI8g+XnLlKM/GwUo14hPz9PvsS1K+XiIyJRNHwcHyLrWIkPc59hjZUspstuMoz3HuHz/",
+	"ir8G0zYNm3m0fas+QDZ0HA+RzzyT6Nc8pq95TBi7IHg/LHaRZT/6e+usHod+igD7fz583AOL3lDyEcBS",
+	"RJlvG1R+p0w/Z8rWGjvu94u1LfWCQeTY3jZPcrXdx7/GjW8R/isx5H4M2mZ4MDzIvArUf7lQ87pQ1G2A",
+	"+KvHne9WsJyOil7shf2Ng9g3WVF3wLsPPV/D3p9u2PsQ+B4Ge18E451R8ZuDxNho9acjIjwmf996ELZt",
+	"XYRm4sE8+unQwgF5GgVEfs3WeKLZGk8WuLJL29vGg696wABEmeMakZCxrbBh9ozVNVylOSaJFiIhEU0S",
+	"wsxDaN8FGi2J4PCNKkpM2CzLKckUXYBTICFVx+TcDo9twa4g1Xm3NChweCHygIlm3DwGYBabeQzjZz5b",
+	"cUBDy5XIjJvzcK8TyN9X5ABWqV5bcsy0LZIHMeGC75HNonESiwmuebSUgousXL1yJDZfahHQoqm6QpB4",
+	"TkhwcmdWPDNA3NdrK7/9yW5LUdYhLAxRUMPRveob2KIxACreKp8CgWx4kz8V9MtVcbMQ3Qb5LXUrfQAa",
+	"X7pyc1h9TJXpyR1dtwrXjqrjyv7sUcdpxSnGFYuhB5vaIKvoD9ttOrGe5rEoWdTRfYSavRWPeEsVQ/Pj",
+	"/ngoVq536liXqroj/56NH6te5w5Dr72O73sJ/ws1Tm/z/5WxQUi7bqgiN5JpDfz5mEp/l6xQ8wnjWiDp",
+	"dTZqC3Q0b6viNd4eE2eBo5xUu3ZvHUyrJOe7daNX/86htpxxVN7hX4iUfapAlSbUR6EFuwZuYS3CGyOu",
+	"Jfh4ULsrh+2Txb0ze63f+PD9lWXt5p7ZtjlXHi9VlQgrILAdabphTWsEy60VEamB4kgK5TIzMq5ZYhup",
+	"YMkyEhcWLNW0RZQmua3a46orNQrBSsSgpiRhc4jWUYJ5yXhhMxvoflp0bJ+G8vaLTH/kHAPzPuwB4tS7",
+	"zP148qa/H0WSiBuvlKof3EiVK5t9pFDzvYb2fJ6NuahZjxvwLr8dVwnbgIv7xqsS739r7WTeN/mSGl9Z",
+	"LcL7uv7ZJt/ef77/3wAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -57,6 +57,27 @@ func TestTaskToolDelegates(t *testing.T) {
 	if sub["total_tokens"] != 23.0 || ai["usage_metadata"].(map[string]any)["total_tokens"] != 15.0+23.0 {
 		t.Fatalf("dispatching AI message = %v", ai)
 	}
+
+	// The execution record is served, listed and one by one.
+	rid := run["run_id"].(string)
+	callID := tool["tool_call_id"].(string)
+	list := s.Must(200, "GET", "/threads/"+tid+"/runs/"+rid+"/subagents", nil).List(t)
+	if len(list) != 1 {
+		t.Fatalf("subagents of the run = %v", list)
+	}
+	rec := list[0].(map[string]any)
+	if rec["tool_call_id"] != callID || rec["status"] != "completed" || rec["result"] != "It is 4." || rec["subagent_type"] != "general-purpose" ||
+		rec["parent_run_id"] != rid || rec["usage"].(map[string]any)["total_tokens"] != 23.0 || len(rec["steps"].([]any)) == 0 {
+		t.Fatalf("execution record = %v", rec)
+	}
+	one := s.Must(200, "GET", "/threads/"+tid+"/runs/"+rid+"/subagents/"+callID, nil).Object(t)
+	if one["tool_call_id"] != callID || one["result"] != "It is 4." {
+		t.Fatalf("GET one record = %v", one)
+	}
+	s.Must(404, "GET", "/threads/"+tid+"/runs/"+rid+"/subagents/no-such-call", nil)
+	other := newThread(t, s)
+	s.Must(404, "GET", "/threads/"+other+"/runs/"+rid+"/subagents", nil)
+	s.Must(422, "GET", "/threads/"+tid+"/runs/not-a-uuid/subagents", nil)
 }
 
 // ---------------------------------------------------------------- helpers
