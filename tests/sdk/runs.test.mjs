@@ -959,3 +959,47 @@ describe("thread state after runs", () => {
     assert.equal((await client.threads.get(t.thread_id)).status, "idle", "idle once the run has finished");
   });
 });
+
+describe("thread join stream", () => {
+  it("threads.joinStream with lastEventId replays what a reconnecting client missed", async () => {
+    const t = await echoThread();
+    // First connection: runs are made until it has heard two events (it
+    // hears only runs that start after it is registered).
+    const seen = [];
+    const reader = (async () => {
+      for await (const part of client.threads.joinStream(t.thread_id, { signal: AbortSignal.timeout(STREAM_TIMEOUT_MS) })) {
+        seen.push(part);
+        if (seen.length >= 2) break;
+      }
+    })();
+    await pollUntil(
+      async () => seen.length >= 2 || (await client.runs.wait(t.thread_id, GRAPH_ID, { input: say("one") }), seen.length >= 2),
+      { timeoutMs: STREAM_TIMEOUT_MS, what: "the thread stream's first events" },
+    );
+    await reader;
+    const lastId = Number(seen[1].id);
+    assert.ok(Number.isInteger(lastId), `thread stream events carry numeric ids: ${JSON.stringify(seen[1])}`);
+
+    // A whole run while nobody listens.
+    await client.runs.wait(t.thread_id, GRAPH_ID, { input: say("two") });
+
+    // Reconnect from the last id seen: everything after it, up to the end
+    // of the run made while away.
+    const again = [];
+    let awayRunSeen = false;
+    for await (const part of client.threads.joinStream(t.thread_id, {
+      lastEventId: String(lastId),
+      signal: AbortSignal.timeout(STREAM_TIMEOUT_MS),
+    })) {
+      again.push(part);
+      if (part.event === "values" && part.data?.messages?.some((m) => m.content === reply("two"))) awayRunSeen = true;
+      if (awayRunSeen && part.event === "run_done") break;
+    }
+    assert.ok(awayRunSeen, "the run made while away is replayed");
+    assert.deepEqual(
+      again.map((p) => Number(p.id)),
+      again.map((_, i) => lastId + 1 + i),
+      "the replay continues right after the last id, without gaps or repeats",
+    );
+  });
+});
