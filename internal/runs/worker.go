@@ -167,7 +167,10 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 	}
 	cause := context.Cause(ctx)
 	if runErr != nil && errors.Is(cause, errShutdown) {
-		s.requeueOnShutdown(run)
+		s.requeueOnShutdown(run, encoded)
+		if err := sink.checkpoints.settled(); err != nil && !errors.Is(err, storage.ErrClosed) {
+			s.log.Error("write intermediate checkpoints", "run_id", run.RunID, "thread_id", run.ThreadID, "err", err)
+		}
 		return
 	}
 	now := s.now()
@@ -330,9 +333,14 @@ func (s *Service) closeDanglingToolCalls(tx *storage.Tx, run storage.Run) error 
 }
 
 // requeueOnShutdown puts a run stopped by shutdown back to pending so the
-// next start resumes it without spending an attempt.
-func (s *Service) requeueOnShutdown(run storage.Run) {
+// next start resumes it without spending an attempt. The intermediate
+// checkpoints no background commit had taken are written with it, so that
+// a graceful stop loses no step.
+func (s *Service) requeueOnShutdown(run storage.Run, unwritten []storage.EncodedCheckpoint) {
 	err := s.db.Update(context.Background(), func(tx *storage.Tx) error {
+		if err := putEncoded(tx, unwritten); err != nil {
+			return err
+		}
 		r, err := tx.GetRun(run.RunID)
 		if err != nil {
 			return err
