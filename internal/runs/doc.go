@@ -30,4 +30,12 @@
 //     it has used MaxAttempts. Pending runs stay queued.
 //   - Producers never wait for stream consumers: events go to the run's log
 //     (package events), which subscribers read at their own pace.
+//   - A run's intermediate checkpoints are committed in the background, at
+//     most one commit in flight per run (checkpointWriter); the run's last
+//     commit is queued after it, so it lands after every earlier checkpoint
+//     of the run. A crash can lose the newest intermediate checkpoints (the
+//     retry resumes from an older one); a graceful shutdown writes them.
+//   - Thread stream events are numbered per thread; a thread keeps its
+//     newest events while it has stream clients and for feedRetention after
+//     the last one left, for Last-Event-ID reconnects.
 package runs

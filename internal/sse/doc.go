@@ -2,11 +2,16 @@
 //
 // # Invariants
 //
-//   - Nothing reaches the client before the first Start, Event or Comment,
-//     so a handler can still answer with a JSON error after NewWriter.
-//   - Every frame is written with one Write and flushed at once: an event is
-//     "id: <id>\n" (only when the id is not empty), "event: <name>\n" (only
-//     when the name is not empty), "data: <data>\n" and a blank line.
+//   - Nothing reaches the client before the first Start, Event, Comment,
+//     Queue or Flush, so a handler can still answer with a JSON error after
+//     NewWriter.
+//   - Every frame is written with one Write: an event is "id: <id>\n" (only
+//     when the id is not empty), "event: <name>\n" (only when the name is
+//     not empty), "data: <data>\n" and a blank line. Event and Comment
+//     flush at once; Queue leaves the frame for the next Flush.
+//   - Pump flushes before every wait: an event is never held back waiting
+//     for a later one. Events that are ready together go out in one flush,
+//     at most 32 at a time.
 //   - A frame holds exactly one event: names and ids lose their CR and LF
 //     bytes (ids also NUL), and data is sent on one line when it is JSON
 //     (compacted); other data is split at its line breaks into several data

@@ -49,6 +49,10 @@
 //     second copy.
 //   - Values returned from a transaction are decoded copies: nothing returned
 //     by this package aliases bbolt's memory map.
+//   - Writes commit in the order they were queued (Update, Submit): a write
+//     queued after another sees its effects and is durable only after it.
+//   - An update writes only the index entries that change, so that it
+//     dirties (and syncs) no page it does not need to.
 //   - Transactions are short: no network, no model calls and no channel waits
 //     happen inside them. Work that must follow a commit is registered with
 //     Tx.AfterCommit and runs once the batch is durable.
