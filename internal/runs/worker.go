@@ -234,10 +234,9 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 				return err
 			}
 		}
-		latest, err := latestCheckpoint(tx, run.ThreadID, sink.final)
-		if err != nil {
-			return err
-		}
+		// A checkpoint that cannot be read does not keep the run from
+		// ending: the thread then settles as if it had none.
+		latest, _ := latestCheckpoint(tx, run.ThreadID, sink.final)
 		paused := false
 		if latest != nil {
 			values, paused = latest.Values, len(latest.Next) > 0
