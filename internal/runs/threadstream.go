@@ -130,11 +130,17 @@ func (s *Service) SubscribeThread(threadID uuid.UUID, lastEventID string) (*Thre
 	return &ThreadSubscription{Subscription: log.Subscribe(0), release: func() {
 		f.mu.Lock()
 		delete(f.logs, log)
-		if len(f.logs) == 0 {
+		last := len(f.logs) == 0
+		if last {
 			f.left = w.clock()
 		}
 		f.mu.Unlock()
 		log.Close()
+		if last {
+			// Drop the feed once its retention has passed, even if the
+			// thread never has another event that would notice.
+			time.AfterFunc(feedRetention+time.Second, func() { w.has(threadID) })
+		}
 	}}, nil
 }
 
