@@ -55,9 +55,12 @@ func Default() Config {
 }
 
 // DefaultJobs is the default worker count: enough to overlap runs that wait
-// on models and tools, scaled with the machine.
+// on models and tools, scaled with the machine. A worker is a goroutine, so
+// the bound is about concurrent model calls and memory, not cores; below
+// the number of clients running at once, runs queue and each pays one more
+// commit to start.
 func DefaultJobs() int {
-	return max(16, 8*runtime.NumCPU())
+	return max(64, 16*runtime.NumCPU())
 }
 
 // env names, each the fallback of the flag of the same meaning.
