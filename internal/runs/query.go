@@ -200,7 +200,7 @@ func (s *Service) StopThreadRuns(ctx context.Context, threadID uuid.UUID) error 
 	var active []storage.Run
 	err := s.db.View(func(tx *storage.Tx) error {
 		var err error
-		active, err = tx.ThreadRuns(threadID, func(r storage.Run) bool { return storage.RunActive(r.Status) })
+		active, err = tx.ActiveThreadRuns(threadID)
 		return err
 	})
 	if err != nil {

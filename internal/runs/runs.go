@@ -229,7 +229,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 				return err
 			}
 		}
-		inflight, err := tx.ThreadRuns(run.ThreadID, func(r storage.Run) bool { return storage.RunActive(r.Status) })
+		inflight, err := tx.ActiveThreadRuns(run.ThreadID)
 		if err != nil {
 			return err
 		}

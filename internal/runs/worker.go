@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/google/uuid"
@@ -366,10 +367,11 @@ func (s *Service) settleThread(tx *storage.Tx, threadID uuid.UUID, ended storage
 	if err != nil {
 		return err
 	}
-	others, err := tx.ThreadRuns(threadID, func(r storage.Run) bool { return r.RunID != ended.RunID && storage.RunActive(r.Status) })
+	active, err := tx.ActiveThreadRuns(threadID)
 	if err != nil {
 		return err
 	}
+	others := slices.DeleteFunc(active, func(r storage.Run) bool { return r.RunID == ended.RunID })
 	th.Error = nil
 	switch {
 	case len(others) > 0:

@@ -353,3 +353,50 @@ func TestUpdatesWriteOnlyChangedIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// ActiveThreadRuns returns the thread's pending and running runs, oldest
+// first, and follows their status changes.
+func TestActiveThreadRuns(t *testing.T) {
+	db := openTest(t)
+	th, other := newThread(nil, "busy"), newThread(nil, "busy")
+	statuses := []string{RunSuccess, RunPending, RunError, RunRunning, RunInterrupted}
+	var runs []Run
+	err := db.Update(context.Background(), func(tx *Tx) error {
+		for _, st := range statuses {
+			r := Run{RunID: uuid.Must(uuid.NewV7()), ThreadID: th.ThreadID, Status: st, CreatedAt: th.CreatedAt}
+			runs = append(runs, r)
+			if err := tx.PutRun(r); err != nil {
+				return err
+			}
+		}
+		return tx.PutRun(Run{RunID: uuid.Must(uuid.NewV7()), ThreadID: other.ThreadID, Status: RunPending})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := func() []uuid.UUID {
+		t.Helper()
+		var ids []uuid.UUID
+		err := db.View(func(tx *Tx) error {
+			rs, err := tx.ActiveThreadRuns(th.ThreadID)
+			for _, r := range rs {
+				ids = append(ids, r.RunID)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	if got, want := active(), []uuid.UUID{runs[1].RunID, runs[3].RunID}; !slices.Equal(got, want) {
+		t.Fatalf("active runs %v, want %v", got, want)
+	}
+	runs[1].Status = RunSuccess
+	if err := db.Update(context.Background(), func(tx *Tx) error { return tx.PutRun(runs[1]) }); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := active(), []uuid.UUID{runs[3].RunID}; !slices.Equal(got, want) {
+		t.Fatalf("after the pending run ended: %v, want %v", got, want)
+	}
+}

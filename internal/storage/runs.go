@@ -148,6 +148,34 @@ func (t *Tx) ThreadRuns(threadID uuid.UUID, keep func(Run) bool) ([]Run, error) 
 	return out, nil
 }
 
+// ActiveThreadRuns returns the pending and running runs of a thread, oldest
+// first. Only those records are decoded: the others are skipped by the
+// runs_active index, so a thread's long history costs one key lookup per
+// run rather than one decode.
+func (t *Tx) ActiveThreadRuns(threadID uuid.UUID) ([]Run, error) {
+	var out []Run
+	c := t.bucket(bucketRunsByThread).Cursor()
+	prefix := threadID[:]
+	active := t.bucket(bucketRunsActive)
+	runs := t.bucket(bucketRuns)
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		id := k[16:32]
+		if active.Get(id) == nil {
+			continue
+		}
+		raw := runs.Get(id)
+		if raw == nil {
+			continue
+		}
+		var r Run
+		if err := decode(raw, &r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // ActiveRuns returns every pending or running run, oldest first.
 func (t *Tx) ActiveRuns() ([]Run, error) {
 	var out []Run
