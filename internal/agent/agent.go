@@ -37,7 +37,10 @@ type Agent struct {
 	middlewares []Middleware
 	// workspace returns a thread's workspace directory.
 	workspace func(threadID string) (string, error)
-	reducers  *channels.Registry
+	// usesWorkspace is set when a tool works in the workspace; the
+	// directory is then prepared while the first model call runs.
+	usesWorkspace bool
+	reducers      *channels.Registry
 }
 
 // Options are what an agent needs from the server.
@@ -97,7 +100,32 @@ func New(graphID string, spec *Spec, opts Options) (*Agent, error) {
 			}
 		}
 	}
+	for _, t := range a.tools {
+		if wu, ok := t.(tools.WorkspaceUser); ok && wu.UsesWorkspace() {
+			a.usesWorkspace = a.workspace != nil
+		}
+	}
 	return a, nil
+}
+
+// prepareWorkspace has the thread's workspace directory made while the
+// model is called, so that the first tool call of a thread does not wait
+// for it. The returned function waits for that work (the model node calls
+// it before it returns, so nothing outlives the node).
+func (a *Agent) prepareWorkspace(rt *graph.Runtime) (wait func()) {
+	if !a.usesWorkspace {
+		return func() {}
+	}
+	dir, err := a.workspace(rt.ThreadID.String())
+	if err != nil || tools.WorkspaceKnown(dir) {
+		return func() {} // errors are reported by the tool call that needs it
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tools.PrepareWorkspace(dir)
+	}()
+	return func() { <-done }
 }
 
 // Graph returns the agent loop: model → tools → model … until the model
@@ -172,6 +200,7 @@ func (a *Agent) toolSpecs() []llm.ToolSpec {
 
 // modelNode calls the model once and appends its answer.
 func (a *Agent) modelNode(ctx context.Context, rt *graph.Runtime, st graph.State) (graph.Update, error) {
+	defer a.prepareWorkspace(rt)()
 	msgs, err := messagesOf(st)
 	if err != nil {
 		return graph.Update{}, err

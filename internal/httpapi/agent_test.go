@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -335,5 +337,32 @@ func TestAgentModelAndPromptOverrides(t *testing.T) {
 		if got.Model != w.model || got.Messages[0].Text() != w.prompt {
 			t.Errorf("call %d: model %q prompt %q, want %q %q", i, got.Model, got.Messages[0].Text(), w.model, w.prompt)
 		}
+	}
+}
+
+// An agent with file tools has its thread's workspace made while its first
+// model call runs, so that the first tool call does not wait for it; a
+// graph without such tools makes none.
+func TestAgentPreparesWorkspaceDuringFirstModelCall(t *testing.T) {
+	dir := t.TempDir()
+	s, model := agentServer(t, "", func(o *testutil.Options) { o.DataDir = dir })
+	model.Script(scripted.Text("No tools needed."))
+	tid := newThread(t, s)
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("hi")})
+	ws := filepath.Join(dir, "workspaces", tid)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if fi, err := os.Stat(ws); err == nil && fi.IsDir() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workspace %s not made during the run", ws)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	echo := newThread(t, s)
+	s.Must(200, "POST", "/threads/"+echo+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("hi")})
+	if _, err := os.Stat(filepath.Join(dir, "workspaces", echo)); !os.IsNotExist(err) {
+		t.Fatalf("a graph without file tools made a workspace: %v", err)
 	}
 }

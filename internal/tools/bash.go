@@ -56,6 +56,9 @@ type bashTool struct{ opts BashOptions }
 // returns ctx's error.
 func NewBash(opts BashOptions) Tool { return &bashTool{opts: opts.withDefaults()} }
 
+// UsesWorkspace reports that commands run in the thread's workspace.
+func (t *bashTool) UsesWorkspace() bool { return true }
+
 func (t *bashTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
 		Name: NameBash,

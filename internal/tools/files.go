@@ -55,6 +55,9 @@ type fileTool struct {
 
 func (t *fileTool) Spec() llm.ToolSpec { return t.spec }
 
+// UsesWorkspace reports that the tool works in the thread's workspace.
+func (t *fileTool) UsesWorkspace() bool { return true }
+
 func (t *fileTool) Call(ctx context.Context, call Call) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err

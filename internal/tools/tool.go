@@ -45,3 +45,9 @@ type Tool interface {
 	Spec() llm.ToolSpec
 	Call(ctx context.Context, call Call) (Result, error)
 }
+
+// WorkspaceUser is implemented by tools that work in the thread's
+// workspace directory (the file tools and bash).
+type WorkspaceUser interface {
+	UsesWorkspace() bool
+}

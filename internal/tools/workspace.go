@@ -67,6 +67,26 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 	return &Workspace{dir: canon, alias: abs, root: root}, nil
 }
 
+// PrepareWorkspace creates and resolves a workspace ahead of its first
+// use, so that the first tool call of a thread does not wait for the
+// directory to be made. It does nothing for a workspace already opened by
+// this process; errors are left for the tool call to report.
+func PrepareWorkspace(dir string) {
+	if _, _, known := opened.lookup(dir); known || dir == "" {
+		return
+	}
+	if ws, err := OpenWorkspace(dir); err == nil {
+		ws.Close()
+	}
+}
+
+// WorkspaceKnown reports whether this process has opened the workspace
+// before (PrepareWorkspace would do nothing).
+func WorkspaceKnown(dir string) bool {
+	_, _, known := opened.lookup(dir)
+	return known
+}
+
 // reopenWorkspace opens a workspace this process has opened before without
 // creating and resolving its path again (a tool call's hot path); it fails
 // when the directory is gone (e.g. its thread was deleted), and the caller
