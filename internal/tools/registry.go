@@ -45,8 +45,8 @@ type Workspaces struct {
 
 // Dir returns <Root>/<threadID>. The id must be a safe single path
 // segment: 1 to 128 ASCII letters, digits, '-' or '_', starting with a
-// letter or digit (UUIDs qualify). The directory is not created; the tools
-// create it on first use.
+// letter or digit (UUIDs qualify). The directory is not created here: the
+// tools create it on first use, or PrepareWorkspace ahead of it.
 func (w Workspaces) Dir(threadID string) (string, error) {
 	if w.Root == "" {
 		return "", errors.New("workspaces root is not set")
