@@ -414,7 +414,7 @@ func BenchmarkList1000(b *testing.B) {
 			gate := "list-" + thread.String()
 			b.Cleanup(func() { testutil.Release(gate) }) // before the server stops
 			tasks := e.startAll(ctx, thread, "waiter", benchTasks, true, func(int) string { return gate })
-			e.waitAllRunning(ctx, tasks)
+			e.waitAllRunning(ctx, gate, benchTasks)
 			var tr asynctasks.Transport = e.local
 			if transport == "running-http" {
 				h, err := asynctasks.NewHTTP(asynctasks.HTTPConfig{URL: e.srv.URL(), Getenv: func(string) string { return "" }})
@@ -459,48 +459,12 @@ func (e *benchEnv) benchList(b *testing.B, thread uuid.UUID, state map[string]an
 	reportPercentilesNamed(b, lat, "")
 }
 
-// waitAllRunning waits until every task's gated run has reached its gate
-// (see waitGate), so that the runs are live.
-func (e *benchEnv) waitAllRunning(ctx context.Context, tasks map[string]any) {
+// waitAllRunning waits until n gated runs wait at gate: the runs are then
+// live, blocked in their node.
+func (e *benchEnv) waitAllRunning(ctx context.Context, gate string, n int) {
 	e.b.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(tasks))
-	for id := range tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := e.waitGate(ctx, uuid.MustParse(field(tasks, id, "run_id"))); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := testutil.AwaitWaiters(ctx, gate, n); err != nil {
 		e.b.Fatal(err)
-	}
-}
-
-// waitGate blocks until a gated run has entered its node: runs started by
-// the transport stream only "values", and the first values event (the
-// input checkpoint) is emitted right before the gated node runs and blocks.
-func (e *benchEnv) waitGate(ctx context.Context, runID uuid.UUID) error {
-	sub, err := e.srv.Runs.Subscribe(runID, "-1")
-	if err != nil {
-		return err
-	}
-	if sub == nil {
-		return fmt.Errorf("run %s has no event log", runID)
-	}
-	defer sub.Close()
-	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			return fmt.Errorf("run %s: waiting for its gate: %w", runID, err)
-		}
-		if ev.Name == "values" || ev.Name == "custom" {
-			return nil
-		}
 	}
 }
 
@@ -569,9 +533,7 @@ func benchPush(b *testing.B, fresh bool) {
 				b.Fatal(err)
 			}
 			runID := uuid.MustParse(field(tasks, id, "run_id"))
-			if err := e.waitGate(ctx, runID); err != nil {
-				b.Fatal(err)
-			}
+			e.waitAllRunning(ctx, gate, 1)
 			doneAt := make(chan time.Time, 1)
 			go func() {
 				_, _, _ = e.srv.Runs.Wait(ctx, nil, runID)

@@ -19,7 +19,38 @@ var (
 	registerOnce sync.Once
 	gatesMu      sync.Mutex
 	gates        = map[string]chan struct{}{}
+	// waiting counts the gated nodes waiting at each gate; waitersChanged
+	// is closed (and replaced) whenever a count changes.
+	waiting        = map[string]int{}
+	waitersChanged = make(chan struct{})
 )
+
+// addWaiter changes the count of nodes waiting at gate name by delta.
+func addWaiter(name string, delta int) {
+	gatesMu.Lock()
+	defer gatesMu.Unlock()
+	waiting[name] += delta
+	close(waitersChanged)
+	waitersChanged = make(chan struct{})
+}
+
+// AwaitWaiters blocks until at least n gated nodes wait at gate name (they
+// have started and block until Release), or ctx ends.
+func AwaitWaiters(ctx context.Context, name string, n int) error {
+	for {
+		gatesMu.Lock()
+		got, changed := waiting[name], waitersChanged
+		gatesMu.Unlock()
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("gate %q: %d of %d nodes waiting: %w", name, got, n, ctx.Err())
+		}
+	}
+}
 
 // Gate returns the channel a "gated" run named name waits on; closing it
 // (Release) lets the run finish.
@@ -107,6 +138,8 @@ func gatedNode(ctx context.Context, rt *graph.Runtime, st graph.State) (graph.Up
 		}
 	}
 	rt.Custom(map[string]any{"waiting": name})
+	addWaiter(name, 1)
+	defer addWaiter(name, -1)
 	select {
 	case <-Gate(name):
 	case <-ctx.Done():
