@@ -50,9 +50,16 @@ func (w *Writer) Start() error {
 	if w.err != nil || w.started {
 		return w.err
 	}
-	w.started = true
-	w.w.WriteHeader(http.StatusOK)
+	w.begin()
 	return w.flush()
+}
+
+// begin sends the status line and headers once.
+func (w *Writer) begin() {
+	if !w.started {
+		w.started = true
+		w.w.WriteHeader(http.StatusOK)
+	}
 }
 
 // Event writes one event and flushes it. The "id:" line is written only when
@@ -97,10 +104,7 @@ func (w *Writer) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
-	if !w.started {
-		w.started = true
-		w.w.WriteHeader(http.StatusOK)
-	}
+	w.begin()
 	return w.flush()
 }
 
@@ -140,10 +144,7 @@ func (w *Writer) write(frame []byte) error {
 
 // writeFrame writes frame to the response without flushing it.
 func (w *Writer) writeFrame(frame []byte) error {
-	if !w.started {
-		w.started = true
-		w.w.WriteHeader(http.StatusOK)
-	}
+	w.begin()
 	if _, err := w.w.Write(frame); err != nil {
 		w.err = err
 		return err

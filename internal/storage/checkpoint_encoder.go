@@ -7,22 +7,21 @@ import (
 	"reflect"
 	"slices"
 	"unsafe"
+
+	"github.com/google/uuid"
 )
 
 // EncodedCheckpoint is a checkpoint serialized ahead of its transaction
 // (CheckpointEncoder), so that the encoding work stays out of the single
 // writer goroutine.
 type EncodedCheckpoint struct {
-	ThreadID, CheckpointID [16]byte
+	ThreadID, CheckpointID uuid.UUID
 	raw                    []byte
 }
 
 // PutEncodedCheckpoint stores a checkpoint encoded by a CheckpointEncoder.
 func (t *Tx) PutEncodedCheckpoint(e EncodedCheckpoint) error {
-	key := make([]byte, 32)
-	copy(key, e.ThreadID[:])
-	copy(key[16:], e.CheckpointID[:])
-	return t.bucket(bucketCheckpoints).Put(key, e.raw)
+	return t.bucket(bucketCheckpoints).Put(pairKey(e.ThreadID, e.CheckpointID), e.raw)
 }
 
 // CheckpointEncoder serializes the successive checkpoints of one run. A

@@ -128,24 +128,7 @@ func (t *Tx) deleteRunKeys(threadID, id uuid.UUID) error {
 // ThreadRuns returns the runs of a thread, oldest first (run ids are
 // UUIDv7). keep filters (nil keeps all).
 func (t *Tx) ThreadRuns(threadID uuid.UUID, keep func(Run) bool) ([]Run, error) {
-	var out []Run
-	c := t.bucket(bucketRunsByThread).Cursor()
-	prefix := threadID[:]
-	runs := t.bucket(bucketRuns)
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		raw := runs.Get(k[16:32])
-		if raw == nil {
-			continue
-		}
-		var r Run
-		if err := decode(raw, &r); err != nil {
-			return nil, err
-		}
-		if keep == nil || keep(r) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return t.threadRuns(threadID, nil, keep)
 }
 
 // ActiveThreadRuns returns the pending and running runs of a thread, oldest
@@ -153,14 +136,21 @@ func (t *Tx) ThreadRuns(threadID uuid.UUID, keep func(Run) bool) ([]Run, error) 
 // runs_active index, so a thread's long history costs one key lookup per
 // run rather than one decode.
 func (t *Tx) ActiveThreadRuns(threadID uuid.UUID) ([]Run, error) {
+	active := t.bucket(bucketRunsActive)
+	return t.threadRuns(threadID, func(id []byte) bool { return active.Get(id) != nil }, nil)
+}
+
+// threadRuns walks a thread's runs oldest first; a run is decoded only
+// when read (nil: all) accepts its id, and kept when keep (nil: all)
+// accepts it.
+func (t *Tx) threadRuns(threadID uuid.UUID, read func(id []byte) bool, keep func(Run) bool) ([]Run, error) {
 	var out []Run
 	c := t.bucket(bucketRunsByThread).Cursor()
 	prefix := threadID[:]
-	active := t.bucket(bucketRunsActive)
 	runs := t.bucket(bucketRuns)
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		id := k[16:32]
-		if active.Get(id) == nil {
+		if read != nil && !read(id) {
 			continue
 		}
 		raw := runs.Get(id)
@@ -171,7 +161,9 @@ func (t *Tx) ActiveThreadRuns(threadID uuid.UUID) ([]Run, error) {
 		if err := decode(raw, &r); err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		if keep == nil || keep(r) {
+			out = append(out, r)
+		}
 	}
 	return out, nil
 }
