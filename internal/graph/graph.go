@@ -10,6 +10,9 @@
 //     input); a checkpoint with a non-empty Next is a resumable point.
 //   - Node updates are applied in the order of the step's node list, so
 //     results do not depend on goroutine scheduling.
+//   - A checkpoint's Tasks parallel its Next; a task started by a Send keeps
+//     the Send's input there, so a run paused before it resumes it with the
+//     same input. End is never listed in Next.
 //   - Cancellation is the context: a cancelled run stops at once, leaving
 //     the last written checkpoint as its state.
 //   - State values are immutable: nodes, reducers and middlewares build new
@@ -159,9 +162,11 @@ type runState struct {
 	parent  *uuid.UUID
 	last    *storage.Checkpoint
 	emitted map[string]bool // message ids already streamed
-	// resume is the command.resume value for the first step of this run.
-	resume    any
-	hasResume bool
+	// resume is the command.resume value for the first step of this run;
+	// resumeByID is set instead when that value maps interrupt ids to values.
+	resume     any
+	hasResume  bool
+	resumeByID map[string]any
 }
 
 // Run executes g from in and reports what it produced to sink.
@@ -178,6 +183,7 @@ func (e *Executor) Run(ctx context.Context, g *Graph, in Input, sink Sink) (Resu
 	}
 	if in.Command != nil {
 		rs.resume, rs.hasResume = in.Command["resume"]
+		rs.resumeByID = resumeMap(rs.resume, in.From)
 	}
 	next, resumed, err := rs.start(ctx)
 	if err != nil {
@@ -188,16 +194,16 @@ func (e *Executor) Run(ctx context.Context, g *Graph, in Input, sink Sink) (Resu
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
-		if !resumed && matches(in.InterruptBefore, next) {
-			return rs.pause(ctx, next)
+		if !resumed && matches(in.InterruptBefore, TaskNames(next)) {
+			return rs.pause(ctx, TaskNames(next))
 		}
 		resumed = false
 		if steps >= limit {
 			return Result{}, fmt.Errorf("%w (limit %d)", ErrRecursionLimit, limit)
 		}
-		ran := next
+		ran := TaskNames(next)
 		next, err = rs.superstep(ctx, next)
-		rs.hasResume, rs.resume = false, nil
+		rs.hasResume, rs.resume, rs.resumeByID = false, nil, nil
 		if errors.Is(err, errPaused) {
 			return Result{Values: rs.values, Next: ran}, nil
 		}
@@ -205,30 +211,35 @@ func (e *Executor) Run(ctx context.Context, g *Graph, in Input, sink Sink) (Resu
 			return Result{}, err
 		}
 		if len(next) > 0 && matches(in.InterruptAfter, ran) {
-			return rs.pause(ctx, next)
+			return rs.pause(ctx, TaskNames(next))
 		}
 	}
 	return Result{Values: rs.values}, rs.finish(ctx)
 }
 
-// start applies the input and returns the first nodes to run, and whether
+// start applies the input and returns the first tasks to run, and whether
 // they continue a paused checkpoint (so interrupt_before does not re-fire).
-func (rs *runState) start(ctx context.Context) ([]string, bool, error) {
+func (rs *runState) start(ctx context.Context) ([]Task, bool, error) {
 	in := rs.in
 	if in.Retry && in.From != nil {
-		return in.From.Next, true, nil
+		return PendingTasks(*in.From), true, nil
 	}
 	var update any = in.Values
-	var gotoNodes []string
+	var targets []Task
 	if in.Command != nil {
 		if u, ok := in.Command["update"]; ok && u != nil {
 			update = commandUpdate(u)
 		}
-		gotoNodes = GotoNodes(in.Command["goto"])
+		var err error
+		if targets, err = ParseGoto(in.Command["goto"]); err != nil {
+			return nil, false, err
+		}
 	}
-	if update == nil && len(gotoNodes) == 0 {
-		if in.From != nil && len(in.From.Next) > 0 {
-			return in.From.Next, true, nil
+	if update == nil && len(targets) == 0 {
+		if in.From != nil {
+			if pending := PendingTasks(*in.From); len(pending) > 0 {
+				return pending, true, nil
+			}
 		}
 		return nil, false, nil
 	}
@@ -243,9 +254,10 @@ func (rs *runState) start(ctx context.Context) ([]string, bool, error) {
 		}
 		rs.values = values
 	}
-	next := slices.DeleteFunc(slices.Clone(gotoNodes), func(n string) bool { return n == End })
-	if len(gotoNodes) == 0 {
-		next = []string{rs.g.Entry}
+	// A goto naming only End ends the run after the input checkpoint.
+	next := withoutEnd(targets)
+	if len(targets) == 0 {
+		next = []Task{{Node: rs.g.Entry}}
 	}
 	writes := map[string]any{Start: jsonx.Clone(update)}
 	if err := rs.checkpoint(ctx, "input", writes, next, len(next) == 0); err != nil {
@@ -271,24 +283,38 @@ func commandUpdate(u any) any {
 	return m
 }
 
-// GotoNodes reads a goto target: a node name, a Send object {node, input},
-// or a list of them.
-func GotoNodes(g any) []string {
-	switch v := g.(type) {
-	case string:
-		return []string{v}
-	case map[string]any:
-		if n, ok := v["node"].(string); ok {
-			return []string{n}
-		}
-	case []any:
-		var out []string
-		for _, e := range v {
-			out = append(out, GotoNodes(e)...)
-		}
-		return out
+// resumeMap returns resume as a map of interrupt ids to values when every
+// key of it is the id of an interrupt the paused checkpoint from waits on,
+// as LangGraph accepts for a step paused on several interrupts; nil
+// otherwise (the whole value then goes to every resumed task).
+func resumeMap(resume any, from *storage.Checkpoint) map[string]any {
+	byID, ok := resume.(map[string]any)
+	if !ok || len(byID) == 0 || from == nil {
+		return nil
 	}
-	return nil
+	var ids []string
+	for _, t := range PendingTasks(*from) {
+		ids = append(ids, t.interrupts...)
+	}
+	for id := range byID {
+		if !slices.Contains(ids, id) {
+			return nil
+		}
+	}
+	return byID
+}
+
+// resumeFor returns the resume value task t gets, if any.
+func (rs *runState) resumeFor(t Task) (any, bool) {
+	if !rs.hasResume || rs.resumeByID == nil {
+		return rs.resume, rs.hasResume
+	}
+	for _, id := range t.interrupts {
+		if v, ok := rs.resumeByID[id]; ok {
+			return v, true
+		}
+	}
+	return nil, false
 }
 
 type nodeResult struct {
@@ -297,34 +323,35 @@ type nodeResult struct {
 	err    error
 }
 
-// superstep runs the nodes of one step and returns the next ones.
-func (rs *runState) superstep(ctx context.Context, nodes []string) ([]string, error) {
-	results := make([]nodeResult, len(nodes))
+// superstep runs the tasks of one step and returns the next ones.
+func (rs *runState) superstep(ctx context.Context, tasks []Task) ([]Task, error) {
+	results := make([]nodeResult, len(tasks))
 	snapshot := rs.values
 	var wg sync.WaitGroup
-	for i, name := range nodes {
-		fn, ok := rs.g.Nodes[name]
+	for i, t := range tasks {
+		fn, ok := rs.g.Nodes[t.Node]
 		if !ok {
-			return nil, fmt.Errorf("graph has no node %q", name)
+			return nil, fmt.Errorf("graph has no node %q", t.Node)
 		}
-		rt := &Runtime{RunID: rs.in.RunID, ThreadID: rs.in.ThreadID, Node: name, Step: rs.step + 1, Config: rs.in.Config, Context: rs.in.Context,
-			sink: rs.sink, emitted: &rs.emitted, resume: rs.resume, hasResume: rs.hasResume}
-		rs.emitTask(name, snapshot)
-		if len(nodes) == 1 {
-			u, err := fn(ctx, rt, snapshot)
-			results[i] = nodeResult{name, u, err}
+		resume, hasResume := rs.resumeFor(t)
+		rt := &Runtime{RunID: rs.in.RunID, ThreadID: rs.in.ThreadID, Node: t.Node, Step: rs.step + 1, Config: rs.in.Config, Context: rs.in.Context,
+			sink: rs.sink, emitted: &rs.emitted, resume: resume, hasResume: hasResume}
+		input := t.stateOr(snapshot)
+		rs.emitTask(t.Node, input)
+		if len(tasks) == 1 {
+			u, err := fn(ctx, rt, input)
+			results[i] = nodeResult{t.Node, u, err}
 			break
 		}
 		wg.Add(1)
 		go func(i int, name string) {
 			defer wg.Done()
-			u, err := fn(ctx, rt, snapshot)
+			u, err := fn(ctx, rt, input)
 			results[i] = nodeResult{name, u, err}
-		}(i, name)
+		}(i, t.Node)
 	}
 	wg.Wait()
 	writes := map[string]any{}
-	var next []string
 	var interrupts []*InterruptError
 	for _, r := range results {
 		var ie *InterruptError
@@ -336,7 +363,7 @@ func (rs *runState) superstep(ctx context.Context, nodes []string) ([]string, er
 		}
 	}
 	if len(interrupts) > 0 {
-		return nil, rs.interruptStep(ctx, nodes, results)
+		return nil, rs.interruptStep(ctx, tasks, results)
 	}
 	for _, r := range results {
 		values, err := rs.ex.Reducers.Apply(rs.values, r.update.Values)
@@ -344,13 +371,21 @@ func (rs *runState) superstep(ctx context.Context, nodes []string) ([]string, er
 			return nil, fmt.Errorf("node %s: %w", r.name, err)
 		}
 		rs.values = values
-		writes[r.name] = r.update.Values
+		addWrite(writes, r.name, r.update.Values)
 		rs.emitNodeMessages(r.name, r.update.Values)
 		if rs.sink.Wants("updates") {
 			rs.sink.Emit("updates", map[string]any{r.name: orEmpty(r.update.Values)})
 		}
 		rs.emitTaskResult(r.name, r.update.Values)
 	}
+	next := rs.route(results)
+	return next, rs.checkpoint(ctx, "loop", writes, next, len(next) == 0)
+}
+
+// route returns the tasks that follow a step: each node's own goto, or else
+// its router's choice, once per node name.
+func (rs *runState) route(results []nodeResult) []Task {
+	var next []Task
 	for _, r := range results {
 		targets := r.update.Goto
 		if len(targets) == 0 {
@@ -359,20 +394,33 @@ func (rs *runState) superstep(ctx context.Context, nodes []string) ([]string, er
 			}
 		}
 		for _, t := range targets {
-			if t != End && !slices.Contains(next, t) {
-				next = append(next, t)
+			if t != End && !slices.Contains(TaskNames(next), t) {
+				next = append(next, Task{Node: t})
 			}
 		}
 	}
-	return next, rs.checkpoint(ctx, "loop", writes, next, len(next) == 0)
+	return next
+}
+
+// addWrite records a node's update in a checkpoint's metadata.writes; the
+// updates of several tasks of one node (Sends) become a list, in order.
+func addWrite(writes map[string]any, node string, update map[string]any) {
+	switch prev := writes[node].(type) {
+	case nil:
+		writes[node] = update
+	case []any:
+		writes[node] = append(prev, update)
+	default:
+		writes[node] = []any{prev, update}
+	}
 }
 
 // interruptStep records a step that paused on interrupts: a checkpoint with
 // the same values, the step's nodes as Next and the interrupts on their
 // tasks, so that the thread shows what it waits for.
-func (rs *runState) interruptStep(ctx context.Context, nodes []string, results []nodeResult) error {
+func (rs *runState) interruptStep(ctx context.Context, tasks []Task, results []nodeResult) error {
 	var all []any
-	if err := rs.writeCheckpoint(ctx, "loop", map[string]any{}, nodes, true, false); err != nil {
+	if err := rs.writeCheckpoint(ctx, "loop", map[string]any{}, tasks, true, false); err != nil {
 		return err
 	}
 	for i, r := range results {
@@ -417,14 +465,14 @@ func (rs *runState) finish(ctx context.Context) error {
 	return rs.sink.Checkpoint(ctx, *rs.last, true)
 }
 
-func (rs *runState) checkpoint(ctx context.Context, source string, writes map[string]any, next []string, final bool) error {
+func (rs *runState) checkpoint(ctx context.Context, source string, writes map[string]any, next []Task, final bool) error {
 	return rs.writeCheckpoint(ctx, source, writes, next, final, true)
 }
 
 // writeCheckpoint builds the next checkpoint; the final one is handed to
 // the sink by finish, pause or interruptStep. emitValues is false when the
 // caller streams the values itself.
-func (rs *runState) writeCheckpoint(ctx context.Context, source string, writes map[string]any, next []string, final, emitValues bool) error {
+func (rs *runState) writeCheckpoint(ctx context.Context, source string, writes map[string]any, next []Task, final, emitValues bool) error {
 	rs.step++
 	meta := jsonx.Merge(rs.in.Metadata, map[string]any{
 		"source": source, "step": float64(rs.step), "writes": writes, "parents": map[string]any{},
@@ -433,14 +481,9 @@ func (rs *runState) writeCheckpoint(ctx context.Context, source string, writes m
 	runID := rs.in.RunID
 	cp := storage.Checkpoint{
 		ThreadID: rs.in.ThreadID, CheckpointID: uuid.Must(uuid.NewV7()), ParentID: rs.parent,
-		CreatedAt: rs.ex.now(), Values: rs.values, Metadata: meta, Next: nonNil(next), RunID: &runID,
+		CreatedAt: rs.ex.now(), Values: rs.values, Metadata: meta, RunID: &runID,
 	}
-	for _, n := range next {
-		cp.Tasks = append(cp.Tasks, storage.CheckpointTask{ID: uuid.NewString(), Name: n, Interrupts: []any{}})
-	}
-	if cp.Tasks == nil {
-		cp.Tasks = []storage.CheckpointTask{}
-	}
+	cp.Next, cp.Tasks = CheckpointTasks(next)
 	id := cp.CheckpointID
 	rs.parent = &id
 	rs.last = &cp
@@ -565,13 +608,6 @@ func recursionLimit(cfg map[string]any) int {
 		}
 	}
 	return DefaultRecursionLimit
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 func nonNilAny(s []any) []any {

@@ -265,3 +265,72 @@ func TestNestedNamespacesOutermostFirst(t *testing.T) {
 		t.Fatalf("events %v: want updates|task:outer and updates|task:outer|task:inner", sink.events)
 	}
 }
+
+// A checkpoint that lists End in Next (as a thread update with goto
+// "__end__" once stored) has nothing left to run: continuing it succeeds
+// without running a node.
+func TestContinuingEndRunsNothing(t *testing.T) {
+	from := storage.Checkpoint{CheckpointID: uuid.Must(uuid.NewV7()), Values: map[string]any{"trail": []any{"x"}}, Next: []string{End}}
+	res, _, err := run(t, chain(), Input{From: &from})
+	if err != nil || len(res.Next) != 0 || !slices.Equal(trailOf(res.Values), []any{"x"}) {
+		t.Fatalf("continuing End = %v, next %v, values %v", err, res.Next, res.Values)
+	}
+	res, sink, err := run(t, chain(), Input{Command: map[string]any{"update": map[string]any{"trail": []any{"u"}}, "goto": []any{End}}})
+	if err != nil || !slices.Equal(trailOf(res.Values), []any{"u"}) || len(sink.cps) != 1 || len(sink.cps[0].Next) != 0 {
+		t.Fatalf("goto End = %v %v (%d checkpoints)", err, res.Values, len(sink.cps))
+	}
+}
+
+// A Send runs its node with the Send's input as the node's state, once per
+// Send, and the node's updates fold into the thread's state in order.
+func TestSendInputIsTheNodeState(t *testing.T) {
+	sends := []any{
+		map[string]any{"node": "c", "input": map[string]any{"trail": []any{"s1"}}},
+		map[string]any{"node": "c", "input": map[string]any{"trail": []any{"s2"}}},
+	}
+	res, sink, err := run(t, chain(), Input{Values: map[string]any{"trail": []any{"state"}}, Command: map[string]any{"goto": sends}})
+	if err != nil || !slices.Equal(trailOf(res.Values), []any{"s2", "c"}) {
+		t.Fatalf("sends = %v, trail %v", err, trailOf(res.Values))
+	}
+	if w := sink.cps[len(sink.cps)-1].Metadata["writes"].(map[string]any)["c"]; len(w.([]any)) != 2 {
+		t.Fatalf("writes of two tasks of c = %v", w)
+	}
+	// A Send that waits behind interrupt_before keeps its input.
+	res, sink, err = run(t, chain(), Input{Command: map[string]any{"goto": sends[0]}, InterruptBefore: []string{"c"}})
+	if err != nil || !slices.Equal(res.Next, []string{"c"}) {
+		t.Fatalf("paused send = %v next %v", err, res.Next)
+	}
+	paused := sink.cps[len(sink.cps)-1]
+	res, _, err = run(t, chain(), Input{From: &paused})
+	if err != nil || !slices.Equal(trailOf(res.Values), []any{"s1", "c"}) {
+		t.Fatalf("resumed send = %v, trail %v", err, trailOf(res.Values))
+	}
+	if _, _, err := run(t, chain(), Input{Command: map[string]any{"goto": map[string]any{"node": "c", "input": "text"}}}); !errors.Is(err, channels.ErrInvalidUpdate) {
+		t.Fatalf("a Send with a string input = %v", err)
+	}
+}
+
+// A resume map keyed by interrupt id gives each paused task its own value.
+func TestResumeMapByInterruptID(t *testing.T) {
+	ask := func(_ context.Context, rt *Runtime, _ State) (Update, error) {
+		if v, ok := rt.Resume(); ok {
+			return Update{Values: map[string]any{rt.Node: v}}, nil
+		}
+		return Update{}, Interrupt(rt.Node + "?")
+	}
+	g := &Graph{Entry: "fan", Nodes: map[string]Node{"fan": appendNode("fan"), "p": ask, "q": ask},
+		Edges: map[string]Router{"fan": func(State) []string { return []string{"p", "q"} }}}
+	_, sink, err := run(t, g, Input{Values: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused := sink.cps[len(sink.cps)-1]
+	byID := map[string]any{}
+	for _, task := range paused.Tasks {
+		byID[task.Interrupts[0].(map[string]any)["id"].(string)] = "for " + task.Name
+	}
+	res, _, err := run(t, g, Input{From: &paused, Command: map[string]any{"resume": byID}})
+	if err != nil || res.Values["p"] != "for p" || res.Values["q"] != "for q" {
+		t.Fatalf("resume by id = %v %v", err, res.Values)
+	}
+}

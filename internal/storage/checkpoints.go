@@ -36,6 +36,10 @@ type CheckpointTask struct {
 	Error      *string `json:"error"`
 	Interrupts []any   `json:"interrupts"`
 	Result     any     `json:"result,omitempty"`
+	// Input is the argument of a Send: the task's node runs with it as its
+	// state instead of the thread's values. Nil for a task that reads the
+	// thread's values.
+	Input any `json:"input,omitempty"`
 }
 
 // PutCheckpoint stores a checkpoint. Checkpoint ids are UUIDv7, so the newest

@@ -10,6 +10,7 @@ import (
 
 	"agentserver/internal/channels"
 	"agentserver/internal/errdefs"
+	"agentserver/internal/graph"
 	"agentserver/internal/jsonx"
 	"agentserver/internal/storage"
 )
@@ -113,7 +114,7 @@ func (s *Service) applySuperstep(tx *storage.Tx, threadID uuid.UUID, parent *sto
 		values = parent.Values
 	}
 	writes := map[string]any{}
-	var next []string
+	var next []graph.Task
 	for _, u := range step.Updates {
 		update := u.Values
 		if u.Command != nil {
@@ -123,7 +124,11 @@ func (s *Service) applySuperstep(tx *storage.Tx, threadID uuid.UUID, parent *sto
 			if cu, ok := u.Command["update"]; ok {
 				update = cu
 			}
-			next = append(next, gotoNodes(u.Command["goto"])...)
+			targets, err := graph.ParseGoto(u.Command["goto"])
+			if err != nil {
+				return storage.Checkpoint{}, fmt.Errorf("superstep %d: %w: %w", index, errdefs.ErrInvalid, err)
+			}
+			next = append(next, targets...)
 		}
 		var err error
 		values, err = s.applyValues(values, update)
@@ -137,33 +142,8 @@ func (s *Service) applySuperstep(tx *storage.Tx, threadID uuid.UUID, parent *sto
 		source = "input"
 	}
 	cp := s.newCheckpoint(threadID, parent, values, map[string]any{"source": source, "writes": writes})
-	cp.Next = next
+	cp.Next, cp.Tasks = graph.CheckpointTasks(next)
 	return cp, tx.PutCheckpoint(cp)
-}
-
-func gotoNodes(g any) []string {
-	switch v := g.(type) {
-	case string:
-		return []string{v}
-	case []any:
-		var out []string
-		for _, e := range v {
-			switch n := e.(type) {
-			case string:
-				out = append(out, n)
-			case map[string]any:
-				if name, ok := n["node"].(string); ok {
-					out = append(out, name)
-				}
-			}
-		}
-		return out
-	case map[string]any:
-		if name, ok := v["node"].(string); ok {
-			return []string{name}
-		}
-	}
-	return nil
 }
 
 func asNodeOr(n string) string {
