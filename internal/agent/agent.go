@@ -286,8 +286,10 @@ func (a *Agent) toolsNode(ctx context.Context, rt *graph.Runtime, st graph.State
 		wg.Add(1)
 		go func(i int, c *ToolCall) {
 			defer wg.Done()
+			toolStarted(rt, c)
 			res, err := a.runTool(ctx, rt, c)
 			results[i], updates[i] = toolMessage(c, res, err), res.Update
+			toolFinished(ctx, rt, c, results[i], err)
 		}(i, c)
 	}
 	wg.Wait()
@@ -425,7 +427,7 @@ func (a *Agent) runTool(ctx context.Context, rt *graph.Runtime, c *ToolCall) (to
 				return tools.Result{}, err
 			}
 		}
-		return t.Call(ctx, tools.Call{ID: c.ID, Args: c.Args, Workspace: ws, ThreadID: rt.ThreadID.String(), State: c.State, Config: rt.Config, Emit: rt.Custom, ReportUsage: rt.ReportUsage, Namespaced: rt.Namespaced})
+		return t.Call(ctx, tools.Call{ID: c.ID, Args: c.Args, Workspace: ws, ThreadID: rt.ThreadID.String(), State: c.State, Config: rt.Config, Emit: toolProgress(rt, c), ReportUsage: rt.ReportUsage, Namespaced: rt.Namespaced})
 	})
 	for i := len(a.middlewares) - 1; i >= 0; i-- {
 		if w, ok := a.middlewares[i].(WrapTool); ok {

@@ -52,6 +52,27 @@ func (rt *Runtime) Custom(payload any) {
 	}
 }
 
+// ToolsMode is the stream mode of tool-call lifecycle events.
+const ToolsMode = "tools"
+
+// ToolEvent publishes one tool-call lifecycle event on the "tools" stream
+// mode, in LangGraph.js's shape: {event, toolCallId, name} plus fields
+// (input for on_tool_start, data for on_tool_event, output for on_tool_end,
+// error for on_tool_error). toolCallID is left out when empty.
+func (rt *Runtime) ToolEvent(event, toolCallID, name string, fields map[string]any) {
+	if !rt.sink.Wants(ToolsMode) {
+		return
+	}
+	payload := map[string]any{"event": event, "name": name}
+	if toolCallID != "" {
+		payload["toolCallId"] = toolCallID
+	}
+	for k, v := range fields {
+		payload[k] = v
+	}
+	rt.sink.Emit(ToolsMode, payload)
+}
+
 // MessageChunk streams one token chunk of an AI message being generated;
 // the final message the node returns with the same id is then not streamed
 // a second time.

@@ -21,6 +21,8 @@ func TestCommandGotoEnd(t *testing.T) {
 	if next := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)["next"].([]any); len(next) != 0 {
 		t.Fatalf("next after a superstep to __end__ = %v", next)
 	}
+	bad := map[string]any{"updates": []any{map[string]any{"as_node": "a", "command": map[string]any{"goto": 3}}}}
+	s.Must(422, "POST", "/threads", map[string]any{"supersteps": []any{bad}})
 	out = s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "steps", "input": nil}).Object(t)
 	if _, failed := out["__error__"]; failed || !slices.Equal(out["trail"].([]any), []any{"x"}) {
 		t.Fatalf("continuing a thread at __end__ = %v", out)
