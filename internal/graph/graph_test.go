@@ -286,7 +286,7 @@ func TestContinuingEndRunsNothing(t *testing.T) {
 func TestSendInputIsTheNodeState(t *testing.T) {
 	sends := []any{
 		map[string]any{"node": "c", "input": map[string]any{"trail": []any{"s1"}}},
-		map[string]any{"node": "c", "input": map[string]any{"trail": []any{"s2"}}},
+		map[string]any{"lg_name": "Send", "node": "c", "args": map[string]any{"trail": []any{"s2"}}},
 	}
 	res, sink, err := run(t, chain(), Input{Values: map[string]any{"trail": []any{"state"}}, Command: map[string]any{"goto": sends}})
 	if err != nil || !slices.Equal(trailOf(res.Values), []any{"s2", "c"}) {

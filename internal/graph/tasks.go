@@ -30,7 +30,7 @@ func (t Task) stateOr(values State) State {
 }
 
 // ParseGoto reads a command's goto: a node name, a Send object {node,
-// input}, or a list of them. End stays in the list; a Send's null input is
+// input} (or {node, args}), or a list of them. End stays in the list; a Send's null input is
 // an empty state, any other non-object input is an error.
 func ParseGoto(g any) ([]Task, error) {
 	switch v := g.(type) {
@@ -54,16 +54,22 @@ func ParseGoto(g any) ([]Task, error) {
 	return nil, fmt.Errorf("%w: goto must be a node name, a Send {node, input} or a list of them", channels.ErrInvalidUpdate)
 }
 
+// parseSend reads a Send: {node, input} as the SDKs write it, or {node,
+// args} as LangGraph.js serializes its Send class (RemoteGraph sends that).
 func parseSend(send map[string]any) ([]Task, error) {
 	node, ok := send["node"].(string)
 	if !ok {
 		return nil, fmt.Errorf("%w: a Send needs a node name", channels.ErrInvalidUpdate)
 	}
-	switch input := send["input"].(type) {
+	input, ok := send["input"]
+	if !ok {
+		input = send["args"]
+	}
+	switch in := input.(type) {
 	case nil:
 		return []Task{{Node: node, Input: State{}}}, nil
 	case map[string]any:
-		return []Task{{Node: node, Input: input}}, nil
+		return []Task{{Node: node, Input: in}}, nil
 	}
 	return nil, fmt.Errorf("%w: the input of a Send to %q must be an object", channels.ErrInvalidUpdate, node)
 }
