@@ -66,6 +66,18 @@ func TestCommandGotoSendInput(t *testing.T) {
 	if trail := out["trail"].([]any); !slices.Equal(trail, []any{"sent", "c"}) {
 		t.Fatalf("trail after a Send to c = %v", trail)
 	}
+	// A Send waiting behind interrupt_before keeps its input in the stored
+	// checkpoint, and the run that continues the thread uses it.
+	tid = newThread(t, s)
+	send := map[string]any{"node": "c", "input": map[string]any{"trail": []any{"kept"}}}
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "steps", "command": map[string]any{"goto": []any{send}}, "interrupt_before": []string{"c"}})
+	if next := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)["next"].([]any); !slices.Equal(next, []any{"c"}) {
+		t.Fatalf("next before the Send = %v", next)
+	}
+	out = s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "steps", "input": nil}).Object(t)
+	if trail := out["trail"].([]any); !slices.Equal(trail, []any{"kept", "c"}) {
+		t.Fatalf("trail after resuming a Send = %v", trail)
+	}
 	// A bad goto fails the run with InvalidUpdateError, as a bad input does.
 	out = s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "steps", "command": map[string]any{"goto": map[string]any{"node": "c", "input": 3}}}).Object(t)
 	if e, _ := out["__error__"].(map[string]any); e["error"] != "InvalidUpdateError" {

@@ -171,6 +171,25 @@ describe("tool loop (researcher)", () => {
     await waitThreadStatus(client, thread.thread_id, "idle");
   });
 
+  it("streamMode tools: on_tool_start then on_tool_end for the write_todos call", async () => {
+    const thread = await newThread();
+    const parts = await collectStream(
+      client.runs.stream(thread.thread_id, RESEARCHER, { input: humanInput("todo a; b"), streamMode: "tools" }),
+    );
+    const tools = parts.filter((p) => p.event === "tools").map((p) => p.data);
+    assert.deepEqual(
+      tools.map((d) => d.event),
+      ["on_tool_start", "on_tool_end"],
+      `tools events: ${JSON.stringify(tools)}`,
+    );
+    const [start, end] = tools;
+    assert.equal(start.name, "write_todos");
+    assert.deepEqual(start.input.todos.map((t) => t.content), ["a", "b"]);
+    assert.equal(end.toolCallId, start.toolCallId, "both events name the same call");
+    assert.equal(end.output.type, "tool");
+    assert.equal(end.output.tool_call_id, start.toolCallId);
+  });
+
   it("records the run's token usage totals in run metadata", async () => {
     const thread = await newThread();
     const run = await client.runs.create(thread.thread_id, RESEARCHER, { input: humanInput("todo x; y; z") });
