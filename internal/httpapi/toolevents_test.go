@@ -8,6 +8,26 @@ import (
 	"agentserver/internal/testutil"
 )
 
+// toolsEvents streams an agent run on a new thread with stream_mode
+// "tools" and returns the data of its tools events, in order.
+func toolsEvents(t *testing.T, s *testutil.Server, input string) []map[string]any {
+	t.Helper()
+	tid := newThread(t, s)
+	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput(input), "stream_mode": []string{"tools"}}, nil)
+	defer resp.Body.Close()
+	evs, err := testutil.NewSSEReader(resp.Body).All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, e := range evs {
+		if e.Event == "tools" {
+			out = append(out, e.Data.(map[string]any))
+		}
+	}
+	return out
+}
+
 // stream_mode "tools" sends each tool call's lifecycle in LangGraph.js's
 // shape: on_tool_start with the arguments, then on_tool_end with the tool
 // message, or on_tool_error when the tool failed.
@@ -20,20 +40,10 @@ func TestStreamModeToolsSendsToolLifecycle(t *testing.T) {
 		),
 		scripted.Text("done"),
 	)
-	tid := newThread(t, s)
-	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput("work"), "stream_mode": []string{"tools"}}, nil)
-	defer resp.Body.Close()
-	evs, err := testutil.NewSSEReader(resp.Body).All()
-	if err != nil {
-		t.Fatal(err)
-	}
 	byCall := map[string][]map[string]any{}
-	for _, e := range evs {
-		if e.Event == "tools" {
-			data := e.Data.(map[string]any)
-			id, _ := data["toolCallId"].(string)
-			byCall[id] = append(byCall[id], data)
-		}
+	for _, data := range toolsEvents(t, s, "work") {
+		id, _ := data["toolCallId"].(string)
+		byCall[id] = append(byCall[id], data)
 	}
 	write, read := byCall["call_1"], byCall["call_2"]
 	if len(byCall) != 2 || len(write) != 2 || len(read) != 2 {
@@ -60,19 +70,8 @@ func TestStreamModeToolsSendsToolProgress(t *testing.T) {
 		scripted.Text("It is 4."),
 		scripted.Text("The subagent says 4."),
 	)
-	tid := newThread(t, s)
-	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput("delegate"), "stream_mode": []string{"tools"}}, nil)
-	defer resp.Body.Close()
-	evs, err := testutil.NewSSEReader(resp.Body).All()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, e := range evs {
-		if e.Event != "tools" {
-			continue
-		}
-		data := e.Data.(map[string]any)
+	for _, data := range toolsEvents(t, s, "delegate") {
 		kind := data["event"].(string)
 		if kind == "on_tool_event" {
 			kind += ":" + data["data"].(map[string]any)["type"].(string)
