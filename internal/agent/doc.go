@@ -15,4 +15,7 @@
 //   - Every tool call of an AI message gets exactly one tool message, even
 //     when it fails, is rejected, or names an unknown tool.
 //   - A tool error never fails the run; it is the tool message's text.
+//   - Every tool call that runs reports on the "tools" stream mode: one
+//     on_tool_start, an on_tool_event per progress payload, then exactly one
+//     on_tool_end or on_tool_error (none when the run was cancelled).
 package agent
