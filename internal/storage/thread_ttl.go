@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"time"
 
@@ -119,4 +120,39 @@ func backfillThreadExpiry(tx *bolt.Tx) error {
 		}
 		return nil
 	})
+}
+
+// CheckThreadExpiryIndex verifies that threads_by_expiry holds exactly one
+// entry for every thread with a TTL, carrying its deadline, and nothing
+// else. It reads both buckets in full; tests and offline checks call it.
+func (t *Tx) CheckThreadExpiryIndex() error {
+	want := map[string]bool{}
+	err := t.bucket(bucketThreads).ForEach(func(_, v []byte) error {
+		var th Thread
+		if err := decode(v, &th); err != nil {
+			return err
+		}
+		if k := expiryIndexKey(&th); k != nil {
+			want[string(k)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	n := 0
+	err = t.bucket(bucketThreadsByExpiry).ForEach(func(k, _ []byte) error {
+		if !want[string(k)] {
+			return fmt.Errorf("thread expiry entry %x has no matching thread", k)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n != len(want) {
+		return fmt.Errorf("thread expiry index has %d entries, threads need %d", n, len(want))
+	}
+	return nil
 }

@@ -543,3 +543,31 @@ func TestSearchSetOperators(t *testing.T) {
 		}
 	}
 }
+
+// Configure's default TTL applies to items put without one; an item's own
+// TTL wins.
+func TestDefaultTTL(t *testing.T) {
+	s, c, db := newTest(t)
+	if err := s.Configure(TTLConfig{DefaultTTL: 2, RefreshOnRead: false}); err != nil {
+		t.Fatal(err)
+	}
+	if s.RefreshOnRead() {
+		t.Fatal("RefreshOnRead ignores the configuration")
+	}
+	mustPut(t, s, []string{"d"}, "default", map[string]any{}, nil)
+	mustPut(t, s, []string{"d"}, "own", map[string]any{}, ptr(10.0))
+	checkIndex(t, db)
+	c.advance(2 * time.Minute)
+	if mustGet(t, s, []string{"d"}, "default", false) != nil {
+		t.Fatal("an item without a ttl outlived the default ttl")
+	}
+	if mustGet(t, s, []string{"d"}, "own", false) == nil {
+		t.Fatal("an item with its own ttl expired at the default one")
+	}
+	if err := s.Configure(TTLConfig{DefaultTTL: -1}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Fatalf("negative default ttl: %v", err)
+	}
+	if New(db, nil).RefreshOnRead() != true {
+		t.Fatal("reads must refresh by default, as LangGraph's stores do")
+	}
+}
