@@ -19,6 +19,9 @@ type ThreadTTL struct {
 	// SweepInterval is how often expired threads are looked for; 0: the
 	// server's default.
 	SweepInterval time.Duration
+	// SweepLimit bounds the threads one sweep handles; 0: the server's
+	// default.
+	SweepLimit int
 }
 
 // StoreTTL is the store.ttl section of langgraph.json.
@@ -47,6 +50,7 @@ type ttlFile struct {
 			Strategy             *string  `json:"strategy"`
 			DefaultTTL           *float64 `json:"default_ttl"`
 			SweepIntervalMinutes *float64 `json:"sweep_interval_minutes"`
+			SweepLimit           *int     `json:"sweep_limit"`
 		} `json:"ttl"`
 	} `json:"checkpointer"`
 	Store *struct {
@@ -85,6 +89,12 @@ func LoadTTLs(path string) (TTLs, error) {
 		errs = append(errs, err)
 		out.Threads.SweepInterval, err = intervalOf("checkpointer.ttl.sweep_interval_minutes", c.SweepIntervalMinutes)
 		errs = append(errs, err)
+		if c.SweepLimit != nil {
+			out.Threads.SweepLimit = *c.SweepLimit
+			if *c.SweepLimit < 1 {
+				errs = append(errs, fmt.Errorf("checkpointer.ttl.sweep_limit: want at least 1, got %d", *c.SweepLimit))
+			}
+		}
 	}
 	if f.Store != nil && f.Store.TTL != nil {
 		c := f.Store.TTL

@@ -19,13 +19,13 @@ func writeFile(t *testing.T, body string) string {
 
 func TestLoadTTLs(t *testing.T) {
 	got, err := LoadTTLs(writeFile(t, `{"graphs": {"a": "builtin:echo"},
-		"checkpointer": {"ttl": {"strategy": "keep_latest", "default_ttl": 43200, "sweep_interval_minutes": 60}},
+		"checkpointer": {"ttl": {"strategy": "keep_latest", "default_ttl": 43200, "sweep_interval_minutes": 60, "sweep_limit": 50}},
 		"store": {"ttl": {"default_ttl": 10, "refresh_on_read": false, "sweep_interval_minutes": 0.5}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := TTLs{
-		Threads: ThreadTTL{Strategy: "keep_latest", DefaultTTL: 43200, SweepInterval: time.Hour},
+		Threads: ThreadTTL{Strategy: "keep_latest", DefaultTTL: 43200, SweepInterval: time.Hour, SweepLimit: 50},
 		Store:   StoreTTL{DefaultTTL: 10, RefreshOnRead: false, SweepInterval: 30 * time.Second},
 	}
 	if got != want {

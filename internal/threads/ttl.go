@@ -14,8 +14,12 @@ import (
 )
 
 // DefaultTTLSweepInterval is how often the sweeper looks for expired
-// threads when langgraph.json does not say.
-const DefaultTTLSweepInterval = time.Minute
+// threads when langgraph.json does not say (LangGraph's default).
+const DefaultTTLSweepInterval = 5 * time.Minute
+
+// DefaultTTLSweepLimit bounds the threads one sweep handles when
+// langgraph.json does not say (LangGraph's default).
+const DefaultTTLSweepLimit = 1000
 
 // sweepBatch bounds the threads one sweep transaction handles, so that a
 // large backlog does not hold the writer for long.
@@ -36,6 +40,9 @@ type TTLConfig struct {
 	// SweepInterval is how often expired threads are looked for; 0 means
 	// DefaultTTLSweepInterval.
 	SweepInterval time.Duration
+	// SweepLimit bounds the threads one sweep handles, earliest deadline
+	// first; 0 means DefaultTTLSweepLimit.
+	SweepLimit int
 }
 
 // DeleteHook is told about a thread (its graph and last values) after a
@@ -123,15 +130,20 @@ func (s *Service) logger() *slog.Logger {
 	return s.log
 }
 
-// SweepExpired applies its TTL strategy to every thread whose TTL has run
-// out (its last update plus its ttl is not after now) and returns how many
-// it handled. A thread with a pending or running run is left for a later
+// SweepExpired applies its TTL strategy to the threads whose TTL has run
+// out (their last update plus their ttl is not after now), at most the
+// sweep limit of them, earliest deadline first, and returns how many it
+// handled. A thread with a pending or running run is left for a later
 // sweep.
 func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 	now := s.now()
+	limit := s.ttl.SweepLimit
+	if limit <= 0 {
+		limit = DefaultTTLSweepLimit
+	}
 	var ids []uuid.UUID
 	if err := s.db.View(func(tx *storage.Tx) error {
-		ids = tx.ExpiredThreads(now, math.MaxInt)
+		ids = tx.ExpiredThreads(now, limit)
 		return nil
 	}); err != nil {
 		return 0, err

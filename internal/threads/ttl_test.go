@@ -267,3 +267,25 @@ func TestPatchStateMetadata(t *testing.T) {
 		t.Fatalf("thread without state: %v", err)
 	}
 }
+
+// A sweep handles at most the sweep limit of threads, earliest deadline
+// first; the rest wait for the next sweep.
+func TestSweepLimit(t *testing.T) {
+	s, c, _ := newTestService(t)
+	s.Configure(TTLConfig{SweepLimit: 2}, nil, nil)
+	var ids []uuid.UUID
+	for range 3 {
+		ids = append(ids, mustCreate(t, s, 1.0, nil))
+		c.advance(time.Second)
+	}
+	c.advance(time.Minute)
+	if n, err := s.SweepExpired(context.Background()); err != nil || n != 2 {
+		t.Fatalf("first sweep: %d, %v; want 2", n, err)
+	}
+	if exists(s, ids[0]) || exists(s, ids[1]) || !exists(s, ids[2]) {
+		t.Fatal("the sweep did not take the earliest deadlines first")
+	}
+	if n, _ := s.SweepExpired(context.Background()); n != 1 || exists(s, ids[2]) {
+		t.Fatalf("second sweep: %d", n)
+	}
+}
