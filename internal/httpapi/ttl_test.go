@@ -153,16 +153,12 @@ func TestPatchThreadState(t *testing.T) {
 	s.Must(404, "PATCH", "/threads/00000000-0000-7000-8000-000000000000/state", map[string]any{"metadata": map[string]any{}})
 }
 
-// GET /threads/{id}/stream reads LangGraph Platform's stream_modes too.
-func TestJoinThreadStreamStreamModes(t *testing.T) {
-	s := testutil.StartServer(t, testutil.Options{})
-	tid := newThread(t, s)
-	bad := s.Stream("GET", "/threads/"+tid+"/stream?stream_modes=everything", nil, nil)
-	bad.Body.Close()
-	if bad.StatusCode != 422 {
-		t.Fatalf("stream_modes=everything: status %d, want 422", bad.StatusCode)
-	}
-	resp := s.Stream("GET", "/threads/"+tid+"/stream?stream_modes=lifecycle", nil, nil)
+// threadRunEvents opens GET /threads/{tid}/stream with query, makes one
+// echo run on the thread and returns the names of the events the stream
+// carried up to the run's run_done.
+func threadRunEvents(t *testing.T, s *testutil.Server, tid, query string) map[string]bool {
+	t.Helper()
+	resp := s.Stream("GET", "/threads/"+tid+"/stream"+query, nil, nil)
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		b, _ := io.ReadAll(resp.Body)
@@ -178,7 +174,19 @@ func TestJoinThreadStreamStreamModes(t *testing.T) {
 		}
 		seen[ev.Event] = true
 	}
-	if seen["values"] || !seen["metadata"] {
+	return seen
+}
+
+// GET /threads/{id}/stream reads LangGraph Platform's stream_modes too.
+func TestJoinThreadStreamStreamModes(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{})
+	tid := newThread(t, s)
+	bad := s.Stream("GET", "/threads/"+tid+"/stream?stream_modes=everything", nil, nil)
+	bad.Body.Close()
+	if bad.StatusCode != 422 {
+		t.Fatalf("stream_modes=everything: status %d, want 422", bad.StatusCode)
+	}
+	if seen := threadRunEvents(t, s, tid, "?stream_modes=lifecycle"); seen["values"] || !seen["metadata"] {
 		t.Fatalf("lifecycle stream carried %v", seen)
 	}
 }

@@ -64,16 +64,24 @@ func TestThreadFeedRetention(t *testing.T) {
 	}
 }
 
-// A connection holds no events of its own: a client that reads nothing
-// while the feed drops more events than it keeps continues with the oldest
-// event still kept, its ids jumping over the gap.
-func TestThreadStreamSlowClientIsBounded(t *testing.T) {
+// newThreadSubscription subscribes to a new thread's stream of a service
+// with no runs.
+func newThreadSubscription(t *testing.T) (*Service, uuid.UUID, *ThreadSubscription) {
+	t.Helper()
 	s := &Service{broker: events.NewBroker(nil, events.BrokerOptions{})}
 	tid := uuid.New()
 	sub, err := s.SubscribeThread(tid, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, tid, sub
+}
+
+// A connection holds no events of its own: a client that reads nothing
+// while the feed drops more events than it keeps continues with the oldest
+// event still kept, its ids jumping over the gap.
+func TestThreadStreamSlowClientIsBounded(t *testing.T) {
+	s, tid, sub := newThreadSubscription(t)
 	defer sub.Close()
 	const extra = 10
 	for i := range feedKeep + extra {
@@ -103,12 +111,7 @@ func TestThreadStreamSlowClientIsBounded(t *testing.T) {
 // Next waits for the thread's next event and returns ErrClosed once the
 // subscription is closed.
 func TestThreadStreamNextWakesAndCloses(t *testing.T) {
-	s := &Service{broker: events.NewBroker(nil, events.BrokerOptions{})}
-	tid := uuid.New()
-	sub, err := s.SubscribeThread(tid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tid, sub := newThreadSubscription(t)
 	got := make(chan events.Event, 1)
 	go func() {
 		ev, err := sub.Next(context.Background())

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"fmt"
 	"math"
 	"time"
 
@@ -140,19 +139,5 @@ func (t *Tx) CheckThreadExpiryIndex() error {
 	if err != nil {
 		return err
 	}
-	n := 0
-	err = t.bucket(bucketThreadsByExpiry).ForEach(func(k, _ []byte) error {
-		if !want[string(k)] {
-			return fmt.Errorf("thread expiry entry %x has no matching thread", k)
-		}
-		n++
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if n != len(want) {
-		return fmt.Errorf("thread expiry index has %d entries, threads need %d", n, len(want))
-	}
-	return nil
+	return t.checkIndexHolds(bucketThreadsByExpiry, want)
 }

@@ -3,7 +3,6 @@ package threads
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,36 +11,16 @@ import (
 	"agentserver/internal/channels"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/storage"
+	"agentserver/internal/testutil/fakeclock"
+	"agentserver/internal/testutil/testdb"
 )
 
-// clock is a fake clock tests move by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newTestService(t *testing.T) (*Service, *clock, *storage.DB) {
+func newTestService(t *testing.T) (*Service, *fakeclock.Clock, *storage.DB) {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	c := &clock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	db := testdb.Open(t)
+	c := fakeclock.New(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 	s := New(db, channels.NewRegistry())
-	s.now = c.now
+	s.now = c.Now
 	return s, c, db
 }
 
@@ -105,11 +84,11 @@ func TestSweepExpiredThreads(t *testing.T) {
 	run := uuid.Must(uuid.NewV7())
 	setRun(t, db, run, busy, storage.RunPending)
 
-	c.advance(59 * time.Second)
+	c.Advance(59 * time.Second)
 	if n, err := s.SweepExpired(ctx); err != nil || n != 0 {
 		t.Fatalf("sweep before any deadline: %d, %v", n, err)
 	}
-	c.advance(time.Second)
+	c.Advance(time.Second)
 	if n, err := s.SweepExpired(ctx); err != nil || n != 2 {
 		t.Fatalf("sweep at the deadline: %d, %v; want 2", n, err)
 	}
@@ -147,15 +126,15 @@ func TestThreadTTLCountsFromLastUpdate(t *testing.T) {
 	s, c, _ := newTestService(t)
 	ctx := context.Background()
 	id := mustCreate(t, s, 1.0, nil)
-	c.advance(50 * time.Second)
+	c.Advance(50 * time.Second)
 	if _, err := s.Patch(ctx, id, map[string]any{"touched": true}, nil); err != nil {
 		t.Fatal(err)
 	}
-	c.advance(40 * time.Second) // 90 s after creation, 40 s after the update
+	c.Advance(40 * time.Second) // 90 s after creation, 40 s after the update
 	if n, _ := s.SweepExpired(ctx); n != 0 || !exists(s, id) {
 		t.Fatal("the thread expired counting from its creation")
 	}
-	c.advance(20 * time.Second) // 60 s after the update
+	c.Advance(20 * time.Second) // 60 s after the update
 	if n, _ := s.SweepExpired(ctx); n != 1 || exists(s, id) {
 		t.Fatal("the thread outlived its ttl after its last update")
 	}
@@ -171,7 +150,7 @@ func TestDefaultThreadTTL(t *testing.T) {
 	if th.TTL["ttl"] != 2.0 || th.TTL["strategy"] != storage.TTLKeepLatest {
 		t.Fatalf("default ttl = %v", th.TTL)
 	}
-	c.advance(2 * time.Minute)
+	c.Advance(2 * time.Minute)
 	if n, err := s.SweepExpired(context.Background()); err != nil || n != 1 {
 		t.Fatalf("sweep: %d, %v", n, err)
 	}
@@ -276,9 +255,9 @@ func TestSweepLimit(t *testing.T) {
 	var ids []uuid.UUID
 	for range 3 {
 		ids = append(ids, mustCreate(t, s, 1.0, nil))
-		c.advance(time.Second)
+		c.Advance(time.Second)
 	}
-	c.advance(time.Minute)
+	c.Advance(time.Minute)
 	if n, err := s.SweepExpired(context.Background()); err != nil || n != 2 {
 		t.Fatalf("first sweep: %d, %v; want 2", n, err)
 	}
