@@ -166,12 +166,21 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 
 // Prune applies strategy (storage.TTLDelete or storage.TTLKeepLatest) to
 // the given threads now and returns how many it pruned. Unknown threads
-// and threads with a pending or running run are skipped and not counted.
+// and threads with a pending or running run are skipped and not counted;
+// a thread named twice counts once.
 func (s *Service) Prune(ctx context.Context, ids []uuid.UUID, strategy string) (int, error) {
 	if strategy != storage.TTLDelete && strategy != storage.TTLKeepLatest {
 		return 0, fmt.Errorf("strategy must be %q or %q: %w", storage.TTLDelete, storage.TTLKeepLatest, errdefs.ErrInvalid)
 	}
-	return s.prune(ctx, ids, strategy, nil)
+	seen := make(map[uuid.UUID]bool, len(ids))
+	unique := make([]uuid.UUID, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			unique = append(unique, id)
+		}
+	}
+	return s.prune(ctx, unique, strategy, nil)
 }
 
 // deletedThread is what the delete hook hears of a pruned thread.

@@ -173,7 +173,7 @@ func TestPruneThreads(t *testing.T) {
 	setRun(t, db, uuid.Must(uuid.NewV7()), busy, storage.RunRunning)
 	missing := uuid.Must(uuid.NewV7())
 
-	n, err := s.Prune(ctx, []uuid.UUID{idle, busy, missing}, storage.TTLKeepLatest)
+	n, err := s.Prune(ctx, []uuid.UUID{idle, busy, missing, idle}, storage.TTLKeepLatest)
 	if err != nil || n != 1 {
 		t.Fatalf("keep_latest prune: %d, %v; want 1", n, err)
 	}
