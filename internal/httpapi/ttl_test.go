@@ -37,16 +37,19 @@ func historyLen(t *testing.T, s *testutil.Server, tid string) int {
 func TestThreadTTLSweeper(t *testing.T) {
 	s := testutil.StartServer(t, testutil.Options{Graphs: ttlGraphs})
 	ttl := map[string]any{"ttl": 0.0005, "strategy": "delete"} // 30 ms
+	// The busy thread gets its ttl once its run is running, so that its
+	// deadline comes before the other thread's.
+	busy := newThread(t, s)
+	gate := "ttl-" + busy
+	rid := s.Must(200, "POST", "/threads/"+busy+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)["run_id"].(string)
+	defer testutil.Release(gate)
+	waitStatus(t, s, busy, rid, "running")
+	s.Must(200, "PATCH", "/threads/"+busy, map[string]any{"ttl": ttl})
 	doomed := s.Must(200, "POST", "/threads", threeSteps(map[string]any{"ttl": ttl})).Object(t)
 	if got := doomed["ttl"].(map[string]any); got["strategy"] != "delete" || got["ttl"] != 0.0005 {
 		t.Fatalf("ttl echoed as %v", got)
 	}
 	tid := doomed["thread_id"].(string)
-	busy := s.Must(200, "POST", "/threads", map[string]any{"ttl": ttl}).Object(t)["thread_id"].(string)
-	gate := "ttl-" + busy
-	rid := s.Must(200, "POST", "/threads/"+busy+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)["run_id"].(string)
-	defer testutil.Release(gate)
-	waitStatus(t, s, busy, rid, "running")
 	keep := newThread(t, s)
 
 	testutil.Eventually(t, 10*time.Second, "the expired thread to be deleted", func() bool {
@@ -54,11 +57,10 @@ func TestThreadTTLSweeper(t *testing.T) {
 	})
 	s.Must(404, "GET", "/threads/"+tid+"/history", nil)
 	s.Must(200, "GET", "/threads/"+keep, nil)
-	// The busy thread's deadline passed long ago, but its run protects it;
-	// once the run has ended (a new update) it expires in turn.
+	// The busy thread's deadline passed before the other's, but its run
+	// protects it; once the run has ended (a new update) it expires in turn.
 	s.Must(200, "GET", "/threads/"+busy, nil)
 	testutil.Release(gate)
-	waitStatus(t, s, busy, rid, "success")
 	testutil.Eventually(t, 10*time.Second, "the thread to be deleted after its run", func() bool {
 		return s.Do("GET", "/threads/"+busy, nil).Status == 404
 	})

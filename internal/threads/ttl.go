@@ -111,7 +111,7 @@ func (s *Service) RunSweeper(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if n, err := s.SweepExpired(ctx); err != nil && ctx.Err() == nil {
-			s.logger().Error("thread ttl sweep failed", "err", err)
+			s.logger().Warn("thread ttl sweep failed", "err", err)
 		} else if n > 0 {
 			s.logger().Debug("thread ttl sweep", "threads", n)
 		}
