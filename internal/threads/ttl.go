@@ -206,10 +206,11 @@ func (s *Service) prune(ctx context.Context, ids []uuid.UUID, strategy string, d
 			if due != nil && !due(th) {
 				continue
 			}
-			if busy, err := tx.ThreadBusy(id); err != nil || busy {
-				if err != nil {
-					return err
-				}
+			busy, err := tx.ThreadBusy(id)
+			if err != nil {
+				return err
+			}
+			if busy {
 				continue
 			}
 			how := strategy
