@@ -454,6 +454,24 @@ type ClientInterface interface {
 	// Corresponds with POST /threads/count (the `CountThreads` operationId).
 	CountThreads(ctx context.Context, body CountThreadsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PruneThreadsWithBody Delete threads, or all but the newest checkpoint of each
+	//
+	// Threads that do not exist or have a pending or running run are skipped and not counted.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /threads/prune (the `PruneThreads` operationId).
+	PruneThreadsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PruneThreads Delete threads, or all but the newest checkpoint of each
+	//
+	// Threads that do not exist or have a pending or running run are skipped and not counted.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /threads/prune (the `PruneThreads` operationId).
+	PruneThreads(ctx context.Context, body PruneThreadsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SearchThreadsWithBody Search threads
 	//
 	// Takes any type of body and a specified content type.
@@ -618,6 +636,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /threads/{thread_id}/state (the `GetThreadState` operationId).
 	GetThreadState(ctx context.Context, threadId ThreadId, params *GetThreadStateParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchThreadStateWithBody Merge metadata into the metadata of the newest checkpoint
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /threads/{thread_id}/state (the `PatchThreadState` operationId).
+	PatchThreadStateWithBody(ctx context.Context, threadId ThreadId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchThreadState Merge metadata into the metadata of the newest checkpoint
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /threads/{thread_id}/state (the `PatchThreadState` operationId).
+	PatchThreadState(ctx context.Context, threadId ThreadId, body PatchThreadStateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateThreadStateWithBody Write values into the thread state as a new checkpoint
 	//
@@ -1564,6 +1596,44 @@ func (c *Client) CountThreads(ctx context.Context, body CountThreadsJSONRequestB
 	return c.Client.Do(req)
 }
 
+// PruneThreadsWithBody Delete threads, or all but the newest checkpoint of each
+//
+// Threads that do not exist or have a pending or running run are skipped and not counted.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /threads/prune (the `PruneThreads` operationId).
+func (c *Client) PruneThreadsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPruneThreadsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PruneThreads Delete threads, or all but the newest checkpoint of each
+//
+// Threads that do not exist or have a pending or running run are skipped and not counted.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /threads/prune (the `PruneThreads` operationId).
+func (c *Client) PruneThreads(ctx context.Context, body PruneThreadsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPruneThreadsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // SearchThreadsWithBody Search threads
 //
 // Takes any type of body and a specified content type.
@@ -1989,6 +2059,40 @@ func (c *Client) CancelSubagent(ctx context.Context, threadId ThreadId, runId Ru
 // Corresponds with GET /threads/{thread_id}/state (the `GetThreadState` operationId).
 func (c *Client) GetThreadState(ctx context.Context, threadId ThreadId, params *GetThreadStateParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetThreadStateRequest(c.Server, threadId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchThreadStateWithBody Merge metadata into the metadata of the newest checkpoint
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /threads/{thread_id}/state (the `PatchThreadState` operationId).
+func (c *Client) PatchThreadStateWithBody(ctx context.Context, threadId ThreadId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchThreadStateRequestWithBody(c.Server, threadId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchThreadState Merge metadata into the metadata of the newest checkpoint
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /threads/{thread_id}/state (the `PatchThreadState` operationId).
+func (c *Client) PatchThreadState(ctx context.Context, threadId ThreadId, body PatchThreadStateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchThreadStateRequest(c.Server, threadId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3751,6 +3855,46 @@ func NewCountThreadsRequestWithBody(server string, contentType string, body io.R
 	return req, nil
 }
 
+// NewPruneThreadsRequest calls the generic PruneThreads builder with application/json body
+func NewPruneThreadsRequest(server string, body PruneThreadsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPruneThreadsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPruneThreadsRequestWithBody constructs an http.Request for the PruneThreads method, with any body, and a specified content type
+func NewPruneThreadsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/threads/prune")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSearchThreadsRequest calls the generic SearchThreads builder with application/json body
 func NewSearchThreadsRequest(server string, body SearchThreadsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4873,6 +5017,53 @@ func NewGetThreadStateRequest(server string, threadId ThreadId, params *GetThrea
 	return req, nil
 }
 
+// NewPatchThreadStateRequest calls the generic PatchThreadState builder with application/json body
+func NewPatchThreadStateRequest(server string, threadId ThreadId, body PatchThreadStateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchThreadStateRequestWithBody(server, threadId, "application/json", bodyReader)
+}
+
+// NewPatchThreadStateRequestWithBody constructs an http.Request for the PatchThreadState method, with any body, and a specified content type
+func NewPatchThreadStateRequestWithBody(server string, threadId ThreadId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "thread_id", threadId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/threads/%s/state", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewUpdateThreadStateRequest calls the generic UpdateThreadState builder with application/json body
 func NewUpdateThreadStateRequest(server string, threadId ThreadId, body UpdateThreadStateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5073,6 +5264,18 @@ func NewJoinThreadStreamRequest(server string, threadId ThreadId, params *JoinTh
 		if params.StreamMode != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stream_mode", params.StreamMode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.StreamModes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stream_modes", params.StreamModes, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5551,6 +5754,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /threads/count (the `CountThreads` operationId).
 	CountThreadsWithResponse(ctx context.Context, body CountThreadsJSONRequestBody, reqEditors ...RequestEditorFn) (*CountThreadsResponse, error)
 
+	// PruneThreadsWithBodyWithResponse Delete threads, or all but the newest checkpoint of each
+	//
+	// Threads that do not exist or have a pending or running run are skipped and not counted.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /threads/prune (the `PruneThreads` operationId).
+	PruneThreadsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PruneThreadsResponse, error)
+
+	// PruneThreadsWithResponse Delete threads, or all but the newest checkpoint of each
+	//
+	// Threads that do not exist or have a pending or running run are skipped and not counted.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /threads/prune (the `PruneThreads` operationId).
+	PruneThreadsWithResponse(ctx context.Context, body PruneThreadsJSONRequestBody, reqEditors ...RequestEditorFn) (*PruneThreadsResponse, error)
+
 	// SearchThreadsWithBodyWithResponse Search threads
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -5741,6 +5962,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /threads/{thread_id}/state (the `GetThreadState` operationId).
 	GetThreadStateWithResponse(ctx context.Context, threadId ThreadId, params *GetThreadStateParams, reqEditors ...RequestEditorFn) (*GetThreadStateResponse, error)
+
+	// PatchThreadStateWithBodyWithResponse Merge metadata into the metadata of the newest checkpoint
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /threads/{thread_id}/state (the `PatchThreadState` operationId).
+	PatchThreadStateWithBodyWithResponse(ctx context.Context, threadId ThreadId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchThreadStateResponse, error)
+
+	// PatchThreadStateWithResponse Merge metadata into the metadata of the newest checkpoint
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /threads/{thread_id}/state (the `PatchThreadState` operationId).
+	PatchThreadStateWithResponse(ctx context.Context, threadId ThreadId, body PatchThreadStateJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchThreadStateResponse, error)
 
 	// UpdateThreadStateWithBodyWithResponse Write values into the thread state as a new checkpoint
 	//
@@ -7711,6 +7946,54 @@ func (r CountThreadsResponse) ContentType() string {
 	return ""
 }
 
+type PruneThreadsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ThreadPruneResponse
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PruneThreadsResponse) GetJSON200() *ThreadPruneResponse {
+	return r.JSON200
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PruneThreadsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r PruneThreadsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PruneThreadsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PruneThreadsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PruneThreadsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SearchThreadsResponse200Headers the declared response headers of an HTTP 200 response for SearchThreads
 type SearchThreadsResponse200Headers struct {
 	XPaginationNext  *int
@@ -8843,6 +9126,61 @@ func (r GetThreadStateResponse) ContentType() string {
 	return ""
 }
 
+type PatchThreadStateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PatchThreadStateResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PatchThreadStateResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PatchThreadStateResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r PatchThreadStateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchThreadStateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchThreadStateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PatchThreadStateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type UpdateThreadStateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9783,6 +10121,36 @@ func (c *ClientWithResponses) CountThreadsWithResponse(ctx context.Context, body
 	return ParseCountThreadsResponse(rsp)
 }
 
+// PruneThreadsWithBodyWithResponse Delete threads, or all but the newest checkpoint of each
+//
+// Threads that do not exist or have a pending or running run are skipped and not counted.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /threads/prune (the `PruneThreads` operationId).
+func (c *ClientWithResponses) PruneThreadsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PruneThreadsResponse, error) {
+	rsp, err := c.PruneThreadsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePruneThreadsResponse(rsp)
+}
+
+// PruneThreadsWithResponse Delete threads, or all but the newest checkpoint of each
+//
+// Threads that do not exist or have a pending or running run are skipped and not counted.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /threads/prune (the `PruneThreads` operationId).
+func (c *ClientWithResponses) PruneThreadsWithResponse(ctx context.Context, body PruneThreadsJSONRequestBody, reqEditors ...RequestEditorFn) (*PruneThreadsResponse, error) {
+	rsp, err := c.PruneThreads(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePruneThreadsResponse(rsp)
+}
+
 // SearchThreadsWithBodyWithResponse Search threads
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -10134,6 +10502,32 @@ func (c *ClientWithResponses) GetThreadStateWithResponse(ctx context.Context, th
 		return nil, err
 	}
 	return ParseGetThreadStateResponse(rsp)
+}
+
+// PatchThreadStateWithBodyWithResponse Merge metadata into the metadata of the newest checkpoint
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /threads/{thread_id}/state (the `PatchThreadState` operationId).
+func (c *ClientWithResponses) PatchThreadStateWithBodyWithResponse(ctx context.Context, threadId ThreadId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchThreadStateResponse, error) {
+	rsp, err := c.PatchThreadStateWithBody(ctx, threadId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchThreadStateResponse(rsp)
+}
+
+// PatchThreadStateWithResponse Merge metadata into the metadata of the newest checkpoint
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /threads/{thread_id}/state (the `PatchThreadState` operationId).
+func (c *ClientWithResponses) PatchThreadStateWithResponse(ctx context.Context, threadId ThreadId, body PatchThreadStateJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchThreadStateResponse, error) {
+	rsp, err := c.PatchThreadState(ctx, threadId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchThreadStateResponse(rsp)
 }
 
 // UpdateThreadStateWithBodyWithResponse Write values into the thread state as a new checkpoint
@@ -11714,6 +12108,39 @@ func ParseCountThreadsResponse(rsp *http.Response) (*CountThreadsResponse, error
 	return response, nil
 }
 
+// ParsePruneThreadsResponse parses an HTTP response from a PruneThreadsWithResponse call
+func ParsePruneThreadsResponse(rsp *http.Response) (*PruneThreadsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PruneThreadsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ThreadPruneResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseSearchThreadsResponse parses an HTTP response from a SearchThreadsWithResponse call
 func ParseSearchThreadsResponse(rsp *http.Response) (*SearchThreadsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12608,6 +13035,49 @@ func ParseGetThreadStateResponse(rsp *http.Response) (*GetThreadStateResponse, e
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePatchThreadStateResponse parses an HTTP response from a PatchThreadStateWithResponse call
+func ParsePatchThreadStateResponse(rsp *http.Response) (*PatchThreadStateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchThreadStateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationError

@@ -330,6 +330,24 @@ func (e SubagentExecutionStatus) Valid() bool {
 	}
 }
 
+// Defines values for ThreadPruneRequestStrategy.
+const (
+	ThreadPruneRequestStrategyDelete     ThreadPruneRequestStrategy = "delete"
+	ThreadPruneRequestStrategyKeepLatest ThreadPruneRequestStrategy = "keep_latest"
+)
+
+// Valid indicates whether the value is a known member of the ThreadPruneRequestStrategy enum.
+func (e ThreadPruneRequestStrategy) Valid() bool {
+	switch e {
+	case ThreadPruneRequestStrategyDelete:
+		return true
+	case ThreadPruneRequestStrategyKeepLatest:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ThreadSortBy.
 const (
 	ThreadSortByCreatedAt      ThreadSortBy = "created_at"
@@ -921,6 +939,21 @@ type ThreadPatch struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
+// ThreadPruneRequest defines model for ThreadPruneRequest.
+type ThreadPruneRequest struct {
+	Strategy             *ThreadPruneRequestStrategy `json:"strategy,omitempty"`
+	ThreadIds            []openapi_types.UUID        `json:"thread_ids"`
+	AdditionalProperties map[string]interface{}      `json:"-"`
+}
+
+// ThreadPruneRequestStrategy defines model for ThreadPruneRequest.Strategy.
+type ThreadPruneRequestStrategy string
+
+// ThreadPruneResponse defines model for ThreadPruneResponse.
+type ThreadPruneResponse struct {
+	PrunedCount int `json:"pruned_count"`
+}
+
 // ThreadSearchRequest defines model for ThreadSearchRequest.
 type ThreadSearchRequest struct {
 	Ids                  []openapi_types.UUID   `json:"ids,omitempty"`
@@ -960,6 +993,12 @@ type ThreadStateCheckpointRequest struct {
 	// Checkpoint Checkpoint selector sent by clients; every field optional.
 	Checkpoint           CheckpointConfig       `json:"checkpoint"`
 	Subgraphs            *bool                  `json:"subgraphs,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ThreadStatePatch defines model for ThreadStatePatch.
+type ThreadStatePatch struct {
+	Metadata             map[string]interface{} `json:"metadata"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -1215,6 +1254,9 @@ type JoinThreadStreamParams struct {
 	// StreamMode run_modes, lifecycle or state_update; repeated, a JSON array string, or one value.
 	StreamMode []string `form:"stream_mode,omitempty" json:"stream_mode,omitempty"`
 
+	// StreamModes The LangGraph Platform spelling of stream_mode; read when stream_mode is absent.
+	StreamModes []string `form:"stream_modes,omitempty" json:"stream_modes,omitempty"`
+
 	// LastEventID Resume after this event id; -1 replays from the start.
 	LastEventID *LastEventIdHeader `json:"Last-Event-ID,omitempty"`
 }
@@ -1276,6 +1318,9 @@ type CreateThreadJSONRequestBody = ThreadCreate
 // CountThreadsJSONRequestBody defines body for CountThreads for application/json ContentType.
 type CountThreadsJSONRequestBody = ThreadCountRequest
 
+// PruneThreadsJSONRequestBody defines body for PruneThreads for application/json ContentType.
+type PruneThreadsJSONRequestBody = ThreadPruneRequest
+
 // SearchThreadsJSONRequestBody defines body for SearchThreads for application/json ContentType.
 type SearchThreadsJSONRequestBody = ThreadSearchRequest
 
@@ -1296,6 +1341,9 @@ type StreamThreadRunJSONRequestBody = RunCreate
 
 // WaitThreadRunJSONRequestBody defines body for WaitThreadRun for application/json ContentType.
 type WaitThreadRunJSONRequestBody = RunCreate
+
+// PatchThreadStateJSONRequestBody defines body for PatchThreadState for application/json ContentType.
+type PatchThreadStateJSONRequestBody = ThreadStatePatch
 
 // UpdateThreadStateJSONRequestBody defines body for UpdateThreadState for application/json ContentType.
 type UpdateThreadStateJSONRequestBody = ThreadStateUpdate
@@ -4275,6 +4323,89 @@ func (a ThreadPatch) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for ThreadPruneRequest. Returns the specified
+// element and whether it was found
+func (a ThreadPruneRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ThreadPruneRequest
+func (a *ThreadPruneRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ThreadPruneRequest to handle AdditionalProperties
+func (a *ThreadPruneRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["strategy"]; found {
+		err = json.Unmarshal(raw, &a.Strategy)
+		if err != nil {
+			return fmt.Errorf("error reading 'strategy': %w", err)
+		}
+		delete(object, "strategy")
+	}
+
+	if raw, found := object["thread_ids"]; found {
+		err = json.Unmarshal(raw, &a.ThreadIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'thread_ids': %w", err)
+		}
+		delete(object, "thread_ids")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ThreadPruneRequest to handle AdditionalProperties
+func (a ThreadPruneRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Strategy != nil {
+		object["strategy"], err = json.Marshal(a.Strategy)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'strategy': %w", err)
+		}
+	}
+
+	if a.ThreadIds != nil {
+		object["thread_ids"], err = json.Marshal(a.ThreadIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'thread_ids': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for ThreadSearchRequest. Returns the specified
 // element and whether it was found
 func (a ThreadSearchRequest) Get(fieldName string) (value interface{}, found bool) {
@@ -4532,6 +4663,74 @@ func (a ThreadStateCheckpointRequest) MarshalJSON() ([]byte, error) {
 		object["subgraphs"], err = json.Marshal(a.Subgraphs)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'subgraphs': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ThreadStatePatch. Returns the specified
+// element and whether it was found
+func (a ThreadStatePatch) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ThreadStatePatch
+func (a *ThreadStatePatch) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ThreadStatePatch to handle AdditionalProperties
+func (a *ThreadStatePatch) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &a.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+		delete(object, "metadata")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ThreadStatePatch to handle AdditionalProperties
+func (a ThreadStatePatch) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Metadata != nil {
+		object["metadata"], err = json.Marshal(a.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
 		}
 	}
 
@@ -4892,6 +5091,9 @@ type ServerInterface interface {
 	// CountThreads Count threads
 	// (POST /threads/count)
 	CountThreads(ctx echo.Context) error
+	// PruneThreads Delete threads, or all but the newest checkpoint of each
+	// (POST /threads/prune)
+	PruneThreads(ctx echo.Context) error
 	// SearchThreads Search threads
 	// (POST /threads/search)
 	SearchThreads(ctx echo.Context) error
@@ -4952,6 +5154,9 @@ type ServerInterface interface {
 	// GetThreadState Latest state of a thread
 	// (GET /threads/{thread_id}/state)
 	GetThreadState(ctx echo.Context, threadId ThreadId, params GetThreadStateParams) error
+	// PatchThreadState Merge metadata into the metadata of the newest checkpoint
+	// (PATCH /threads/{thread_id}/state)
+	PatchThreadState(ctx echo.Context, threadId ThreadId) error
 	// UpdateThreadState Write values into the thread state as a new checkpoint
 	// (POST /threads/{thread_id}/state)
 	UpdateThreadState(ctx echo.Context, threadId ThreadId) error
@@ -5548,6 +5753,15 @@ func (w *ServerInterfaceWrapper) CountThreads(ctx echo.Context) error {
 	return err
 }
 
+// PruneThreads converts echo context to params.
+func (w *ServerInterfaceWrapper) PruneThreads(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PruneThreads(ctx)
+	return err
+}
+
 // SearchThreads converts echo context to params.
 func (w *ServerInterfaceWrapper) SearchThreads(ctx echo.Context) error {
 	var err error
@@ -6070,6 +6284,22 @@ func (w *ServerInterfaceWrapper) GetThreadState(ctx echo.Context) error {
 	return err
 }
 
+// PatchThreadState converts echo context to params.
+func (w *ServerInterfaceWrapper) PatchThreadState(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "thread_id" -------------
+	var threadId ThreadId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "thread_id", ctx.Param("thread_id"), &threadId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter thread_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PatchThreadState(ctx, threadId)
+	return err
+}
+
 // UpdateThreadState converts echo context to params.
 func (w *ServerInterfaceWrapper) UpdateThreadState(ctx echo.Context) error {
 	var err error
@@ -6153,6 +6383,13 @@ func (w *ServerInterfaceWrapper) JoinThreadStream(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "stream_mode", ctx.QueryParams(), &params.StreamMode, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter stream_mode: %s", err))
+	}
+
+	// ------------- Optional query parameter "stream_modes" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "stream_modes", ctx.QueryParams(), &params.StreamModes, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter stream_modes: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -6244,11 +6481,13 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/threads", wrapper.CreateThread, options.OperationMiddlewares["createThread"]...)
 	router.POST(options.BaseURL+"/threads/search", wrapper.SearchThreads, options.OperationMiddlewares["searchThreads"]...)
 	router.POST(options.BaseURL+"/threads/count", wrapper.CountThreads, options.OperationMiddlewares["countThreads"]...)
+	router.POST(options.BaseURL+"/threads/prune", wrapper.PruneThreads, options.OperationMiddlewares["pruneThreads"]...)
 	router.DELETE(options.BaseURL+"/threads/:thread_id", wrapper.DeleteThread, options.OperationMiddlewares["deleteThread"]...)
 	router.GET(options.BaseURL+"/threads/:thread_id", wrapper.GetThread, options.OperationMiddlewares["getThread"]...)
 	router.PATCH(options.BaseURL+"/threads/:thread_id", wrapper.PatchThread, options.OperationMiddlewares["patchThread"]...)
 	router.POST(options.BaseURL+"/threads/:thread_id/copy", wrapper.CopyThread, options.OperationMiddlewares["copyThread"]...)
 	router.GET(options.BaseURL+"/threads/:thread_id/state", wrapper.GetThreadState, options.OperationMiddlewares["getThreadState"]...)
+	router.PATCH(options.BaseURL+"/threads/:thread_id/state", wrapper.PatchThreadState, options.OperationMiddlewares["patchThreadState"]...)
 	router.POST(options.BaseURL+"/threads/:thread_id/state", wrapper.UpdateThreadState, options.OperationMiddlewares["updateThreadState"]...)
 	router.POST(options.BaseURL+"/threads/:thread_id/state/checkpoint", wrapper.GetThreadStateByCheckpointConfig, options.OperationMiddlewares["getThreadStateByCheckpointConfig"]...)
 	router.GET(options.BaseURL+"/threads/:thread_id/state/:checkpoint_id", wrapper.GetThreadStateAtCheckpoint, options.OperationMiddlewares["getThreadStateAtCheckpoint"]...)
@@ -8194,6 +8433,42 @@ func (response CountThreads422JSONResponse) VisitCountThreadsResponse(w http.Res
 	return err
 }
 
+type PruneThreadsRequestObject struct {
+	Body *PruneThreadsJSONRequestBody
+}
+
+type PruneThreadsResponseObject interface {
+	VisitPruneThreadsResponse(w http.ResponseWriter) error
+}
+
+type PruneThreads200JSONResponse ThreadPruneResponse
+
+func (response PruneThreads200JSONResponse) VisitPruneThreadsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PruneThreads422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response PruneThreads422JSONResponse) VisitPruneThreadsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SearchThreadsRequestObject struct {
 	Body *SearchThreadsJSONRequestBody
 }
@@ -9381,6 +9656,65 @@ func (response GetThreadState422JSONResponse) VisitGetThreadStateResponse(w http
 	return err
 }
 
+type PatchThreadStateRequestObject struct {
+	ThreadId ThreadId `json:"thread_id"`
+	Body     *PatchThreadStateJSONRequestBody
+}
+
+type PatchThreadStateResponseObject interface {
+	VisitPatchThreadStateResponse(w http.ResponseWriter) error
+}
+
+type PatchThreadState204Response struct {
+}
+
+func (response PatchThreadState204Response) VisitPatchThreadStateResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type PatchThreadState404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PatchThreadState404JSONResponse) VisitPatchThreadStateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchThreadState409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PatchThreadState409JSONResponse) VisitPatchThreadStateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchThreadState422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response PatchThreadState422JSONResponse) VisitPatchThreadStateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateThreadStateRequestObject struct {
 	ThreadId ThreadId `json:"thread_id"`
 	Body     *UpdateThreadStateJSONRequestBody
@@ -9735,6 +10069,9 @@ type StrictServerInterface interface {
 	// CountThreads Count threads
 	// (POST /threads/count)
 	CountThreads(ctx context.Context, request CountThreadsRequestObject) (CountThreadsResponseObject, error)
+	// PruneThreads Delete threads, or all but the newest checkpoint of each
+	// (POST /threads/prune)
+	PruneThreads(ctx context.Context, request PruneThreadsRequestObject) (PruneThreadsResponseObject, error)
 	// SearchThreads Search threads
 	// (POST /threads/search)
 	SearchThreads(ctx context.Context, request SearchThreadsRequestObject) (SearchThreadsResponseObject, error)
@@ -9795,6 +10132,9 @@ type StrictServerInterface interface {
 	// GetThreadState Latest state of a thread
 	// (GET /threads/{thread_id}/state)
 	GetThreadState(ctx context.Context, request GetThreadStateRequestObject) (GetThreadStateResponseObject, error)
+	// PatchThreadState Merge metadata into the metadata of the newest checkpoint
+	// (PATCH /threads/{thread_id}/state)
+	PatchThreadState(ctx context.Context, request PatchThreadStateRequestObject) (PatchThreadStateResponseObject, error)
 	// UpdateThreadState Write values into the thread state as a new checkpoint
 	// (POST /threads/{thread_id}/state)
 	UpdateThreadState(ctx context.Context, request UpdateThreadStateRequestObject) (UpdateThreadStateResponseObject, error)
@@ -11142,6 +11482,52 @@ func (sh *strictHandler) CountThreads(ctx echo.Context) error {
 	return nil
 }
 
+// PruneThreads operation middleware
+func (sh *strictHandler) PruneThreads(ctx echo.Context) error {
+	var request PruneThreadsRequestObject
+
+	var body PruneThreadsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PruneThreads(ctx.Request().Context(), request.(PruneThreadsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PruneThreads")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PruneThreadsResponseObject); ok {
+		return validResponse.VisitPruneThreadsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // SearchThreads operation middleware
 func (sh *strictHandler) SearchThreads(ctx echo.Context) error {
 	var request SearchThreadsRequestObject
@@ -11827,6 +12213,54 @@ func (sh *strictHandler) GetThreadState(ctx echo.Context, threadId ThreadId, par
 	return nil
 }
 
+// PatchThreadState operation middleware
+func (sh *strictHandler) PatchThreadState(ctx echo.Context, threadId ThreadId) error {
+	var request PatchThreadStateRequestObject
+
+	request.ThreadId = threadId
+
+	var body PatchThreadStateJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PatchThreadState(ctx.Request().Context(), request.(PatchThreadStateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PatchThreadState")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PatchThreadStateResponseObject); ok {
+		return validResponse.VisitPatchThreadStateResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // UpdateThreadState operation middleware
 func (sh *strictHandler) UpdateThreadState(ctx echo.Context, threadId ThreadId) error {
 	var request UpdateThreadStateRequestObject
@@ -11981,139 +12415,144 @@ func (sh *strictHandler) JoinThreadStream(ctx echo.Context, threadId ThreadId, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1pb9u4uvBfIfy+wCQXTtLpWYDb4HzodLbM7bRF2jlzgElhMNJjm41MakgqiRHkv1/wISVRErU5dpzc",
-	"6afEtsT12de7SSRWqeDAtZq8upssgcYg8d83gmvg+q2IqGaCm69iUJFkqf04+UD1kog50UsgkQSqISYy",
-	"4+TgRC8l0Fid3Nl/Ziy+P5EZVyd3MuPmExGSVL85PJ5MJypawoqamfQ6hcmridKS8cXk/n46+UUw3rMW",
-	"vaSaSNCZ5ApXpegKiASVJZrQBWWcHJivZca/UeSLYJykVC8PT0mUMHMC5mW5JkyTmyVwHOJSxGvCFIky",
-	"TcR83rfKvhUKIgEn1kumiNIS6IrcML0kb6nSRz9cA9dHZ9/3TfOfD3TBOM70Dm51c7b387kCnd8Oh1tN",
-	"UrqAU0IvFXBNhN1dQpX9ITgh4xoWIOszfhKaJs0p8WvCs9UlSDPxiupoCapn5PvpJKWSrkA7sHsdmfE+",
-	"mO/MR2aG/jMDuZ5MJ5yuzNsUH6mM+/8lzCevJv/vpATnE/urOnlDeQSJHRf38noBXJ/FzS3gD4TF5IAq",
-	"xZSmXJPffjv73oDrQtJ0ScwKEFRxXQZ6vGWZt2csnkwnEv7MmIR48krLDLrv8nU+VXBFHetoW0b+yvil",
-	"2JN6z79nKhKcQ6SLe6gu6zshEqD8KGFXcEoifI041MpxxyANohVZCFCE3tB1seLahdoBZoLP4mLmPkSj",
-	"SiO2nMU/I81qLvIcVLYCQucapF0PXNv7PSVH3xIJaULXisylWFlqoanUxRItJSzXWMHPvsWxFdOdIJyY",
-	"JyqjxDCnWaInr759MZ2s6C1bZSvz4YX5yLj9+GIawk2L7J3zCXwkPGH/BOdAlYeT1WP+UQIcaUNhJD5G",
-	"5kJanoC3miDNaLt5+0rPcZ5DlEkFg2DR/AY8JoxrQTgow5RUdolYo9pXgRP0LSPjFkUDSGe5WCe6zYVc",
-	"UT15NckyfLI5wUdI2lHuRwZJrCwHMRzu1ACwZbpCEkp++fj+HaFS0jWxQ5rNwm2aiBjyxYT2rnDSytaZ",
-	"hpUKnEGxZpzGfFZ6nZgvzN7M54/I0H4Vcdtl2QfISsTg9hIBu4ZyM9PQVqZmi4IDuaZJBkM3hlPNzFTb",
-	"2l0OR4MgkfEoyWIooM/QFw2tMFgAaQ8UfkKRqhUQC4nrgbD4O2XDiP9lIqIrknHNSg6wpEa2EWkKcdt2",
-	"byjrJvH3Zv0qFVxBLo7OExahrBNZ0dT8S9M0YVbmOvmirOA1TCz4QUohz90UdsKaQGN2A39moDSJ3OzK",
-	"CmtI3jIpDTvBaz028IHcwUJ4bZWGPJ4g9zlSxe+de6+hDchrkEcouuEw6pQAjZYkppqShHEwMqrBEMQd",
-	"hyb308kZ1yA5TXCzj3t0CtdsMJdpBAdJF7hMLjRZAk30co1rfCf0jyLj8WPfrBKZjIDERjoxa4JbpjSu",
-	"6Dzjj3mXpZh+Y9BnyNVOA5raka98hM7HvXJS1+xqekvXq+U7ZmP/pgmL8fMe4CtHTabIiiaGohlqY551",
-	"w6A2sXCLSaVIQWpmiUkhqofYQERTeskSVjwcx8zMS5MP3iCWpNZ4NFCdSSDzhC4UuYI1xORyTSRcg1Rw",
-	"9P27jyi4K6KyaEmoIjQ9ZuJ4BUrRhZGReey+spDluLhbobj8Yjh1/TDuJjxLEnqZFNywsaMVaGrAqW83",
-	"jYkssQ6xoZK3/OErPvhC7Qg/BwbGe/lYAMOY2xF8zhazEpCqu7837CbNdNcDItM9TyBNb3+gff+Vuesz",
-	"tR8EUBktzy1A911S9aysIjFUf/i2Kd4Ph44WMGtCSy88Om1knBLSPLpc0Q1AkK8D98s7OVT1WhLsU/Z5",
-	"7QwvoxDK2clmVFeWFVMNR5oh7jTWNhbbUYxsQ59tk4LpJEvj0Vsy9NBtJ3DTFdyqWjOKvRVXVjnTymq8",
-	"zZYzuo187oKnNyLjeiNs9I9+a1R5W3jXiUNv8BDH7bYPy3pPYEdY13tgW8UoNp+h5Kj69nE2/8E+t5+7",
-	"97Gq2FAnHrw1+upmiNCN4O1TfqA6Wo6b6jkC0fOiDQ8QT0Zt+inKMlUB/w1VcMS4Aq6YZtdo3LHrt+6O",
-	"4yFUb7z0M82tdOPMV0Lq2eW6DzPKaxZSf1e+KaSzqne9bN55jw/2gJAd+9XdBLjZZBdjz3WIFrb+OXCk",
-	"xTz/tnRHPXtZejsicsX15Y+Fr0mZpeZw8yvxv5MiSS5pdBU87jdLiK5SwXjA83gWA9dszsAaLaLiUSLm",
-	"hBJrnzR4UqPixXOtil/5xIqmDz5gbzjegk+FKbVXA/atrtWBp7WdhRhueZxvCl423OhQvk0slRCSoHHp",
-	"cp37tU8JXINckzmDJCYitQMPuIR+CW7Hl9K7gMolbcDk3ojVilrb44gjF1xLkRDU9tHfRW3kg3QuR04K",
-	"XJoSS7usnXhKvmSrlGhBKOEitr7kGssUWjTR6p2IAY1HU/IReEzsDqbW95Mwlfv6V00WZC3pWYif/Zsm",
-	"GZAl5THEZlF6CSQFHhuGVuzgQB0GB7X7CsQe4NLMyvJ1/XEF66k1XX4mKWVSBQYM3854fDjPODfDEisY",
-	"npKMX3Fxw8kVrBWhEsgVpDoA/Ph4Ju2SRmrH1oPIBJ8VTKTJHDRdqDEsPHQi35sFsoTpCjNVax5NphPq",
-	"/sItC/PJqmG1cXP4M4a8nJIYNGUJmiSdfZJEVMp1GVhjpOjQMcZhO4EdsMUogROE6WzjCH4yokLT5gPx",
-	"AqrH2yW44CA/xAsISU4GM0cOZfAzeIM+m7DjTt1SP7ftDZfV2F8keA6Q3kFdWmccHrCTO5rWTHR0hAGO",
-	"ygXofgbnhiheaF37O3f91bXnSwvQtJSuE0FjcmCIm/P3orsXxw1TngfatnrZkP2i70xauDkeQ5tpu996",
-	"7dTTrke6zRGPbf3utCUUNg+PWEnKMNYiFjMu9NKsO0SrzubvhG6+bdUC9G7jJMFX+VwEzz5X/BtvoMdm",
-	"NNVPKF/Y7X9Rs6bJw9NsiwfTdeeDG5tn2wcNkdCzQtIfpSC1gBwy9jCgNGZ+S/lCrZhefpI0svrl8Pnh",
-	"lq7SBNpAP5XCTDNr91o1lvNryXnGSNxUF0zxQIoETpzb0xAus8M3S8o4MbPlvxyeEsrXBG61pFYSyaWQ",
-	"5pqyRDNN1dVHLamGRYXTO6j3FLRpTZf7M4MMgmjx/spn/dWjFVchplJDdXEVRPL3/I0w95JrmflaY0gA",
-	"UfUKIA2vyAs1rCA56q3WyK8Zb9nPecZHOg/H+4U28NdA7gsPCVeoBM8pS/Jg6WEc7+qGyg0I1MbkZJXD",
-	"4Ex5QNglBTWh1gCPDYsbctKG6WS9stZ5xj/aB+u6X+8E4/1UNegvYvx8bb9mxmr3Rbn9VZxS7laDxx1C",
-	"tPOMD/PT1AO24rUBPGsEkBk/wmUasJMi00AO7I7MT2pqA/PdnxMbiJB/uqFM5/9fUh0tLziKyIfH5DfO",
-	"BHdK6AU3RPCnMuotAaUKSc+oFEaJsNHWH6TQIhJJKQgWxzslOTJPL3geJHFYNWYwVdgzioGNPpuAtLYn",
-	"RSKxunSh6+r4gjc0FgwQnikwAraqwobIDBJW7W4t0qMNfEci41GgUHx5sWOaMIrBPz4QDTIh1+nYuKDx",
-	"EVYdPJ8keT+fvPqjx8FSN2Ldfw7QMc/AE2c4XbvZxlNtNjBMeXadYet3L4SXXdohBg7WcQTb8j9VLAFd",
-	"q/FsBkbUBYiN4DAzUki3OaJlDYWezOZGgh/s/izl+VxPacKuJRr4o5WYfvn4/t0xMSshuTDgxezXgjBD",
-	"umIuHM0Qz5szXkz+62JStaPx3Nimeoa8hLmQsI0xk1wunulSMB4Ea3WJOgh0OfUcbNTIBeMBULA1tXtL",
-	"Qofgs6gij3aNUJFd7ctxRSTtftkTX1GGKUPOm2ZRDqSMj7fW0Kb59tRyLRs4qIsw2iDMuOnQuJtbLftp",
-	"qXurjDcf+haL9Kw0JPe/UhHPuhjhKUrCwiUNOVmEcaXNX+s1glUqJJVrIjii+ehQkxu4XAqr5Kzo7Vvg",
-	"C72cvPrnP/7xt39ON/EbGEF0c7e4LyKMZvbPyo++kbN7y6rAhtdbrCLXSp1nZIJ6Dbf/qSyKQKFRF9W+",
-	"6cToEiLTvl4OcZv++jtlul0pfwjVrlNpmfEBJ1qYc1QoA8kI2chpLfUa6sU5z7iynuiByFJTnJlegiQW",
-	"KtDjVdw20WIB+CumZVgNTTWdEu6Hyjn2Kox9fG8wmLrN7xRaq3P0AC1NkiBAltEclUCNaGKvJPyOFhK+",
-	"R0vPRqTwCtZh2dOISim1fotNRdSaBm/mCunVuIczDauA0XgDA9ADt9SAs8jJmE29tFcX3Sg4NzfnjrAY",
-	"1R1dxU7taeSDDonqCVzLe/kuSwIp569J8QjSBdQSitR9c8KN7J7mmQkOA6TsEkTuP+dLe8uUfpfvdHsh",
-	"R6N5Nb2dxZBq9IkOsFR4r27CnVMJc3b7MMVRZfMHjnHfBi/1S2njrQWIVrnCcLTs9vSWo7dC9odss9ha",
-	"xmO4bSLDnCYKpp46YQ1kKdVLTLXF1wo0CVuZt0u4tA7g7K+MZxqUyxiF25TJdUWiH07cdkioWi/tAUL/",
-	"nCW63+PVK1FvQbovdj3bBjJvQkRsNvAQZUbCXIJazhww9amd930X10YPmhRgIDvooQR2uDA85cYAX9xy",
-	"0rdnsin/PdJZiqhhGSdqHZhBigLaZYbZMJnSYoWRGuqqGn9oPmkhEhUW5LJLVEt/uIUoC9ewec+BqDWP",
-	"llJwkSmi3Cu2dIa1WVBXXsdMT8xsTWm8FjnfdKDxeFOXW9OhLmIIBx2lVBolfISLylYSCg7mDmDUotUg",
-	"Wd2ZssCsyPoNMb8SS2vg/2b4eDZM41Qa0oBmh+na7i6/UaTIRz14fUYqyanmPl1BJXU4JYx73m6zacz2",
-	"z/FnlMOxqVyJdOaqgwQP3C131hKrM9Y7aHY2i2iStLmOsyFxAt3MpgpxVT9iZf769qoasedL9MAuSGF8",
-	"G1943QNC21wsUzORPS9sUbATFDO0Iu71YHSDrV/RFhk1Io1ne575t1Rpgr9Z5cEeL2HKfTnQR18g38is",
-	"8Q/1gFsvdRypqHUKBpz7pXWo0894zeCmKNQm+DVIVRbleaBZaeMIAxtktol+OszuYuFs02CBoOj66dNb",
-	"okBrxhdqSgRP1hZeXCUCiK0VyhV++ZfWSUfc9AY6eeCm3/j+L2eVIwdecDgqA3P3z5F9zNKEw7D1rjWt",
-	"YUiWbUGYPFz43EoE3oh0vZFF8H3u8b90kQ2URCJd5xdxSlxcoUHhfD8dxGjzfN+tmck3g+kSKh4w+X37",
-	"uWyQE7zfbFiVpSALIWcQbXNnmr84ROF5iPm2RyumilBXQxHR907rZEpyd+j9QIO73dPPTGkh1xsBdptj",
-	"20s2YnFRnYtW0rxK4nPn51S8uqtEcdzfB4ljNfRkXMDJU/J8tV/LJinODzqUZ+H73zJWtHPMuut5BXIB",
-	"rl6gqwKpwc0INx5gj8K9B5iJtu6nevbu4AG5z70G52G50O7yHpYI/US5eTMF2xfvCsmtO4K1IrGHLAzl",
-	"pkIpTA+KK2wJp6vogb3ct6qkDSKHZbJEUP95zkoYd4GIw236zoaxi5u0Bstxctsnqq5Cy2yj/h93oicV",
-	"Nls8z9L06mlGFbTyTi90ogPVJ9xLeagbMZuHSRajYshqZ+bN3LPF34o84zGliWbcGdZHRjuPPYPxoclt",
-	"sPneQWPuv7OHobpcdvdDTq7d57HJzje/yKqtm8XoybjM1LpmuM7tdF3sJeQ5kRnH0EuDeQmbQ7SOcAqf",
-	"b3UNWqiAjXPK3S0b6pQOgPs8RfksHadYG3FTlNhxtHwJ4D11E92K2jeM5P1RxIjCNNwvQbTl3W5XsGit",
-	"t4f1npu2Saqu0NdPDnL6YV9RJ4zrlgoOpUMrnAM8/Hh9sS9wvs3M6dY6fPd4lvNACYyfP336gDkAkka2",
-	"moyRsFx8NPFKDqsU6JUi+kaQmFGjPCgiOJajUZmc0wheXXAjh5VZSh8Sqo2iRV5/OCOZKsOvy0c+fv8/",
-	"ymsMoabEz5q64JdUApljjKSTLzBLAXOm0Hl28kUwftiW/oSZWOqCH9hdTYkW6VEC15DgBHnd6TzwkZXt",
-	"SaakFkh6eHzBL7iTB3JnDFa+iCFhl2DU5mRNUpArphS7hldFjQw0qM5tqXnzAo0iMER5esHRZU8cO7e/",
-	"pgllPIczcvDtyYspMfd94mJR1qBOuLBbLqrV4zgXvOz6YScycK9sCxcvh0uReSZt+GeaMH1MMIvSvvLL",
-	"x/fvLnilpIVZPwN1am7AVSbGZMtMgjLXSv7+8qVNAdNMJ0XTDgc3CGCvP5x55SJfTV4cf3v8AlXXFDhN",
-	"2eTV5G/HL47/NrGYiEh+Ykc5Uaj1I8ESVhIzZAuXcRZj6WfzO168cvXZQenvRLzeWunkQD3Z+2Yx9Zcv",
-	"XoyacRA5s7WWm1yu4Tj8leoIzfP22GrVrP9zVLaaOcq723TVpK43w7mfVsco+tUMHMQ+j+v++4u/t71Y",
-	"nOdJUb/cvPDyZf8L9bLZWLM6W62oXBdA4s6GHLSokSUdOpzklWX+mDjQ+mxGzIHyLk82uMfqQhCAy59A",
-	"28t7IJgMgI5wLW9cIpZe38eJ/wSGQNtFhA6z2qKohROWj5zk/YUwUrR5DSdeffLO6/jontv1reQO/ubd",
-	"WOAr3Pl7uh8sfJ+zMQP7u7urAqvaibj1ipXFp3dEx2uFee+rMlQpwO0ILorttWBs3vDtQMipc3vnnr9/",
-	"lYVdpsjL8WvGF4cl1doQll78d/8LRaOQ7QCfPX+EuSKt2lZ8Q9OHD4Ml8DgCXHxxEonM1SkPw5T52Xt/",
-	"1zDlO7y3IB6EurrVSj1V28Ih8y+2e7ytqzLb8sYdeDcDpbZHu509SW8lxo+R4LxLfLpS3PaEsrGwdecn",
-	"b95bnRaL4jSgzKZQ+WylxsiqN/A7ZrnITC/XU0ITJYgd2KmIitwshQKSW6CP/XUQzLJlyifH4S5NdsyZ",
-	"G7OzX9PnbQFpX1HEBjCexUUHHbveuEFb9iC02Pus8I02mJm2i4EVKWNfvP6hXHt7Enr/SY6U/rzemwaC",
-	"0zw2o3oTGLLxaBKfDRB5agKf8/s+AWCwxu+qRHZg5dE8asOZbw43otIni7zAaC9a/uREwE5S7VvEjOBo",
-	"iwMvQBLM2kNTbe5II1oQuE0pb22cd2uo4C4JcW88eFC+w4aOlMcEa5vuj+pKeoPFf21kulMWd0s2uoEp",
-	"wSYaKF0+jDQ52bSJmQ7YSSRWfmkc1JptLV/z0ZpviwmMDJAbd22005zagoIG8OoCsGsFUi+z34T8EMSW",
-	"rXc6NIbPOyaq1V4mWxCqt8NRiTN3R0Za4/lV7g19fqVXYButOpjyaywJDpvR0yH2rkL52b3Nq5LU0rwf",
-	"V7buCdq88jP6RnXbHnZJziohH/236TW1HbemSs/nnfK0co1BRTf1+XNHqtO+vAUliOgleILEU4SZk7vi",
-	"/O7Hwc9363depvZXUHpUUMp4DLb/tp8uv30wmt4NyjDEpEeUcwoZudoD219lew/shtzcDcSOI6rtSXJV",
-	"sH/LmvLVzk2N9XZJT9LY6BZJgGvJ4Ku7uIq1Bm5yca1B9adGGwalyZxJpbuktzzkpo0kY0n9HZJOHL+1",
-	"WzYxy5MrFzC9LZMujpxLukZ3nfv9m73T+rhWGlbupGwRwbZzen813nKL8Ww29MVrky6BRkujy7ZZAvC1",
-	"WXy5N2uAV0++uwc8UyRLH3Bv08k/7LK736s2u6+jyTVwrEItxSW03a3MeMXzW7s5ppci0375uSVg7Uqm",
-	"vDrXBpIWoFWlbmXZ9yzkTT7P+I5IfVky/JENilhMsNt3LDO+7U7298/FrfwRhRhKLml0tZBmJeY4PLg8",
-	"N6BYQqUtt94XlXCe8e/wuc2BaRD/9qAKs7fO7Evfhpj5dkFu6PKGCBY1WFRY0MSdG8Gsr+cTpmDhScE1",
-	"yLxIJxKjKnypDgBzPTdaqZ8rw1k0EbBRH7RalxMwe8GdJyYxcGinfbYmqF3WSJkaW1r6Kt1OSGetbGlQ",
-	"PH4ZahOL5Xls/GlRHQKB6aUFpkbLOkWKmj57UwDtssmK8nUfsAyLmXBXu6PL2U+cxEDaUkRImOP6qrKE",
-	"gin6QAyTfDpADH9/WpJT96mcZ/yHa+Darnzy3EQVQ/ONbGsvBk1WtpdcxyXeUKbbWUqZXOEa1Rq52eY1",
-	"1JMpTuv5Ev4btJ4B0eQ1+OuzlLIDxOVHP8vk4O5iMpth/tJsdjF5dXd8fHx/T8rMh0PbZSBwRNuUvKeT",
-	"oa/+Ihh/xhJ7jgaY1zMXEhHBZVK1I8Kdrfo2IAQsh9IKxASEBvt0/HxE1DwiyuA1U0to0Xjao6GCJ/Mo",
-	"GitqqvuMfUKou1wTWwGkfmAj/SEZL5w2Fdj0VYCNRmyzbReC/mg531AsJ+VPxykF0wF+IaqqOsRmcj05",
-	"QFLAFMEgn8NOOZ8oLdLUf8mwiMN9y/ydANYElFI2C+KqofDYQQOfGnvnb6nSKCedxT8jyxhymWVK+OD7",
-	"t1v3e/h0uwi7j/nBkt0WYgaEywrFosC5nIbl8Voo7bYIRy7mBaHBiV7frc/iHZPvSjeVFlLuMx+XuKJV",
-	"RdTcGy7+nksUFhu1cIvd7s0pLSScFLputzBS1rnejeAc6B4ySILeujy0zYBvZs+r8DCYPfqCTb2JBWZh",
-	"84VtWMEUoVzdgMzLib588QLlTWoj+rDHxaWI100d5yfQ/n0NCM2zJe+H+8gbHvrzPKs7oZeQWCug4EBi",
-	"oY++CMahLBKIcI1bQKOJ+97sAm7TBCtT2OlDC/Vd+uNzBqYTpdeY7j0X0vKG0CR+qfl9+dTqPU9aqBjz",
-	"W57sOyy/Fd5dh8daMH2mH4WqeO01NiUpOE58vN1MQiGJhDShURetqBHqgfbW4lzVLg9263bXwTO2c/bC",
-	"3IrHdbxdQyWO6aKgqBeL5JpndN1etctMe+QPvlm2rdnl9YW7Fj3GNba05gmlExRPHW8zTIb7Bxy6tDzR",
-	"rcfN6mrY7+aSKrWXd3wtbiNbzfHOvX17ztd26/Au+pO73MpVD8rM/lTkP+7wwp9CTrY7lO0mZJfZo903",
-	"MYzHPcZd7MezmCPjCOdicV9/gdzroWB0V4RnDTC2e5T8ueiXedmxwnaBoRZGQ6x1emqcUrtlvTiGzsjF",
-	"H261pHl1MOwoh40uyAEcL46J1snhQG3OvbgVXe7z3thjhdHtyy/QweXGGonsmwMyoR9B/NlLDnT3decJ",
-	"0A+69j0IRC5d2lGNvCAEOaA8ntad6ohaU2cHPRxDak8ika7He46qMNcigaXrxxC4vWY0e5W6Odzsm7SY",
-	"syhoy9TReatdK5/LTEulGG6qrqN+gFna9iRdwfSVPibj/Uhs5TsP660MkzWRoDPJ/R0RkZgN6SXltkRK",
-	"5Dc8aYvEd91SHqU8yuAqrP1iJD64P3fHB6pc4yqbt1LAW0vOyrY4W69yUQLc7shNrTnP4+oYzxxCrOhr",
-	"2+mqAeDSRoHybI8g+XnLlKM/GwUo14hPz9PvsS1K+XiIyJRNHwcHyLrWIkPc59hjZUspstuMoz3HuHz/",
-	"ir8G0zYNm3m0fas+QDZ0HA+RzzyT6Nc8pq95TBi7IHg/LHaRZT/6e+usHod+igD7fz583AOL3lDyEcBS",
-	"RJlvG1R+p0w/Z8rWGjvu94u1LfWCQeTY3jZPcrXdx7/GjW8R/isx5H4M2mZ4MDzIvArUf7lQ87pQ1G2A",
-	"+KvHne9WsJyOil7shf2Ng9g3WVF3wLsPPV/D3p9u2PsQ+B4Ge18E451R8ZuDxNho9acjIjwmf996ELZt",
-	"XYRm4sE8+unQwgF5GgVEfs3WeKLZGk8WuLJL29vGg696wABEmeMakZCxrbBh9ozVNVylOSaJFiIhEU0S",
-	"wsxDaN8FGi2J4PCNKkpM2CzLKckUXYBTICFVx+TcDo9twa4g1Xm3NChweCHygIlm3DwGYBabeQzjZz5b",
-	"cUBDy5XIjJvzcK8TyN9X5ABWqV5bcsy0LZIHMeGC75HNonESiwmuebSUgousXL1yJDZfahHQoqm6QpB4",
-	"TkhwcmdWPDNA3NdrK7/9yW5LUdYhLAxRUMPRveob2KIxACreKp8CgWx4kz8V9MtVcbMQ3Qb5LXUrfQAa",
-	"X7pyc1h9TJXpyR1dtwrXjqrjyv7sUcdpxSnGFYuhB5vaIKvoD9ttOrGe5rEoWdTRfYSavRWPeEsVQ/Pj",
-	"/ngoVq536liXqroj/56NH6te5w5Dr72O73sJ/ws1Tm/z/5WxQUi7bqgiN5JpDfz5mEp/l6xQ8wnjWiDp",
-	"dTZqC3Q0b6viNd4eE2eBo5xUu3ZvHUyrJOe7daNX/86htpxxVN7hX4iUfapAlSbUR6EFuwZuYS3CGyOu",
-	"Jfh4ULsrh+2Txb0ze63f+PD9lWXt5p7ZtjlXHi9VlQgrILAdabphTWsEy60VEamB4kgK5TIzMq5ZYhup",
-	"YMkyEhcWLNW0RZQmua3a46orNQrBSsSgpiRhc4jWUYJ5yXhhMxvoflp0bJ+G8vaLTH/kHAPzPuwB4tS7",
-	"zP148qa/H0WSiBuvlKof3EiVK5t9pFDzvYb2fJ6NuahZjxvwLr8dVwnbgIv7xqsS739r7WTeN/mSGl9Z",
-	"LcL7uv7ZJt/ef77/3wAAAP//",
+	"7H1rb9s42uhfIXwOsMmBk3Rmd1/gNHg/zLRzyZxOW6TdnQU2hUFLj202MqkhqSRGkP9+wIeUREnUzbHj",
+	"5N1+SmxLvD736/0kEutUcOBaTV7fT1ZAY5D47xvBNXD9TkRUM8HNVzGoSLLUfpx8pHpFxILoFZBIAtUQ",
+	"E5lxcnSmVxJorM7u7T8zFj+cyYyrs3uZcfOJCEmq3xyfTqYTFa1gTc1MepPC5PVEacn4cvLwMJ38Jhjv",
+	"WYteUU0k6ExyhatSdA1EgsoSTeiSMk6OzNcy439R5KtgnKRUr47PSZQwcwLmZbkhTJPbFXAcYi7iDWGK",
+	"RJkmYrHoW2XfCgWRgBPrFVNEaQl0TW6ZXpF3VOmTn26A65OLt33T/OsjXTKOM72HO92c7cNioUDnt8Ph",
+	"TpOULuGc0LkCromwu0uosj8EJ2RcwxJkfcbPQtOkOSV+TXi2noM0E6+pjlagekZ+mE5SKukatAO7HyIz",
+	"3kfznfnIzNB/ZiA3k+mE07V5m+IjlXH/t4TF5PXkf52V4Hxmf1VnbyiPILHj4l5+WALXF3FzC/gDYTE5",
+	"okoxpSnX5B//uHhrwHUpaboiZgUIqrguAz3esszbMxZPphMJf2ZMQjx5rWUG3Xf5Qz5VcEUd62hbRv7K",
+	"+KXYk/rA3zIVCc4h0sU9VJf1oxAJUH6SsGs4JxG+Rhxq5bhjkAbRiiwFKEJv6aZYce1C7QAzwWdxMXMf",
+	"olGlEVsu4l+RZjUXeQkqWwOhCw3Srgdu7P2ek5PviIQ0oRtFFlKsLbXQVOpiiZYSlmus4Gff4tia6U4Q",
+	"TswTlVFiWNAs0ZPX372aTtb0jq2ztfnwynxk3H58NQ3hpkX2zvkEPhKesH+CS6DKw8nqMf8sAU60oTAS",
+	"HyMLIS1PwFtNkGa03bx9pec4LyHKpIJBsGh+Ax4TxrUgHJRhSiqbI9ao9lXgBH3LyLhF0QDSWS7WiW4L",
+	"IddUT15PsgyfbE7wCZJ2lPuZQRIry0EMhzs3AGyZrpCEkt8+fXhPqJR0Q+yQZrNwlyYihnwxob0rnLSy",
+	"daZhrQJnUKwZpzGfld4k5guzN/P5EzK030Xcdln2AbIWMbi9RMBuoNzMNLSVqdmi4EBuaJLB0I3hVDMz",
+	"1a52l8PRIEhkPEqyGAroM/RFQysMFkDaA4WfUaRqBcRC4nokLP5B2TDiP09EdE0yrlnJAVbUyDYiTSFu",
+	"2+4tZd0k/sGsX6WCK8jF0UXCIpR1Iiuamn9pmibMylxnX5UVvIaJBT9JKeSlm8JOWBNozG7gzwyUJpGb",
+	"XVlhDclbJqVhJ3itpwY+kDtYCK+t0pDHM+Q+J6r4vXPvNbQBeQPyBEU3HEadE6DRisRUU5IwDkZGNRiC",
+	"uOPQ5GE6ueAaJKcJbvZpj07hmg3mMo3gIOkSl8mFJiugiV5tcI3vhf5ZZDx+6ptVIpMRkNhIJ2ZNcMeU",
+	"xhVdZvwp77IU028N+gy52mlAUzvxlY/Q+bhXzuqaXU1v6Xq1fMds7J80YTF+PgB85ajJFFnTxFA0Q23M",
+	"s24Y1CaWbjGpFClIzSwxKUT1EBuIaErnLGHFw3HMzLw0+egNYklqjUcD1ZkEskjoUpFr2EBM5hsi4Qak",
+	"gpO37z+h4K6IyqIVoYrQ9JSJ0zUoRZdGRuax+8pCluPiboVi/tVw6vph3E94liR0nhTcsLGjNWhqwKlv",
+	"N42JLLEOsaGSt/zbV3zwhdoRfgkMjPfyqQCGMbcj+IItZyUgVXf/YNhNmumuB0Sme55Amt7+QPv+K3PX",
+	"Z2o/CKAyWl1agO67pOpZWUViqP7wXVO8Hw4dLWDWhJZeeHTayDglpHl0uaIbgCBfB+6Xd3Ko6rUk2Kfs",
+	"89oZXkYhlLOTzaiuLCumGk40Q9xprG0stqMY2YY+uyYF00mWxqO3ZOih207gpiu4VbVmFHsrrqxyppXV",
+	"eJstZ3Qb+dIFT29ExvVW2Ogf/c6o8q7wrhOH3uAhjtttH5b1nsCesK73wHaKUWwxQ8lR9e3jYvGTfe4w",
+	"d+9jVbGhTjx4Z/TV7RChG8Hbp/xIdbQaN9VLBKKXRRseIZ6M2vRzlGWqAv4bquCEcQVcMc1u0Lhj12/d",
+	"HadDqN546WeaW+nGma+E1LP5pg8zymsWUv9Yvimks6p3vWze+YAP9oCQHfv1/QS42WQXY891iBa2/iVw",
+	"pMU8/7R0R714WXo3InLF9eWPha9JmaXmcPMr8b+TIknmNLoOHvebFUTXqWA84Hm8iIFrtmBgjRZR8SgR",
+	"C0KJtU8aPKlR8eK5VsWvfGJN00cfsDccb8GnwpTaqwH7VtfqwNPazkIMtzzONwUvG250KN8mlkoISdC4",
+	"NN/kfu1zAjcgN2TBIImJSO3AAy6hX4Lb86X0LqBySVswuTdivabW9jjiyAXXUiQEtX30d1Eb+SCdy5GT",
+	"ApemxNIuayeekq/ZOiVaEEq4iK0vucYyhRZNtHovYkDj0ZR8Ah4Tu4Op9f0kTOW+/nWTBVlLehbiZ/+k",
+	"SQZkRXkMsVmUXgFJgceGoRU7OFLHwUHtvgKxB7g0s7J8Xf++hs3Umi6/kJQyqQIDhm9nPD5cZpybYYkV",
+	"DM9Jxq+5uOXkGjaKUAnkGlIdAH58PJN2SSO1Y+tBZILPCibSZA6aLtUYFh46kbdmgSxhusJM1YZHk+mE",
+	"ur9wx8J8smpYbdwc/owhL+ckBk1ZgiZJZ58kEZVyUwbWGCk6dIxx2E5gB2wxSuAEYTrbOIJfjKjQtPlA",
+	"vITq8XYJLjjIT/ESQpKTwcyRQxn8DN6gzybsuFO31C9te8NlNfYXCZ4DpHdQc+uMwwN2ckfTmomOjjDA",
+	"UbkE3c/g3BDFC61rf++uv7r2fGkBmpbSTSJoTI4McXP+XnT34rhhyvNI21YvG7Jf9J1JCzfHY2gzbfdb",
+	"r5162vVItzniqa3fnbaEwubhEStJGcZaxGLGhV6ZdYdo1cXivdDNt61agN5tnCT4Kl+I4Nnnin/jDfTY",
+	"jKb6CeVLu/2vatY0eXiabfFguul8cGvzbPugIRJ6UUj6oxSkFpBDxh4GlMbM7yhfqjXTq8+SRla/HD4/",
+	"3NF1mkAb6KdSmGlm7V6rxnJ+LznPGImb6oIpHkmRwJlzexrCZXb4ZkUZJ2a2/Jfjc0L5hsCdltRKIrkU",
+	"0lxTlmimqbr+pCXVsKxwegf1noI2relyf2aQQRAtPlz7rL96tOI6xFRqqC6ug0j+gb8R5l5yLTNfawwJ",
+	"IKpeA6ThFXmhhhUkR73VGvk14y37ucz4SOfheL/QFv4ayH3hIeEKleAFZUkeLD2M413fUrkFgdqanKxz",
+	"GJwpDwi7pKAm1BrgsWFxQ07aMJ2sV9a6zPgn+2Bd9+udYLyfqgb9RYyfr+3XzFjtvii3v4pTyt1q8LhD",
+	"iHaZ8WF+mnrAVrwxgGeNADLjJ7hMA3ZSZBrIkd2R+UlNbWC++3NmAxHyT7eU6fz/OdXR6oqjiHx8Sv7B",
+	"meBOCb3ihgj+Uka9JaBUIekZlcIoETba+qMUWkQiKQXB4ninJEfm6RXPgySOq8YMpgp7RjGw0WcTkNb2",
+	"pEgk1nMXuq5Or3hDY8EA4ZkCI2CrKmyIzCBh1e7WIj3awHckMh4FCsWXFzumCaMY/OMD0SATcp2OjQsa",
+	"H2HVwfNJkg+Lyet/9zhY6kashy8BOuYZeOIMp2s323iqzRaGKc+uM2z97oXwsks7xMDBOo5gV/6niiWg",
+	"azWezcCIugCxERxmRgrpNke0rKHQk9nCSPCD3Z+lPJ/rKU3YtUQDf7QS02+fPrw/JWYlJBcGvJj9WhBm",
+	"SFfMhaMZ4nlzxqvJ/7maVO1oPDe2qZ4h57AQEnYxZpLLxTNdCsaDYK0uUQeBLqeeg40auWA8AAp2pnbv",
+	"SOgQfBZV5NGuESqyq305roik3S974ivKMGXIedMsyoGU8fHWGto0355brmUDB3URRhuEGTcdGndzq2U/",
+	"LXVvlfHmQ99ikZ6VhuT+VyriWRcjPEdJWLikISeLMK60+Wu9RrBOhaRyQwRHNB8danIL85WwSs6a3r0D",
+	"vtSryev/+vvf//pf0238BkYQ3d4t7osIo5n9i/Kjb+Xs3rEqsOX1FqvItVLnGZmgXsPtfyqLIlBo1EW1",
+	"bzoxuoTItK+XQ9ymv/5BmW5Xyh9DtetUWmZ8wIkW5hwVykAyQjZyWku9hnpxLjOurCd6ILLUFGemVyCJ",
+	"hQr0eBW3TbRYAv6KaRlWQ1NNp4T7oXKOvQpjH98bDKZu83uF1uocPUBLkyQIkGU0RyVQI5rYKwm/o4WE",
+	"t2jp2YoUXsMmLHsaUSml1m+xrYha0+DNXCG9GvdwoWEdMBpvYQB65JYacBY5GbOpl/bqolsF5+bm3BEW",
+	"o7qjq9ipPY180CFRPYFr+SDfZ0kg5fwHUjyCdAG1hCJ135xwI7uneWaCwwApuwSRhy/50t4xpd/nO91d",
+	"yNFoXk3vZjGkGn2iAywV3qvbcOdUwoLdPU5xVNnikWM8tMFL/VLaeGsBolWuMBwtuz295eitkP0x2y62",
+	"lvEY7prIsKCJgqmnTlgDWUr1ClNt8bUCTcJW5t0SLq0DOPs745kG5TJG4S5lclOR6IcTtz0SqtZLe4TQ",
+	"v2CJ7vd49UrUO5Dui13PdoHM2xARmw08RJmRsJCgVjMHTH1q50PfxbXRgyYFGMgOeiiBHS4MT7kxwBe3",
+	"nPTtmWzKf090liJqWMaJWgdmkKKANs8wGyZTWqwxUkNdV+MPzSctRKLCglw2R7X0pzuIsnANmw8ciNrw",
+	"aCUFF5kiyr1iS2dYmwV15XXM9MTM1pTGa5HzTQcaj7d1uTUd6iKGcNBRSqVRwke4qGwloeBg7gBGLVoN",
+	"ktWdKQvMiqzfEPMrsbQG/m+Gj2fDNE6lIQ1odpiu7e7yL4oU+ahHP1yQSnKquU9XUEkdTwnjnrfbbBqz",
+	"/XP8GeVwbCpXIp256iDBA3fLnbXE6oz1DpqdzSKaJG2u42xInEA3s6lCXNWPWJm/vr2qRuz5Ej2wC1IY",
+	"38YXXveA0DYXy9RMZM8LWxTsBMUMrYh7PRjdYOtXtEVGjUjj2Z1n/h1VmuBvVnmwx0uYcl8O9NEXyDcy",
+	"a/xjPeDWSx1HKmqdggHnfmkd6vQz3jC4LQq1CX4DUpVFeR5pVto6wsAGmW2jnw6zu1g42zZYICi6fv78",
+	"jijQmvGlmhLBk42FF1eJAGJrhXKFX/5b66QjbnoLnTxw0298/5ezypEjLzgclYGF++fEPmZpwnHYetea",
+	"1jAky7YgTB4ufGklAm9EutnKIvgh9/jPXWQDJZFIN/lFnBMXV2hQON9PBzHaPt93Z2by7WC6hIpHTP7Q",
+	"fi5b5AQfNhtWZSnIQsgZRNvcmeYvDlF4HmO+7dGKqSLU1VBE9L3XOpmS3B36MNDgbvf0K1NayM1WgN3m",
+	"2PaSjVhcVOeilTSvkvjc+zkVr+8rURwPD0HiWA09GRdw8pw8X+3Xsk2K86MO5UX4/neMFe0cs+56XoNc",
+	"gqsX6KpAanAzwq0H2KNw76PM+Hb+ED/0oUzXLEJpg7G1swQz9YMqX0GsRnq/1vTuwj5ssabTyOFN8qXv",
+	"TNoMMKn5OZ5FhhkPKAxSebx90kfY63buMHzxfvkBSei9lv9hSenu8h6Xkf5MxapmLrwvZxcidHcocUV1",
+	"CuF9ualQLtmjAjxb4horCnmvGFTVlgfxpTJrJaiIvmRtmLuI0OHOFWdM2sdNWsvxOAH6M1XXoWW2seFP",
+	"e1FYC+M5nmdpA/dU1ApaeacXOtGBeizupTzUrZjN40S8UcF8tTPzZu7Z4haS65YIUVtiMUrPAv9RZKSP",
+	"KWI1484FMzIufuwljQ9ib0OeDw5dck+vPQzV5dx9GHJy7cLZNjvfHtKqXhEWo89rnqlNzcWRW3S7+F/I",
+	"xyYzjkG6hjQkbAHRJsIpfMbaNWhhLGicU+6Y29L64AC4z6eYz9JxirURt0WJPedVlADeU2HTrah9w8h/",
+	"nkTOKZwI/SJOW4b2biWf1sqMWBm8acWm6hqjQshRTj/sK+qMcd1S66N0fYazxYcfry+XBs63mWPfWrHx",
+	"Ac9yESiW8uvnzx8xW0TSyNYdMiKgi6QnXnFqlQK9VkTfChIzarQbRQTHwkUqkwsawesrbgTFMp/tY0K1",
+	"0QTJDx8vSKbKQP3ykU9v/5/yWoioKfHz6674nEogC4ymdQIQ5rNgdh26Wc++CsaP2xLlMGdPXfEju6sp",
+	"0SI9SeAGEpwgr1Ceh8iyspHNlNRCjo9Pr/gVdwJL7rbDGikxJGwOkmpINiQFuWZKsRt4XVRTQdP7wjYl",
+	"MC/QKAJDlKdXHIM7iJM37K9pQhnP4YwcfXf2akrMfZ+5qKUNqDMu7JaLvgY4zhUv+8PYiQzcK9vsx8v2",
+	"U2SRSRsonCZMnxLMt7Wv/Pbpw/srXil+YtbPQJ2bG3A1rDEtN5OgzLWSv33/vU0W1EwnRXsXBzcIYD98",
+	"vPAKi76evDr97vQV6tYpcJqyyevJX09fnf51YjERkfzMjnKm0CyBBEtYUdGQLVzGRYxFws3vePHKVfIH",
+	"pX8U8WZnRbYDlYcfmmX3v3/1atSMg8iZrcrd5HINF/PvRuJkfOkQuFb3/F8nZVOik7wPUlf18nrbpIdp",
+	"dYyis9HAQezzuO6/vfpb24vFeZ4Vle7NC99/3/9CvcA6VjfP1msqNwWQuLMhRy16bkmHjid5DaJ/Txxo",
+	"fTEj5kB5n6elPGAdKgjA5S+g7eU9EkwGQEe46jsuEYv0H+LEfwFDoO0iQodZbWbVwgnLR87yTlQYU9y8",
+	"hjOvkn3ndXxyz+37VvJQkObdWOArAj8OdD/YIiFnYwb293dXBVa1E3HrPy3LlO+JjtdKOD9UZahSgNsT",
+	"XBTba8HYvDXgkZBTFyCR+4j/uywBNEVejl8zvjwuqdaWsPTq//a/ULSU2Q3w2fNHmCsS8G1tQLTN+DBY",
+	"Ao8jwMUXZ4X/owWmzM/e+/uGKT80YgfiQaj/X60oWLWBIDL/Yrunu7oqsy1v3IF3M1Bqe7LbOZD0VmL8",
+	"GAnOu8TnK8XtTigbC1v3fprvg9Vp0cXbgDKbbOezlRojq97AH5gPJTO92kwJTZQgdmCnIipyuxIKSG5j",
+	"PfXXQTAfmymfHIf7edkxZ27Mzs5eX3YFpH3lMxvAeBEXvZbseuMGbTmA0GLvs8I32mBm2i4GVqSMQ/H6",
+	"x3Lt3Uno/Sc5UvrzurQaCE5zX0j1JtBF8mQSn3XIPDeBzzmmnwEwWON3VSI7svJoHt/jzDfHW1Hps2Ve",
+	"irYXLX9xImAnqfYtYkZwtGWklyAJ5neiqTb39BEtCNyllLe2WLwzVHCfhLg3cyAo32HrT8pjglVwD0d1",
+	"Jb3FMtE2h8Epi/slG93A5IK4jHT5ONLkZNMmZjpgJ5FY+0WUUGu2VZ/NR2u+LSYwMkBu3LVxcQtqS08a",
+	"wKsLwK5pTL0hQxPyQxBbNmnq0Bi+7JmoVrve7ECo3g1HJc7cHRlpjedXeTD0+Z1eg23J62DKr8YlOGxH",
+	"T4fYuwrlZ/82r0r6U/N+XIHDZ2jzys/oL6rb9rBPclaJSem/Ta/98bg1VbqD75WnlWsMKrqpz587kuIO",
+	"5S0oQUSvwBMkniPMnN0X5/cwDn5+3Lz3cvq/gdKTglLGY7Cd2v3CCrsHo+n9oFxUTI9FOaeQkavd0v1V",
+	"tndLb8jN3UDsOKLanSRXBft3rClf7d3UWG+s9SyNjW6RBLiWDL65i6tYa+AmF9caVH9qtGFQmiyYVLpL",
+	"estDbtpIMjZf2CPpxPFb+6oTszy5dhHduzLp4si5pGt014Xf6ds7rU8bpWHtTsqWm2w7pw/X4y23GM9m",
+	"Q1+8hvoSaLQyumybJQBfm8Xzg1kDvM4DLXqOC6xhimTpI+5tOvm7XXb3exhPx2kSRpMb4FivXIo5tN2t",
+	"zHjF81u7OaZXItN+ocIVYJVTpryK6AaSlqBVpcJp2SEv5E2+zPieSH1ZXP6JDYpYdrLbdywzXiPmb+zM",
+	"J++EnbOPDLvni8e3pMIHcCt/QiGGkjmNrpfSrMQchweXlwYUS6i0hfn7ohIuM/4jPrc9MA3i3x5UYXpZ",
+	"nlMYYua7BbmhyxsiWNRgUWHpG3duBNPSXk6YgoUnBTcg83KuSIyq8KU6AMx1Z2mlfq5ga9FuwkZ90GoF",
+	"V8DsBXeemMTAoZ322eqxdlkjZWpsfuqrdHshnbUCt0Hx+PtQQ2Es5GTjT4s6IghM31tgajQ3VKSo/nQw",
+	"BdAum6wp3/QBy7CYCXe1e7qcw8RJDKQtRYSEOa5vKksomKIPxDDJpwPE8PfnJTl1n8plxn+6Aa7tyicv",
+	"TVQxNN/ItvZi0GRluw52XOItZbqdpZTJFa6lsZGbbV5DPZnivJ4v4b9B6xkQTV6Dv75IKTtAXH72s0yO",
+	"7q8msxnmL81mV5PX96enpw8PpMx8OLb9KAJHtEvJezoZ+upvgvEXLLHnaIB5PQshERFcJlU7Itzb+oAD",
+	"QsByKK1ATEBosE/HL0dEzSOiDF4ztYIWjac9Gip4Mk+isaKmesjYJ4S6+YbYEiX1AxvpD8l44bSpwKav",
+	"Amw1YpttuxD0R8v5hmI5KX86TimYDvALUVXVIbaT68kRkgKmCAb5HHfK+URpkab+S4ZFHB9a5u8EsCag",
+	"lLJZEFcNhcdeK/jU2Dt/R5VGOeki/hVZxpDLLFPCB9+/3brf7anbRdh9zI+W7HYQMyBcViiWj87lNCyk",
+	"2EJpd0U4cjEvCA1O9PpxcxHvmXxX+u60kHKf+bjEFa0qoubBcPGPXKKw2KiFW+xub05pIeGs0HW7hZGy",
+	"Ivp+BOdAn5lBEvTO5aFdBnwze16Fh8Hs0Rds6u1OMAubL21rE6YI5eoWZF549vtXr1DepDaiD7uhzEW8",
+	"aeo4v4D272tAaJ5tjjDcR97w0F/mWd0JnUNirYCCA4mFPvkqGIeynCTCNW4BjSbue7MLuEsTrExhpw8t",
+	"1Hfpj88ZmE6U3mC690JIyxtCk/hNCQ7lU6t3x2mhYsxvjnPosPxWeHe9QGvB9Jl+EqriNWLZlqTgOPHp",
+	"bjMJhSQS0oRGXbSiRqgH2luLc1X7PNid210Hz9jO2QtzKx7X6W4NlTimi4KiXiySa7PSdXvVfkTtkT/4",
+	"ZtngaJ/XF+5v9RTX2NLEKZROUDx1usswGe4fcOjS8kS3Hjer63awn0uqVOne87W4jew0xzv39h04X9ut",
+	"w7voz+5yK1c9KDP7c5H/uMcLfw452e5QdpuQXWaPdt8E1v5tdxa4l2ycVCzK9n+Go67ojblz12oHeazt",
+	"tWPNtRKIumZodzGitHkV7x0CXmksaPwUN16pJv3E0Tmh2s0BEPlV3Fp3cJFVDNLwvYzvTix6W8lbtnqC",
+	"UXEy6wlyAYx+KfoFARqteuFpmMz0FDd9GE91TtxHOKsL/P8PyOUfSpbui3C/Ac4bTzJ4KfaKvIxdYQvD",
+	"0B1DJms95hqn1O6pKY6hMxL2pzstaV5tDntZYosdcgSny1OidXI80DrgXtyJbeDLwcStiuB0KD9Th9Q0",
+	"1uho3xyQWf8E4vRBcuq7rztPqH/UtR9AwHbp945q5AVGyBHl8bQepIGoNXV29eMxpPYsEulmvCeyCnMt",
+	"En26eQoFzmuDdVAtjsPtoUmLOYuCtkwdnbfWGuVzmWlpZIHbqiuyH2BWtjFSV3JGpYPSeL8kW/vO6HoT",
+	"1WRDJOhMcn9HRCRmQ3pFuS25E/mtltoyO1yfpicptzO4qm+/GIkPHs599pEq1zLP5kEV8NaSA7Urztar",
+	"XJQAtz9yU2sL9rQ6xguHECv62kbeagC4tFGgPHsoSH7eMeXoz1YB7zXi0/P0B+wDVD4eIjJlu9nBAdeu",
+	"l86QcAxsKrSjlOtdxmVfYp6Hf8XfgrObhvI8e6NVHyBbBiIMkc88E/u3vLhveXFowRW8Hxa7yLKfTbBz",
+	"Vo9DP0eA/R+fjuCBRW9qwghgKbIWdg0qf1CmXzJla81F8DtV22aewaQEbKydJ00vKEusA+ZbHsKO4L+S",
+	"k+DHNG6HB8OTFqpA/R+XulAXiroNEP/peQz7FSyno6Jhe2F/66SIbVbUnUDhQ8+3NIrnm0YxBL6Hwd5X",
+	"wXhnlsX2IDE2++H5iAhPyd93HtRvW2GhmXgwj34+tHBA3k8Bkd+yf55p9s+zBa5sbnslefBVDxiAKHNc",
+	"IxIythVbzJ6xWourXMgk0UIkJKJJQph5CO27QKMVERz+ooqSJTZrd0oyRZfgFEhI1Sm5tMNj4Ng1pDrv",
+	"vgcFDi9FHjDRjCDDgN5iM09h/MxnKw5oaPkbmXFzHu51Avn7ihzBOtUbS46ZtkUXISZc8AOyWTROYnHK",
+	"DY9WUnCRlatXjsTmSy0CWjRV1wgSLwkJzu7NimcGiPt6t+W3P9lvadM6hIUhCmo4elB9A1t+BkDFW+Vz",
+	"IJANb/Lngn65qoAWotsgv6UOqg9A40uhbg+rT6kyPbuj61bh2lF1XBmpA+o4rTjFuGIx9GBTG2QV/Ya7",
+	"TSfW0zwWJYu6zE9QA7riEW+piml+PBwPxU4ITh3rUlWfIOYvv849hl6bGUZE/wXMDfj2S7JW/g5yWbb+",
+	"IoxrgfSv+MZV+G6E1reBQJCg2TjAJ73HvJH+IcI4vQX0lRjwYryQB91SRW4l0xr4ywGiPyQrzDUlCDlf",
+	"gyUeNG+31ANBnTT/rNrNf+cutyrr+HHzppjOHBhb7h9qyxkPmuzzjFnS5wpUaUJ9FFqyG+AW1iK8MSLm",
+	"XyHaBtTuy2H7dCrvzH7Qb3z4/iZ67Oee2a4lkDzurSrZV0BgN1pRwyraCHrcKCJSA8WRFMpl2GRcs8Q2",
+	"WMJShiQuLJGqaVMqTas7tatWV2oUu7WIQU1JwhYQbaIE6xXghc1swsI5ka7mxzRUz6OoAIKcY2D+jj1A",
+	"nHpX9T2aoF8Wm/yYUG0eJCqFJMF80QXx1mC2SGNr+vK+xtIsc+WUxnHbUvvMTXr2pumfRZKIW690tB98",
+	"S5VrE3Ci0DJzA+35ZltLB2Y9bsD7/Hpc5X8DLe4bryuG/62143rf5EtqfGW1XO/r+mdbbODhy8P/DwAA",
+	"//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

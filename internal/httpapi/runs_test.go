@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -589,23 +588,7 @@ func TestOnDisconnectCancel(t *testing.T) {
 
 func TestThreadJoinStream(t *testing.T) {
 	s := startRunsServer(t)
-	tid := newThread(t, s)
-	resp := s.Stream("GET", "/threads/"+tid+"/stream", nil, nil)
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("thread stream: %d %s", resp.StatusCode, b)
-	}
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("t1")})
-	rd := testutil.NewSSEReader(resp.Body)
-	seen := map[string]bool{}
-	for !seen["run_done"] {
-		ev, err := rd.Next()
-		if err != nil {
-			t.Fatalf("thread stream ended early: %v (seen %v)", err, seen)
-		}
-		seen[ev.Event] = true
-	}
+	seen := threadRunEvents(t, s, newThread(t, s), "")
 	if !seen["metadata"] || !seen["values"] {
 		t.Fatalf("thread stream events = %v", seen)
 	}

@@ -345,7 +345,11 @@ func (h *Handler) JoinThreadStream(ctx context.Context, req api.JoinThreadStream
 		return nil, err
 	}
 	mode := "run_modes"
-	if modes := parseList(req.Params.StreamMode); len(modes) > 0 {
+	modes := parseList(req.Params.StreamMode)
+	if len(modes) == 0 {
+		modes = parseList(req.Params.StreamModes) // the LangGraph Platform spelling
+	}
+	if len(modes) > 0 {
 		mode = modes[0]
 	}
 	switch mode {

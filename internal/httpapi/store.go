@@ -21,7 +21,7 @@ func (h *Handler) PutStoreItem(ctx context.Context, req api.PutStoreItemRequestO
 
 // GetStoreItem implements GET /store/items; a missing item is 200 null.
 func (h *Handler) GetStoreItem(ctx context.Context, req api.GetStoreItemRequestObject) (api.GetStoreItemResponseObject, error) {
-	refresh, err := parseBool(req.Params.RefreshTtl, false)
+	refresh, err := parseBool(req.Params.RefreshTtl, h.store.RefreshOnRead())
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,10 @@ func (h *Handler) SearchStoreItems(ctx context.Context, req api.SearchStoreItems
 	if b == nil {
 		b = &api.StoreSearchRequest{}
 	}
-	refresh := b.RefreshTtl != nil && *b.RefreshTtl
+	refresh := h.store.RefreshOnRead()
+	if b.RefreshTtl != nil {
+		refresh = *b.RefreshTtl
+	}
 	items, err := h.store.Search(ctx, b.NamespacePrefix, b.Filter, intOr(b.Limit, 10), intOr(b.Offset, 0), deref(b.Query), refresh)
 	if err != nil {
 		return nil, err

@@ -20,7 +20,11 @@ func (h *Handler) CreateThread(ctx context.Context, req api.CreateThreadRequestO
 		if b.IfExists != nil {
 			p.IfExists = string(*b.IfExists)
 		}
-		p.TTL = ttlOf(b.Ttl)
+		ttl, err := threads.ParseTTL(b.Ttl)
+		if err != nil {
+			return nil, err
+		}
+		p.TTL = ttl
 		for _, step := range b.Supersteps {
 			var s threads.Superstep
 			for _, u := range step.Updates {
@@ -38,17 +42,6 @@ func (h *Handler) CreateThread(ctx context.Context, req api.CreateThreadRequestO
 		return nil, err
 	}
 	return api.CreateThread200JSONResponse(toAPIThread(th)), nil
-}
-
-// ttlOf normalises a thread TTL: minutes as a number, or {ttl, strategy}.
-func ttlOf(v any) map[string]any {
-	switch t := v.(type) {
-	case float64:
-		return map[string]any{"ttl": t, "strategy": "delete"}
-	case map[string]any:
-		return t
-	}
-	return nil
 }
 
 func commandMap(c *api.Command) map[string]any {
@@ -84,6 +77,10 @@ func (h *Handler) PatchThread(ctx context.Context, req api.PatchThreadRequestObj
 	if b == nil {
 		b = &api.ThreadPatch{}
 	}
+	ttl, err := threads.ParseTTL(b.Ttl)
+	if err != nil {
+		return nil, err
+	}
 	if b.Values != nil || len(b.Messages) > 0 {
 		update := map[string]any{}
 		if m, ok := b.Values.(map[string]any); ok {
@@ -109,7 +106,7 @@ func (h *Handler) PatchThread(ctx context.Context, req api.PatchThreadRequestObj
 			return nil, err
 		}
 	}
-	th, err := h.threads.Patch(ctx, req.ThreadId, b.Metadata, ttlOf(b.Ttl))
+	th, err := h.threads.Patch(ctx, req.ThreadId, b.Metadata, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -382,3 +379,32 @@ func toAPIInterrupts(in []any) []api.Interrupt {
 // timeLayout is the timestamp format of state created_at strings, matching
 // the Python server's ISO-8601 with offset.
 const timeLayout = "2006-01-02T15:04:05.000000-07:00"
+
+// PruneThreads implements POST /threads/prune: threads with a pending or
+// running run are skipped, as the TTL sweeper skips them.
+func (h *Handler) PruneThreads(ctx context.Context, req api.PruneThreadsRequestObject) (api.PruneThreadsResponseObject, error) {
+	if req.Body == nil {
+		return nil, invalidf("request body is required")
+	}
+	strategy := storage.TTLDelete
+	if req.Body.Strategy != nil {
+		strategy = string(*req.Body.Strategy)
+	}
+	n, err := h.threads.Prune(ctx, req.Body.ThreadIds, strategy)
+	if err != nil {
+		return nil, err
+	}
+	return api.PruneThreads200JSONResponse{PrunedCount: n}, nil
+}
+
+// PatchThreadState implements PATCH /threads/{thread_id}/state: metadata is
+// merged into the newest checkpoint's metadata.
+func (h *Handler) PatchThreadState(ctx context.Context, req api.PatchThreadStateRequestObject) (api.PatchThreadStateResponseObject, error) {
+	if req.Body == nil {
+		return nil, invalidf("request body is required")
+	}
+	if err := h.threads.PatchStateMetadata(ctx, req.ThreadId, req.Body.Metadata); err != nil {
+		return nil, err
+	}
+	return api.PatchThreadState204Response{}, nil
+}

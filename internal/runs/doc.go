@@ -37,5 +37,6 @@
 //     retry resumes from an older one); a graceful shutdown writes them.
 //   - Thread stream events are numbered per thread; a thread keeps its
 //     newest events while it has stream clients and for feedRetention after
-//     the last one left, for Last-Event-ID reconnects.
+//     the last one left, for Last-Event-ID reconnects. A connection is a
+//     cursor into those kept events and holds none of its own.
 package runs

@@ -1,7 +1,9 @@
 package runs
 
 import (
+	"context"
 	"encoding/json"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,15 +14,20 @@ import (
 )
 
 // threadWatchers fans the events of every run of a thread out to the
-// clients of GET /threads/{thread_id}/stream. Each client has its own log,
-// so a slow client only delays itself.
+// clients of GET /threads/{thread_id}/stream.
 //
 // A thread that has (or recently had) clients has a feed: its events are
-// numbered per thread, and the most recent ones are kept, so that a client
-// that reconnects with Last-Event-ID gets what it missed. A feed outlives
-// its last client by feedRetention; events published meanwhile are kept
-// for the reconnect. Runs of threads without a feed pay one atomic load
-// per event.
+// numbered per thread, and the most recent ones are kept (at most feedKeep
+// events and feedKeepBytes of data), so that a client that reconnects with
+// Last-Event-ID gets what it missed. A feed outlives its last client by
+// feedRetention; events published meanwhile are kept for the reconnect.
+// Runs of threads without a feed pay one atomic load per event.
+//
+// A connection holds no events of its own: it is a cursor (the id of the
+// last event it sent) into its feed's kept events, so its memory does not
+// grow however long it stays open. A client that falls so far behind that
+// events it has not read leave the feed continues with the oldest event
+// still kept: its event ids jump over the gap.
 type threadWatchers struct {
 	count atomic.Int32 // len(feeds), read without the lock
 	mu    sync.RWMutex // guards feeds
@@ -33,7 +40,11 @@ type threadFeed struct {
 	seq    int64
 	recent []events.Event // the newest events, oldest first
 	bytes  int            // data bytes held in recent
-	logs   map[*events.Log]struct{}
+	// clients counts the open connections.
+	clients int
+	// wake is closed (and cleared) by the next publish; nil while no
+	// connection waits.
+	wake chan struct{}
 	// left is when the last client left (zero while there are clients).
 	left time.Time
 }
@@ -55,7 +66,7 @@ func (w *threadWatchers) clock() time.Time {
 
 // expiredLocked reports whether a feed's retention has ended (f.mu held).
 func (w *threadWatchers) expiredLocked(f *threadFeed) bool {
-	return len(f.logs) == 0 && w.clock().Sub(f.left) > feedRetention
+	return f.clients == 0 && w.clock().Sub(f.left) > feedRetention
 }
 
 // feed returns the thread's feed if it is live, dropping it when its
@@ -98,64 +109,118 @@ func (s *Service) SubscribeThread(threadID uuid.UUID, lastEventID string) (*Thre
 	if err != nil {
 		return nil, err
 	}
-	log := s.broker.Open(uuid.Must(uuid.NewV7()), false)
 	w := &s.watchers
-	f := w.feed(threadID)
-	if f == nil {
-		w.mu.Lock()
-		if f = w.feeds[threadID]; f == nil {
-			if w.feeds == nil {
-				w.feeds = map[uuid.UUID]*threadFeed{}
-			}
-			// Numbering starts from the clock (µs), so that the ids of a
-			// thread's later feed (after a retention gap or a restart)
-			// are larger than any id of an earlier one.
-			f = &threadFeed{logs: map[*events.Log]struct{}{}, seq: w.clock().UnixMicro()}
-			w.feeds[threadID] = f
-			w.count.Add(1)
-		}
-		f.mu.Lock()
-		w.mu.Unlock()
+	f := w.openFeed(threadID)
+	if after == onlyNew {
+		after = f.seq
 	}
-	if after != onlyNew {
-		for _, ev := range f.recent {
-			if ev.Seq > after {
-				log.AppendAt(ev.Seq, ev.Name, ev.Data)
-			}
-		}
-	}
-	f.logs[log] = struct{}{}
+	f.clients++
 	f.left = time.Time{}
 	f.mu.Unlock()
-	return &ThreadSubscription{Subscription: log.Subscribe(0), release: func() {
-		f.mu.Lock()
-		delete(f.logs, log)
-		last := len(f.logs) == 0
-		if last {
-			f.left = w.clock()
-		}
-		f.mu.Unlock()
-		log.Close()
-		if last {
-			// Drop the feed once its retention has passed, even if the
-			// thread never has another event that would notice.
-			time.AfterFunc(feedRetention+time.Second, func() { w.has(threadID) })
-		}
-	}}, nil
+	return &ThreadSubscription{w: w, threadID: threadID, feed: f, after: after, done: make(chan struct{})}, nil
 }
 
-// ThreadSubscription is a client's view of a thread stream.
+// openFeed returns the thread's feed, creating it when there is none; the
+// feed is returned locked.
+func (w *threadWatchers) openFeed(threadID uuid.UUID) *threadFeed {
+	if f := w.feed(threadID); f != nil {
+		return f
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.feeds[threadID]
+	if f == nil {
+		if w.feeds == nil {
+			w.feeds = map[uuid.UUID]*threadFeed{}
+		}
+		// Numbering starts from the clock (µs), so that the ids of a
+		// thread's later feed (after a retention gap or a restart) are
+		// larger than any id of an earlier one.
+		f = &threadFeed{seq: w.clock().UnixMicro()}
+		w.feeds[threadID] = f
+		w.count.Add(1)
+	}
+	f.mu.Lock()
+	return f
+}
+
+// ThreadSubscription is one client's cursor into a thread's feed. Next
+// must not be called concurrently with itself; Close may be called from
+// any goroutine.
 type ThreadSubscription struct {
-	*events.Subscription
-	once    sync.Once
-	release func()
+	w        *threadWatchers
+	threadID uuid.UUID
+	feed     *threadFeed
+	after    int64 // the id of the last event returned
+	done     chan struct{}
+	once     sync.Once
+}
+
+// Next returns the next event of the thread, waiting for one to be
+// published. It returns ctx.Err() when ctx ends first and
+// events.ErrClosed after Close; a thread stream has no end of its own.
+func (t *ThreadSubscription) Next(ctx context.Context) (events.Event, error) {
+	for {
+		ev, ok, wake, err := t.take()
+		if ok || err != nil {
+			return ev, err
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return events.Event{}, ctx.Err()
+		case <-t.done:
+			return events.Event{}, events.ErrClosed
+		}
+	}
+}
+
+// TryNext returns the next event if one is available now.
+func (t *ThreadSubscription) TryNext() (events.Event, bool, error) {
+	ev, ok, _, err := t.take()
+	return ev, ok, err
+}
+
+// take returns the oldest kept event after the cursor, or a channel that
+// the next publish closes.
+func (t *ThreadSubscription) take() (events.Event, bool, chan struct{}, error) {
+	select {
+	case <-t.done:
+		return events.Event{}, false, nil, events.ErrClosed
+	default:
+	}
+	f := t.feed
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := sort.Search(len(f.recent), func(i int) bool { return f.recent[i].Seq > t.after })
+	if i < len(f.recent) {
+		ev := f.recent[i]
+		t.after = ev.Seq
+		return ev, true, nil, nil
+	}
+	if f.wake == nil {
+		f.wake = make(chan struct{})
+	}
+	return events.Event{}, false, f.wake, nil
 }
 
 // Close stops the subscription and detaches it from the thread.
 func (t *ThreadSubscription) Close() {
 	t.once.Do(func() {
-		t.Subscription.Close()
-		t.release()
+		close(t.done)
+		f, w := t.feed, t.w
+		f.mu.Lock()
+		f.clients--
+		last := f.clients == 0
+		if last {
+			f.left = w.clock()
+		}
+		f.mu.Unlock()
+		if last {
+			// Drop the feed once its retention has passed, even if the
+			// thread never has another event that would notice.
+			time.AfterFunc(feedRetention+time.Second, func() { w.has(t.threadID) })
+		}
 	})
 }
 
@@ -170,7 +235,7 @@ func (w *threadWatchers) has(threadID uuid.UUID) bool {
 }
 
 // publish numbers one run event in the thread's feed, keeps it for replay
-// and copies it to the thread's clients.
+// and wakes the thread's clients.
 func (w *threadWatchers) publish(threadID uuid.UUID, name string, data json.RawMessage) {
 	f := w.feed(threadID)
 	if f == nil {
@@ -178,15 +243,16 @@ func (w *threadWatchers) publish(threadID uuid.UUID, name string, data json.RawM
 	}
 	defer f.mu.Unlock()
 	f.seq++
-	ev := events.Event{Seq: f.seq, Name: name, Data: data}
+	ev := events.Event{Seq: f.seq, Name: name, Data: data} // compact JSON from json.Marshal
 	f.recent = append(f.recent, ev)
-	f.bytes += len(data)
+	f.bytes += len(ev.Data)
 	for len(f.recent) > feedKeep || f.bytes > feedKeepBytes {
 		f.bytes -= len(f.recent[0].Data)
 		f.recent[0] = events.Event{}
 		f.recent = f.recent[1:]
 	}
-	for log := range f.logs {
-		log.AppendAt(ev.Seq, name, data)
+	if f.wake != nil {
+		close(f.wake)
+		f.wake = nil
 	}
 }

@@ -73,10 +73,20 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 		db.Close()
 		return nil, err
 	}
+	ttls, err := config.LoadTTLs(cfg.GraphsFile)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	s := &Server{cfg: cfg, log: log, db: db, Graphs: reg, Reducers: reducers}
 	s.Threads = threads.New(db, s.Reducers)
+	s.Threads.Configure(threads.TTLConfig{Strategy: ttls.Threads.Strategy, DefaultTTL: ttls.Threads.DefaultTTL, SweepInterval: ttls.Threads.SweepInterval, SweepLimit: ttls.Threads.SweepLimit}, log, agents.threadDeleted)
 	s.Assistants = assistants.New(db, reg)
 	s.Store = store.New(db, log)
+	if err := s.Store.Configure(store.TTLConfig{DefaultTTL: ttls.Store.DefaultTTL, RefreshOnRead: ttls.Store.RefreshOnRead, SweepInterval: ttls.Store.SweepInterval}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store ttl: %w", err)
+	}
 	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention, MemoryRetention: 5 * time.Second})
 	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention})
 	agents.local.Bind(s.Threads, s.Runs)
@@ -130,6 +140,11 @@ func (s *Server) Start() error {
 		ln.Close()
 		return fmt.Errorf("recover runs: %w", err)
 	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.Threads.RunSweeper(bgCtx)
+	}()
 	s.serveErr = make(chan error, 1)
 	go func() {
 		err := s.http.Serve(ln)

@@ -38,7 +38,7 @@ var (
 var bucketNames = [][]byte{
 	bucketMeta,
 	bucketAssistants, bucketAssistantVersions,
-	bucketThreads, bucketThreadsByCreated, bucketThreadsByMeta, bucketThreadsByStatus,
+	bucketThreads, bucketThreadsByCreated, bucketThreadsByMeta, bucketThreadsByStatus, bucketThreadsByExpiry,
 	bucketCheckpoints,
 	bucketRuns, bucketRunsByThread, bucketRunsActive, bucketRunEvents,
 	bucketStoreItems, bucketStoreExpiry,
@@ -53,6 +53,7 @@ var (
 	bucketThreadsByCreated  = []byte("threads_by_created")
 	bucketThreadsByMeta     = []byte("threads_by_meta")
 	bucketThreadsByStatus   = []byte("threads_by_status")
+	bucketThreadsByExpiry   = []byte("threads_by_expiry")
 	bucketCheckpoints       = []byte("checkpoints")
 	bucketRuns              = []byte("runs")
 	bucketRunsByThread      = []byte("runs_by_thread")
@@ -125,9 +126,15 @@ func Open(dir string, opts Options) (*DB, error) {
 
 func initSchema(b *bolt.DB) error {
 	return b.Update(func(tx *bolt.Tx) error {
+		backfill := tx.Bucket(bucketThreadsByExpiry) == nil && tx.Bucket(bucketThreads) != nil
 		for _, name := range bucketNames {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		if backfill {
+			if err := backfillThreadExpiry(tx); err != nil {
+				return fmt.Errorf("index thread deadlines: %w", err)
 			}
 		}
 		meta := tx.Bucket(bucketMeta)

@@ -21,6 +21,8 @@
 //	threads_by_created        created_at(8, unix nanos, big endian) | thread_id(16) -> empty
 //	threads_by_meta           key | 0x00 | canonical JSON of value | 0x00 | created_at(8) | thread_id(16) -> empty
 //	threads_by_status         status | 0x00 | created_at(8) | thread_id(16) -> empty
+//	threads_by_expiry         expires_at(8, unix nanos) | thread_id(16) -> empty, for every thread
+//	                          with a TTL; expires_at = updated_at + ttl minutes (see Thread.ExpiresAt)
 //	checkpoints               thread_id(16) | checkpoint_id(16) -> Checkpoint JSON
 //	runs                      run_id(16) -> Run JSON
 //	runs_by_thread            thread_id(16) | run_id(16) -> empty

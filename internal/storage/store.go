@@ -416,10 +416,16 @@ func (t *Tx) CheckStoreExpiryIndex() error {
 	if err != nil {
 		return err
 	}
+	return t.checkIndexHolds(bucketStoreExpiry, want)
+}
+
+// checkIndexHolds verifies that the index bucket holds exactly the keys
+// of want.
+func (t *Tx) checkIndexHolds(index []byte, want map[string]bool) error {
 	n := 0
-	err = t.bucket(bucketStoreExpiry).ForEach(func(k, _ []byte) error {
+	err := t.bucket(index).ForEach(func(k, _ []byte) error {
 		if !want[string(k)] {
-			return fmt.Errorf("store expiry entry %x has no matching item", k)
+			return fmt.Errorf("%s entry %x has no matching record", index, k)
 		}
 		n++
 		return nil
@@ -428,7 +434,7 @@ func (t *Tx) CheckStoreExpiryIndex() error {
 		return err
 	}
 	if n != len(want) {
-		return fmt.Errorf("store expiry index has %d entries, items need %d", n, len(want))
+		return fmt.Errorf("%s has %d entries, the records need %d", index, n, len(want))
 	}
 	return nil
 }

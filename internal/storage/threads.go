@@ -114,6 +114,9 @@ func threadIndexKeys(th *Thread) map[string][]string {
 		string(bucketThreadsByCreated): {string(timeIDKey(nil, th.CreatedAt, th.ThreadID))},
 		string(bucketThreadsByStatus):  {string(timeIDKey(statusPrefix(th.Status), th.CreatedAt, th.ThreadID))},
 	}
+	if k := expiryIndexKey(th); k != nil {
+		keys[string(bucketThreadsByExpiry)] = []string{string(k)}
+	}
 	for k, v := range th.Metadata {
 		if p, ok := indexedValue(k, v); ok {
 			keys[string(bucketThreadsByMeta)] = append(keys[string(bucketThreadsByMeta)], string(timeIDKey(p, th.CreatedAt, th.ThreadID)))
@@ -134,7 +137,7 @@ func (t *Tx) reindexThread(old, cur *Thread) error {
 	if cur != nil {
 		after = threadIndexKeys(cur)
 	}
-	for _, name := range [][]byte{bucketThreadsByCreated, bucketThreadsByStatus, bucketThreadsByMeta} {
+	for _, name := range [][]byte{bucketThreadsByCreated, bucketThreadsByStatus, bucketThreadsByMeta, bucketThreadsByExpiry} {
 		was, is := before[string(name)], after[string(name)]
 		b := t.bucket(name)
 		for _, k := range was {

@@ -30,9 +30,11 @@
 //   - Delete of a missing item is not an error (the route answers 204 either
 //     way), so deletes are idempotent.
 //   - TTLs are minutes (float). A positive TTL sets expires_at = now + ttl;
-//     nil means no expiry. refresh_ttl on Get or Search moves expires_at of
-//     each returned item that has a TTL to now + ttl, without touching
-//     updated_at.
+//     nil means the configured default TTL (Configure; none unless set),
+//     and without one no expiry. refresh_ttl on Get or Search moves
+//     expires_at of each returned item that has a TTL to now + ttl, without
+//     touching updated_at; the HTTP layer passes RefreshOnRead (default
+//     true, as LangGraph's stores) when the client does not say.
 //   - There is no vector index: the index directive of Put is validated and
 //     kept but not used, and Search's query narrows results to items whose
 //     value contains the query text, case-insensitively, in some object key

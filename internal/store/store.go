@@ -47,6 +47,51 @@ type Service struct {
 	log        *slog.Logger
 	now        func() time.Time
 	sweepEvery time.Duration
+	// defaultTTL (minutes, 0: none) is given to items put without a TTL.
+	defaultTTL float64
+	// refreshOnRead is what reads that do not say refresh_ttl do.
+	refreshOnRead bool
+}
+
+// TTLConfig is the store TTL policy of the deployment (store.ttl in
+// langgraph.json).
+type TTLConfig struct {
+	// DefaultTTL, in minutes, is given to items put without a TTL; 0
+	// leaves them without one.
+	DefaultTTL float64
+	// RefreshOnRead is the refresh_ttl of reads that do not give one.
+	RefreshOnRead bool
+	// SweepInterval is how often expired items are deleted; 0 means
+	// DefaultSweepInterval.
+	SweepInterval time.Duration
+}
+
+// DefaultTTLConfig is the policy without a store.ttl section: no default
+// TTL, reads refresh the TTL, as LangGraph's stores do.
+func DefaultTTLConfig() TTLConfig {
+	return TTLConfig{RefreshOnRead: true, SweepInterval: DefaultSweepInterval}
+}
+
+// Configure sets the TTL policy. It must be called before the service is
+// used.
+func (s *Service) Configure(c TTLConfig) error {
+	if c.DefaultTTL != 0 {
+		if err := validateTTL(&c.DefaultTTL); err != nil {
+			return fmt.Errorf("default ttl: %w", err)
+		}
+	}
+	s.defaultTTL, s.refreshOnRead = c.DefaultTTL, c.RefreshOnRead
+	s.sweepEvery = c.SweepInterval
+	if s.sweepEvery <= 0 {
+		s.sweepEvery = DefaultSweepInterval
+	}
+	return nil
+}
+
+// RefreshOnRead reports whether reads that do not say refresh_ttl refresh
+// the TTL of what they return.
+func (s *Service) RefreshOnRead() bool {
+	return s.refreshOnRead
 }
 
 // New returns a store service over db that logs sweeper failures to log
@@ -56,10 +101,11 @@ func New(db *storage.DB, log *slog.Logger) *Service {
 		log = slog.Default()
 	}
 	return &Service{
-		db:         db,
-		log:        log,
-		now:        func() time.Time { return time.Now().UTC() },
-		sweepEvery: DefaultSweepInterval,
+		db:            db,
+		log:           log,
+		now:           func() time.Time { return time.Now().UTC() },
+		sweepEvery:    DefaultSweepInterval,
+		refreshOnRead: true,
 	}
 }
 
@@ -128,7 +174,8 @@ func deadline(now time.Time, ttl float64) time.Time {
 
 // Put creates or replaces the item at namespace and key. index is false,
 // nil, or a list of field paths (kept, not used); ttlMinutes > 0 makes the
-// item expire that many minutes from now, nil never.
+// item expire that many minutes from now, nil gives it the default TTL
+// (none unless configured).
 func (s *Service) Put(ctx context.Context, namespace []string, key string, value map[string]any, index any, ttlMinutes *float64) error {
 	if err := validateNamespace(namespace); err != nil {
 		return err
@@ -145,6 +192,10 @@ func (s *Service) Put(ctx context.Context, namespace []string, key string, value
 	}
 	if err := validateTTL(ttlMinutes); err != nil {
 		return err
+	}
+	if ttlMinutes == nil && s.defaultTTL > 0 {
+		ttl := s.defaultTTL
+		ttlMinutes = &ttl
 	}
 	now := s.now()
 	it := storage.StoreItem{

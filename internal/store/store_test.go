@@ -6,43 +6,22 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"agentserver/internal/errdefs"
 	"agentserver/internal/storage"
+	"agentserver/internal/testutil/fakeclock"
+	"agentserver/internal/testutil/testdb"
 )
 
-// clock is a fake clock tests move by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newTest(t *testing.T) (*Service, *clock, *storage.DB) {
+func newTest(t *testing.T) (*Service, *fakeclock.Clock, *storage.DB) {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	c := &clock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	db := testdb.Open(t)
+	c := fakeclock.New(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 	s := New(db, nil)
-	s.now = c.now
+	s.now = c.Now
 	return s, c, db
 }
 
@@ -74,7 +53,7 @@ func checkIndex(t *testing.T, db *storage.DB) {
 func TestPutGetOverwrite(t *testing.T) {
 	s, c, _ := newTest(t)
 	ns := []string{"users", "u1", "memories"}
-	created := c.now()
+	created := c.Now()
 	mustPut(t, s, ns, "k", map[string]any{"text": "hello", "n": 1}, nil)
 
 	got := mustGet(t, s, ns, "k", false)
@@ -83,7 +62,7 @@ func TestPutGetOverwrite(t *testing.T) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 
-	c.advance(time.Minute)
+	c.Advance(time.Minute)
 	mustPut(t, s, ns, "k", map[string]any{"text": "bye"}, nil)
 	got = mustGet(t, s, ns, "k", false)
 	if !got.CreatedAt.Equal(created) || !got.UpdatedAt.Equal(created.Add(time.Minute)) {
@@ -201,7 +180,7 @@ func TestSearch(t *testing.T) {
 	s, c, _ := newTest(t)
 	put := func(ns []string, key string, v map[string]any) {
 		t.Helper()
-		c.advance(time.Second) // distinct updated_at, later puts first
+		c.Advance(time.Second) // distinct updated_at, later puts first
 		mustPut(t, s, ns, key, v, nil)
 	}
 	put([]string{"a"}, "1", map[string]any{"kind": "note", "score": 3, "text": "Buy MILK"})
@@ -322,11 +301,11 @@ func TestTTLExpiryAndSweep(t *testing.T) {
 	mustPut(t, s, []string{"keep"}, "forever", map[string]any{"v": "f"}, nil)
 	checkIndex(t, db)
 
-	c.advance(59 * time.Second)
+	c.Advance(59 * time.Second)
 	if mustGet(t, s, []string{"tmp"}, "short", false) == nil {
 		t.Fatal("item gone before its deadline")
 	}
-	c.advance(time.Second) // exactly at the deadline: expired
+	c.Advance(time.Second) // exactly at the deadline: expired
 	if it := mustGet(t, s, []string{"tmp"}, "short", false); it != nil {
 		t.Fatalf("expired item visible to get: %+v", it)
 	}
@@ -347,7 +326,7 @@ func TestTTLExpiryAndSweep(t *testing.T) {
 		t.Fatalf("second sweep deleted %d", n)
 	}
 
-	c.advance(time.Hour)
+	c.Advance(time.Hour)
 	if ns, _ := s.ListNamespaces(ctx, nil, nil, nil, 0, 0); !reflect.DeepEqual(ns, [][]string{{"keep"}}) {
 		t.Fatalf("expired namespace still listed before sweep: %q", ns)
 	}
@@ -360,8 +339,8 @@ func TestTTLExpiryAndSweep(t *testing.T) {
 	}
 	// Writing over an expired-and-swept key starts a new item.
 	mustPut(t, s, []string{"tmp"}, "short", map[string]any{}, nil)
-	if it := mustGet(t, s, []string{"tmp"}, "short", false); !it.CreatedAt.Equal(c.now()) {
-		t.Fatalf("created_at %v, want %v", it.CreatedAt, c.now())
+	if it := mustGet(t, s, []string{"tmp"}, "short", false); !it.CreatedAt.Equal(c.Now()) {
+		t.Fatalf("created_at %v, want %v", it.CreatedAt, c.Now())
 	}
 }
 
@@ -369,9 +348,9 @@ func TestSweepManyBatches(t *testing.T) {
 	s, c, db := newTest(t)
 	const n = sweepBatch + 10
 	err := db.Update(context.Background(), func(tx *storage.Tx) error {
-		exp := c.now().Add(time.Minute)
+		exp := c.Now().Add(time.Minute)
 		for i := 0; i < n; i++ {
-			it := storage.StoreItem{Namespace: []string{"b"}, Key: fmt.Sprint(i), Value: map[string]any{}, UpdatedAt: c.now(), ExpiresAt: &exp, TTLMinutes: ptr(1.0)}
+			it := storage.StoreItem{Namespace: []string{"b"}, Key: fmt.Sprint(i), Value: map[string]any{}, UpdatedAt: c.Now(), ExpiresAt: &exp, TTLMinutes: ptr(1.0)}
 			if err := tx.PutStoreItem(it); err != nil {
 				return err
 			}
@@ -381,7 +360,7 @@ func TestSweepManyBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.advance(time.Minute)
+	c.Advance(time.Minute)
 	if got, err := s.SweepExpired(context.Background()); err != nil || got != n {
 		t.Fatalf("sweep = %d, %v; want %d", got, err, n)
 	}
@@ -394,9 +373,9 @@ func TestRefreshTTL(t *testing.T) {
 	mustPut(t, s, []string{"r"}, "get", map[string]any{}, ptr(1.0))
 	mustPut(t, s, []string{"r"}, "search", map[string]any{}, ptr(1.0))
 	mustPut(t, s, []string{"r"}, "plain", map[string]any{}, nil)
-	put := c.now()
+	put := c.Now()
 
-	c.advance(50 * time.Second)
+	c.Advance(50 * time.Second)
 	if it := mustGet(t, s, []string{"r"}, "get", true); it == nil || !it.UpdatedAt.Equal(put) {
 		t.Fatalf("refreshing get: %+v (updated_at must not move)", it)
 	}
@@ -407,13 +386,13 @@ func TestRefreshTTL(t *testing.T) {
 	// Plain reads do not refresh.
 	mustGet(t, s, []string{"r"}, "plain", true)
 
-	c.advance(50 * time.Second) // 100 s after put, 50 s after refresh
+	c.Advance(50 * time.Second) // 100 s after put, 50 s after refresh
 	for _, key := range []string{"get", "search", "plain"} {
 		if mustGet(t, s, []string{"r"}, key, false) == nil {
 			t.Fatalf("%s expired although its ttl was refreshed", key)
 		}
 	}
-	c.advance(10 * time.Second) // 60 s after refresh
+	c.Advance(10 * time.Second) // 60 s after refresh
 	for _, key := range []string{"get", "search"} {
 		if it := mustGet(t, s, []string{"r"}, key, false); it != nil {
 			t.Fatalf("%s still visible a full ttl after its refresh", key)
@@ -541,5 +520,33 @@ func TestSearchSetOperators(t *testing.T) {
 		if _, err := s.Search(ctx, []string{"ops"}, bad, 10, 0, "", false); !errors.Is(err, errdefs.ErrInvalid) {
 			t.Errorf("filter %v: err = %v, want ErrInvalid", bad, err)
 		}
+	}
+}
+
+// Configure's default TTL applies to items put without one; an item's own
+// TTL wins.
+func TestDefaultTTL(t *testing.T) {
+	s, c, db := newTest(t)
+	if err := s.Configure(TTLConfig{DefaultTTL: 2, RefreshOnRead: false}); err != nil {
+		t.Fatal(err)
+	}
+	if s.RefreshOnRead() {
+		t.Fatal("RefreshOnRead ignores the configuration")
+	}
+	mustPut(t, s, []string{"d"}, "default", map[string]any{}, nil)
+	mustPut(t, s, []string{"d"}, "own", map[string]any{}, ptr(10.0))
+	checkIndex(t, db)
+	c.Advance(2 * time.Minute)
+	if mustGet(t, s, []string{"d"}, "default", false) != nil {
+		t.Fatal("an item without a ttl outlived the default ttl")
+	}
+	if mustGet(t, s, []string{"d"}, "own", false) == nil {
+		t.Fatal("an item with its own ttl expired at the default one")
+	}
+	if err := s.Configure(TTLConfig{DefaultTTL: -1}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Fatalf("negative default ttl: %v", err)
+	}
+	if New(db, nil).RefreshOnRead() != true {
+		t.Fatal("reads must refresh by default, as LangGraph's stores do")
 	}
 }

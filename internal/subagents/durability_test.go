@@ -11,17 +11,13 @@ import (
 
 	"agentserver/internal/agent"
 	"agentserver/internal/storage"
+	"agentserver/internal/testutil/testdb"
 	"agentserver/internal/tools"
 )
 
 func openDB(t *testing.T) *storage.DB {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return testdb.Open(t)
 }
 
 func putExecutions(t *testing.T, db *storage.DB, es ...storage.SubagentExecution) {

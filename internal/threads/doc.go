@@ -12,4 +12,12 @@
 //     with a conflict.
 //   - Each operation is one storage transaction: a failed update changes
 //     nothing.
+//   - A thread's TTL ({ttl: minutes, strategy}) runs out ttl minutes after
+//     its updated_at, so every write that moves updated_at restarts it.
+//     The sweeper (RunSweeper, SweepExpired) and Prune never touch a thread
+//     with a pending or running run: the check and the delete or prune are
+//     one transaction, so a run created concurrently either is seen or
+//     finds the thread gone.
+//   - keep_latest keeps exactly the newest checkpoint and moves updated_at
+//     to the prune time.
 package threads

@@ -213,3 +213,29 @@ func (s *Service) History(ctx context.Context, threadID uuid.UUID, q HistoryQuer
 	})
 	return out, err
 }
+
+// PatchStateMetadata merges metadata into the metadata of the thread's
+// newest checkpoint, in place: no checkpoint is added and the values do
+// not change. A thread without a checkpoint has no state to patch
+// (ErrNotFound); a busy thread refuses (ErrConflict).
+func (s *Service) PatchStateMetadata(ctx context.Context, threadID uuid.UUID, metadata map[string]any) error {
+	return s.db.Update(ctx, func(tx *storage.Tx) error {
+		th, err := tx.GetThread(threadID)
+		if err != nil {
+			return err
+		}
+		if th.Status == StatusBusy {
+			return fmt.Errorf("thread %s is busy: %w", threadID, errdefs.ErrConflict)
+		}
+		cp, err := tx.LatestCheckpoint(threadID)
+		if err != nil {
+			return fmt.Errorf("thread %s has no state to patch: %w", threadID, errdefs.ErrNotFound)
+		}
+		cp.Metadata = jsonx.Merge(cp.Metadata, metadata)
+		if err := tx.PutCheckpoint(cp); err != nil {
+			return err
+		}
+		th.UpdatedAt = s.now()
+		return tx.PutThread(th)
+	})
+}

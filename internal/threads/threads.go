@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,6 +29,10 @@ type Service struct {
 	db       *storage.DB
 	reducers *channels.Registry
 	now      func() time.Time
+	// ttl, log and deleted are set by Configure.
+	ttl     TTLConfig
+	log     *slog.Logger
+	deleted DeleteHook
 }
 
 // New returns a thread service over db whose state updates use reducers.
@@ -74,6 +79,9 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Thread, error) {
 	th := storage.Thread{
 		ThreadID: id, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now,
 		Metadata: jsonx.CloneMap(p.Metadata), Status: StatusIdle, TTL: p.TTL,
+	}
+	if th.TTL == nil {
+		th.TTL = s.defaultTTL()
 	}
 	if th.Metadata == nil {
 		th.Metadata = map[string]any{}

@@ -121,6 +121,36 @@ describe("thread CRUD", () => {
     assert.equal(u.metadata.x, 1);
   });
 
+  it("create and update store a keep_latest ttl", async () => {
+    const t = await client.threads.create({ ttl: { ttl: 60, strategy: "keep_latest" } });
+    const got = await client.threads.get(t.thread_id, { include: ["ttl"] });
+    assert.deepEqual(got.ttl, { ttl: 60, strategy: "keep_latest" });
+    await rejectsWithStatus(client.threads.update(t.thread_id, { ttl: { ttl: 5, strategy: "archive" } }), 422);
+  });
+
+  it("prune keeps the newest checkpoint or deletes threads", async () => {
+    const t = await client.threads.create({
+      supersteps: ["a", "b", "c"].map((v) => ({ updates: [{ values: { v }, asNode: "n" }] })),
+    });
+    const kept = await client.threads.prune([t.thread_id], { strategy: "keep_latest" });
+    assert.deepEqual(kept, { pruned_count: 1 });
+    const history = await client.threads.getHistory(t.thread_id, { limit: 10 });
+    assert.equal(history.length, 1);
+    assert.equal(history[0].values.v, "c");
+    assert.deepEqual(await client.threads.prune([t.thread_id]), { pruned_count: 1 });
+    await rejectsWithStatus(client.threads.get(t.thread_id), 404);
+  });
+
+  it("patchState merges metadata into the newest checkpoint", async () => {
+    const t = await client.threads.create({ supersteps: [{ updates: [{ values: { v: 1 }, asNode: "n" }] }] });
+    await client.threads.patchState(t.thread_id, { reviewed: true });
+    await client.threads.patchState({ configurable: { thread_id: t.thread_id } }, { by: "sdk" });
+    const state = await client.threads.getState(t.thread_id);
+    assert.equal(state.metadata.reviewed, true);
+    assert.equal(state.metadata.by, "sdk");
+    assert.deepEqual(state.values, { v: 1 });
+  });
+
   it("update merges metadata", async () => {
     const tag = uniqueTag("th");
     const t = await client.threads.create({ metadata: { tag, a: 1, keep: "yes" } });
