@@ -64,10 +64,10 @@ func TestDocsPageIsSelfContained(t *testing.T) {
 	for _, want := range []string{
 		`<h2>Threads</h2>`, `<h2>Thread Runs</h2>`, `<h2>Store</h2>`, // grouped by tag
 		`<code>/threads/{thread_id}/runs/wait</code>`, `Create a thread`, // operations with summaries
-		`<code>if_exists</code>`,                // a body property in the schemas
-		`<a href="#schema-ThreadCreate">`,       // request body schemas link to their section
-		`<code>limit</code>`,                    // a parameter
-		`href="openapi.json"`,                   // the contract
+		`<code>if_exists</code>`,          // a body property in the schemas
+		`<a href="#schema-ThreadCreate">`, // request body schemas link to their section
+		`<code>limit</code>`,              // a parameter
+		`href="openapi.json"`,             // the contract
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
