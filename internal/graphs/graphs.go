@@ -61,6 +61,10 @@ type Definition struct {
 // the definition of a spec-file graph is replaced when a Reloader reloads it.
 type Registry struct {
 	ids []string
+	// file is the langgraph.json the registry was loaded from ("" when it
+	// was built from definitions) and fileStamp its stamp before reading.
+	file      string
+	fileStamp fileStamp
 
 	mu   sync.RWMutex
 	defs map[string]*Definition
@@ -130,6 +134,7 @@ type SourceResolver func(id, path string) (*Definition, error)
 // registry of its graphs. resolve handles sources that are not built in; nil
 // accepts built-ins only.
 func Load(path string, resolve SourceResolver) (*Registry, error) {
+	stamp := stampOf(path)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
@@ -152,7 +157,12 @@ func Load(path string, resolve SourceResolver) (*Registry, error) {
 		}
 		defs = append(defs, d)
 	}
-	return NewRegistry(defs...)
+	r, err := NewRegistry(defs...)
+	if err != nil {
+		return nil, err
+	}
+	r.file, r.fileStamp = path, stamp
+	return r, nil
 }
 
 func resolveSource(dir, id, src string, resolve SourceResolver) (*Definition, error) {

@@ -31,7 +31,7 @@ func stampOf(path string) fileStamp {
 // A file that fails to compile leaves the old definition in place and is
 // reported by one error log line naming the file and the reason; it is tried
 // again when it changes again. The set of graphs (langgraph.json) is not
-// reloaded.
+// reloaded: a change to it is logged as a warning that asks for a restart.
 type Reloader struct {
 	reg     *Registry
 	resolve SourceResolver
@@ -40,12 +40,14 @@ type Reloader struct {
 	mu sync.Mutex // serialises checks, so a file is compiled by one at a time
 	// seen is the stamp of each spec graph's file when it was last read.
 	seen map[string]fileStamp
+	// configSeen is the stamp of langgraph.json when it was last looked at.
+	configSeen fileStamp
 }
 
 // NewReloader returns a Reloader of reg's spec-file graphs; resolve is the
 // resolver reg was loaded with.
 func NewReloader(reg *Registry, resolve SourceResolver, log *slog.Logger) *Reloader {
-	w := &Reloader{reg: reg, resolve: resolve, log: log, seen: map[string]fileStamp{}}
+	w := &Reloader{reg: reg, resolve: resolve, log: log, seen: map[string]fileStamp{}, configSeen: reg.fileStamp}
 	for _, d := range reg.specGraphs() {
 		w.seen[d.ID] = d.stamp
 	}
@@ -80,6 +82,7 @@ func (w *Reloader) ReloadAll() {
 func (w *Reloader) check(all bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.checkConfig()
 	for _, d := range w.reg.specGraphs() {
 		stamp := stampOf(d.File)
 		if !all && stamp == w.seen[d.ID] {
@@ -94,5 +97,17 @@ func (w *Reloader) check(all bool) {
 		w.seen[d.ID] = nd.stamp
 		w.reg.replace(nd)
 		w.log.Info("agent spec reloaded", "graph", d.ID, "file", d.File)
+	}
+}
+
+// checkConfig warns once per change that an edit of langgraph.json needs a
+// restart.
+func (w *Reloader) checkConfig() {
+	if w.reg.file == "" {
+		return
+	}
+	if stamp := stampOf(w.reg.file); stamp != w.configSeen {
+		w.configSeen = stamp
+		w.log.Warn("graph configuration changed; restart the server to apply it (agent spec files reload by themselves)", "file", w.reg.file)
 	}
 }
