@@ -72,9 +72,18 @@ func systemPrompt(r scripted.Request) string {
 	return ""
 }
 
-func inputTitle(t *testing.T, s *testutil.Server) any {
+// expectServed checks which version of the spec graph "agent" serves: a
+// new run's system prompt contains prompt and the assistant's input schema
+// is titled title.
+func expectServed(t *testing.T, s *testutil.Server, model *scripted.Server, prompt, title string) {
 	t.Helper()
-	return s.Must(200, "GET", "/assistants/agent/schemas", nil).Object(t)["input_schema"].(map[string]any)["title"]
+	if p := systemPromptOfNewRun(t, s, model); !strings.Contains(p, prompt) {
+		t.Fatalf("a new run got system prompt %q, want one containing %q", p, prompt)
+	}
+	schemas := s.Must(200, "GET", "/assistants/agent/schemas", nil).Object(t)
+	if got := schemas["input_schema"].(map[string]any)["title"]; got != title {
+		t.Fatalf("assistant input schema title %v, want %s", got, title)
+	}
 }
 
 func TestSpecEditReloadsForNewRunsOnly(t *testing.T) {
@@ -94,9 +103,7 @@ func TestSpecEditReloadsForNewRunsOnly(t *testing.T) {
 		return scripted.Text("done")
 	})
 	s, path, logs := reloadServer(t, reloadSpec(model, "You are the first version.", "One", "write_todos"))
-	if p := systemPromptOfNewRun(t, s, model); !strings.Contains(p, "first version") {
-		t.Fatalf("system prompt before the edit = %q", p)
-	}
+	expectServed(t, s, model, "first version", "One")
 
 	held := newThread(t, s)
 	run := s.Must(200, "POST", "/threads/"+held+"/runs", map[string]any{"assistant_id": "agent", "input": userInput("hold")}).Object(t)
@@ -108,12 +115,7 @@ func TestSpecEditReloadsForNewRunsOnly(t *testing.T) {
 
 	editSpec(t, path, reloadSpec(model, "You are version two, reloaded.", "Two", "write_todos"))
 	awaitLog(t, logs, "agent spec reloaded", 1)
-	if p := systemPromptOfNewRun(t, s, model); !strings.Contains(p, "version two") {
-		t.Fatalf("a run started after the reload got system prompt %q", p)
-	}
-	if title := inputTitle(t, s); title != "Two" {
-		t.Fatalf("assistant schemas after the reload: input title %v, want Two", title)
-	}
+	expectServed(t, s, model, "version two", "Two")
 
 	open()
 	s.Must(200, "GET", "/threads/"+held+"/runs/"+run["run_id"].(string)+"/join", nil)
@@ -140,12 +142,7 @@ func TestBrokenSpecEditKeepsTheOldSpec(t *testing.T) {
 
 	editSpec(t, path, reloadSpec(model, "You are a broken version.", "Broken", "write_todos, telepathy"))
 	awaitLog(t, logs, "agent spec not reloaded", 1)
-	if p := systemPromptOfNewRun(t, s, model); !strings.Contains(p, "first version") {
-		t.Fatalf("after a broken edit a new run got system prompt %q", p)
-	}
-	if title := inputTitle(t, s); title != "One" {
-		t.Fatalf("after a broken edit: input title %v, want One", title)
-	}
+	expectServed(t, s, model, "first version", "One")
 	line := lastLine(logs, "agent spec not reloaded")
 	for _, want := range []string{path, `tools[1]`, "telepathy"} {
 		if !strings.Contains(line, want) {
@@ -159,9 +156,7 @@ func TestBrokenSpecEditKeepsTheOldSpec(t *testing.T) {
 	// Fixing the file reloads it.
 	editSpec(t, path, reloadSpec(model, "You are the third version.", "Three", "write_todos"))
 	awaitLog(t, logs, "agent spec reloaded", 1)
-	if p := systemPromptOfNewRun(t, s, model); !strings.Contains(p, "third version") {
-		t.Fatalf("after fixing the spec a new run got system prompt %q", p)
-	}
+	expectServed(t, s, model, "third version", "Three")
 
 	// A reloaded spec is checked against the served graphs like at start-up.
 	editSpec(t, path, reloadSpec(model, "You are a supervisor.", "Four", "write_todos")+
@@ -170,9 +165,7 @@ func TestBrokenSpecEditKeepsTheOldSpec(t *testing.T) {
 	if !strings.Contains(lastLine(logs, "agent spec not reloaded"), `async subagent graph \"nowhere\" is not served`) {
 		t.Errorf("error line: %s", lastLine(logs, "agent spec not reloaded"))
 	}
-	if p := systemPromptOfNewRun(t, s, model); !strings.Contains(p, "third version") {
-		t.Fatalf("after a spec naming an unserved graph a new run got system prompt %q", p)
-	}
+	expectServed(t, s, model, "third version", "Three")
 }
 
 // lastLine returns the last log line containing msg.
