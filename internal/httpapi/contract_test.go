@@ -79,4 +79,14 @@ func TestDocsPageIsSelfContained(t *testing.T) {
 	if strings.Contains(strings.ToLower(page), "<script") {
 		t.Error("page needs JavaScript")
 	}
+	// Every link within the page has a target.
+	ids := map[string]bool{}
+	for _, m := range regexp.MustCompile(` id="([^"]+)"`).FindAllStringSubmatch(page, -1) {
+		ids[m[1]] = true
+	}
+	for _, m := range regexp.MustCompile(`href="#([^"]+)"`).FindAllStringSubmatch(page, -1) {
+		if !ids[m[1]] {
+			t.Errorf("link #%s has no target", m[1])
+		}
+	}
 }

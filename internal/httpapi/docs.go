@@ -275,6 +275,8 @@ func docsSchemas(doc *openapi3.T) []docsSchema {
 
 var docsTemplate = template.Must(template.New("docs").Funcs(template.FuncMap{
 	"lower": strings.ToLower,
+	// slug makes a tag name usable as an element id (no spaces).
+	"slug": func(s string) string { return strings.ReplaceAll(s, " ", "-") },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -293,7 +295,7 @@ var docsTemplate = template.Must(template.New("docs").Funcs(template.FuncMap{
 <h2>Contents</h2>
 <ul>
 {{- range .Tags}}
-<li><a href="#tag-{{.Name}}">{{.Name}}</a>
+<li><a href="#tag-{{slug .Name}}">{{.Name}}</a>
 <ul>{{range .Operations}}<li><a href="#op-{{.ID}}"><span class="m {{lower .Method}}">{{.Method}}</span> {{.Path}}</a></li>{{end}}</ul></li>
 {{- end}}
 <li><a href="#schemas">Schemas</a></li>
@@ -301,7 +303,7 @@ var docsTemplate = template.Must(template.New("docs").Funcs(template.FuncMap{
 </nav>
 <main>
 {{- range .Tags}}
-<section id="tag-{{.Name}}">
+<section id="tag-{{slug .Name}}">
 <h2>{{.Name}}</h2>
 {{- range .Operations}}
 <article id="op-{{.ID}}">
