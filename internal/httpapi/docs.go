@@ -33,7 +33,7 @@ var docsCSS string
 
 // registerContractRoutes adds GET /openapi.json and GET /docs.
 func registerContractRoutes(e *echo.Echo) error {
-	doc, err := api.GetSwagger()
+	doc, err := api.GetSpec()
 	if err != nil {
 		return fmt.Errorf("load embedded spec: %w", err)
 	}
