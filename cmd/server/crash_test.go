@@ -44,11 +44,18 @@ func freeAddr(t *testing.T) string {
 
 func startProcess(t *testing.T, bin, dataDir string) *serverProcess {
 	t.Helper()
-	addr := freeAddr(t)
 	graphs := filepath.Join(t.TempDir(), "langgraph.json")
 	if err := os.WriteFile(graphs, []byte(`{"graphs":{"echo":"builtin:echo"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return startProcessWith(t, bin, dataDir, graphs)
+}
+
+// startProcessWith starts the server on the langgraph.json at graphs and
+// waits until it answers /ok.
+func startProcessWith(t *testing.T, bin, dataDir, graphs string) *serverProcess {
+	t.Helper()
+	addr := freeAddr(t)
 	p := &serverProcess{url: "http://" + addr, logs: &bytes.Buffer{}}
 	p.cmd = exec.Command(bin, "--addr", addr, "--data-dir", dataDir, "--config", graphs)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs

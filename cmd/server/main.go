@@ -39,6 +39,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	stopReload := reloadOnHangup(srv, log) // before Start: a ready server handles SIGHUP
+	defer stopReload()
 	if err := srv.Start(); err != nil {
 		return errors.Join(err, srv.Shutdown(context.Background()))
 	}

@@ -8,6 +8,11 @@
 // variables are loaded into the process environment without overriding
 // variables already set.
 //
-// Invariants: a Registry is immutable after Load; graph ids are unique and
-// listed in sorted order.
+// A Reloader recompiles the graphs that come from agent spec files when a
+// file changes, replacing their definitions in the registry.
+//
+// Invariants: a Registry's graph ids are fixed by Load, unique and listed in
+// sorted order; a Definition is never modified once it is in a registry (a
+// reload installs a new one, so a run that holds the old one keeps it);
+// built-in graphs are never replaced.
 package graphs

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"agentserver/internal/graph"
 )
@@ -49,12 +50,24 @@ type Definition struct {
 	Edges         []Edge
 	// Graph is the executable graph.
 	Graph *graph.Graph
+	// File is the spec file the graph was compiled from (its source
+	// resolved against langgraph.json's directory); empty for built-ins.
+	File string
+	// stamp is File's size and modification time, taken before it was read.
+	stamp fileStamp
 }
 
-// Registry is the set of graphs the server serves.
+// Registry is the set of graphs the server serves. Its graph ids are fixed;
+// the definition of a spec-file graph is replaced when a Reloader reloads it.
 type Registry struct {
+	ids []string
+	// file is the langgraph.json the registry was loaded from ("" when it
+	// was built from definitions) and fileStamp its stamp before reading.
+	file      string
+	fileStamp fileStamp
+
+	mu   sync.RWMutex
 	defs map[string]*Definition
-	ids  []string
 }
 
 // NewRegistry builds a registry from definitions; ids must be unique.
@@ -71,10 +84,34 @@ func NewRegistry(defs ...*Definition) (*Registry, error) {
 	return r, nil
 }
 
-// Get returns the definition of a graph.
+// Get returns the current definition of a graph. A caller that keeps it
+// (a run) keeps that version across reloads.
 func (r *Registry) Get(id string) (*Definition, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	d, ok := r.defs[id]
 	return d, ok
+}
+
+// replace installs a new definition of a served graph.
+func (r *Registry) replace(d *Definition) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.defs[d.ID] = d
+}
+
+// specGraphs returns the current definitions of the graphs compiled from
+// spec files, in id order.
+func (r *Registry) specGraphs() []*Definition {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*Definition
+	for _, id := range r.ids {
+		if d := r.defs[id]; d.File != "" {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // IDs lists the graph ids in sorted order.
@@ -97,6 +134,7 @@ type SourceResolver func(id, path string) (*Definition, error)
 // registry of its graphs. resolve handles sources that are not built in; nil
 // accepts built-ins only.
 func Load(path string, resolve SourceResolver) (*Registry, error) {
+	stamp := stampOf(path)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
@@ -119,7 +157,12 @@ func Load(path string, resolve SourceResolver) (*Registry, error) {
 		}
 		defs = append(defs, d)
 	}
-	return NewRegistry(defs...)
+	r, err := NewRegistry(defs...)
+	if err != nil {
+		return nil, err
+	}
+	r.file, r.fileStamp = path, stamp
+	return r, nil
 }
 
 func resolveSource(dir, id, src string, resolve SourceResolver) (*Definition, error) {
@@ -139,11 +182,19 @@ func resolveSource(dir, id, src string, resolve SourceResolver) (*Definition, er
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(dir, path)
 	}
+	return compileSpec(id, src, path, resolve)
+}
+
+// compileSpec builds the graph id from the spec file at path, stamping the
+// file before it is read so that an edit made while reading is seen by the
+// next check.
+func compileSpec(id, src, path string, resolve SourceResolver) (*Definition, error) {
+	stamp := stampOf(path)
 	d, err := resolve(id, path)
 	if err != nil {
 		return nil, err
 	}
-	d.ID, d.Source = id, src
+	d.ID, d.Source, d.File, d.stamp = id, src, path, stamp
 	return d, nil
 }
 

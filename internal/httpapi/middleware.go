@@ -42,13 +42,17 @@ func cors() echo.MiddlewareFunc {
 	}
 }
 
-// apiKeyAuth requires x-api-key to equal key on every route but /ok. The
-// comparison takes constant time.
+// publicPaths answer without an API key: the liveness probe and the
+// contract (as the Python platform serves them).
+var publicPaths = map[string]bool{"/ok": true, "/openapi.json": true, "/docs": true}
+
+// apiKeyAuth requires x-api-key to equal key on every route but the public
+// ones. The comparison takes constant time.
 func apiKeyAuth(key string) echo.MiddlewareFunc {
 	want := []byte(key)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if key == "" || c.Request().URL.Path == "/ok" || c.Request().Method == http.MethodOptions {
+			if key == "" || publicPaths[c.Request().URL.Path] || c.Request().Method == http.MethodOptions {
 				return next(c)
 			}
 			got := []byte(c.Request().Header.Get("x-api-key"))

@@ -29,7 +29,8 @@ type Deps struct {
 	Store      *store.Service
 	Runs       *runs.Service
 	Log        *slog.Logger
-	// APIKey, when set, is required as x-api-key on every route but /ok.
+	// APIKey, when set, is required as x-api-key on every route but the
+	// public ones (/ok, /openapi.json, /docs).
 	APIKey string
 	// ThreadDeleted is told about a thread (its graph and last values)
 	// just before it is deleted.
@@ -71,6 +72,9 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(cors(), apiKeyAuth(d.APIKey), lenientJSON(), validator.middleware())
 	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
+	if err := registerContractRoutes(e); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 

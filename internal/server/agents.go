@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"agentserver/internal/agent"
 	"agentserver/internal/asynctasks"
@@ -24,8 +25,16 @@ import (
 type agentRuntime struct {
 	local    *asynctasks.Local
 	notifier *supervisor.Notifier
-	// localGraphs are graph ids async subagents expect on this server.
+	// localGraphs are graph ids async subagents expect on this server,
+	// collected while langgraph.json loads and checked once it has.
 	localGraphs map[string]string // graph id -> the spec that needs it
+	// served, set once the graphs are loaded, checks those ids directly
+	// when a spec is reloaded.
+	served func(graphID string) bool
+	// resolve compiles agent spec files; reloads use it too.
+	resolve graphs.SourceResolver
+
+	mu sync.Mutex // guards supervisors (a reload replaces one)
 	// supervisors are the supervisor middlewares by graph id.
 	supervisors map[string]*supervisor.Supervisor
 	// env is what task-tool subagents need from the server.
@@ -41,22 +50,42 @@ func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry
 	builtins := tools.Builtins(tools.Options{Shell: cfg.EnableShell})
 	rt.env = subagents.Env{DB: db, Models: models, Tools: builtins, Workspace: workspaces.Dir,
 		Admission: subagents.NewAdmission(cfg.MaxSubagents), Live: &subagents.Live{}, Shell: cfg.EnableShell}
-	reg, err := graphs.Load(cfg.GraphsFile, agent.Resolver(agent.Options{
+	rt.resolve = agent.Resolver(agent.Options{
 		Models:    models,
 		Tools:     builtins,
 		Workspace: workspaces.Dir,
 		Reducers:  reducers,
 		Extend:    rt.middlewaresFor,
-	}))
+	})
+	reg, err := graphs.Load(cfg.GraphsFile, rt.resolve)
 	if err != nil {
 		return nil, nil, err
 	}
 	for graph, spec := range rt.localGraphs {
 		if _, ok := reg.Get(graph); !ok {
-			return nil, nil, fmt.Errorf("%w: agent %q: async subagent graph %q is not served by this server (add it to langgraph.json or give the subagent a url)", graphs.ErrInvalidConfig, spec, graph)
+			return nil, nil, notServed(spec, graph)
 		}
 	}
+	rt.served = func(graphID string) bool { _, ok := reg.Get(graphID); return ok }
 	return reg, rt, nil
+}
+
+func notServed(spec, graph string) error {
+	return fmt.Errorf("%w: agent %q: async subagent graph %q is not served by this server (add it to langgraph.json or give the subagent a url)", graphs.ErrInvalidConfig, spec, graph)
+}
+
+// needLocalGraph records that spec runs graph as an in-process async
+// subagent: while langgraph.json loads the check waits for the whole set of
+// graphs; on a reload it is made at once.
+func (rt *agentRuntime) needLocalGraph(spec, graph string) error {
+	if rt.served == nil {
+		rt.localGraphs[graph] = spec
+		return nil
+	}
+	if !rt.served(graph) {
+		return notServed(spec, graph)
+	}
+	return nil
 }
 
 // middlewaresFor builds the middlewares of spec sections the agent package
@@ -82,13 +111,17 @@ func (rt *agentRuntime) middlewaresFor(graphID string, spec *agent.Spec) ([]agen
 // subagents: no url means this server (in-process), a url means HTTP.
 func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent.Middleware, error) {
 	if spec.AsyncSubagents == nil {
+		rt.setSupervisor(graphID, nil) // a reload may have removed them
 		return nil, nil
 	}
 	cfg := supervisor.Config{Prompt: spec.AsyncSystemPrompt, NotifyOnCompletion: spec.NotifyOnCompletion, CancelOnThreadDelete: spec.CancelTasksOnThreadDelete}
 	for _, a := range *spec.AsyncSubagents {
 		cfg.Subagents = append(cfg.Subagents, supervisor.Subagent{Name: a.Name, Description: a.Description, GraphID: a.GraphID, URL: a.URL, Headers: a.Headers})
-		if a.URL == "" {
-			rt.localGraphs[a.GraphID] = spec.Name
+		if a.URL != "" {
+			continue
+		}
+		if err := rt.needLocalGraph(spec.Name, a.GraphID); err != nil {
+			return nil, err
 		}
 	}
 	sup, err := supervisor.New(cfg, func(sub supervisor.Subagent) (asynctasks.Transport, error) {
@@ -100,13 +133,27 @@ func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent
 	if err != nil {
 		return nil, err
 	}
-	rt.supervisors[graphID] = sup
+	rt.setSupervisor(graphID, sup)
 	return []agent.Middleware{sup}, nil
+}
+
+// setSupervisor records the supervisor of a graph's current spec (nil: none).
+func (rt *agentRuntime) setSupervisor(graphID string, sup *supervisor.Supervisor) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if sup == nil {
+		delete(rt.supervisors, graphID)
+		return
+	}
+	rt.supervisors[graphID] = sup
 }
 
 // threadDeleted lets the supervisor of a deleted thread cancel its tasks.
 func (rt *agentRuntime) threadDeleted(ctx context.Context, graphID string, values map[string]any) {
-	if sup := rt.supervisors[graphID]; sup != nil {
+	rt.mu.Lock()
+	sup := rt.supervisors[graphID]
+	rt.mu.Unlock()
+	if sup != nil {
 		sup.ThreadDeleted(ctx, values)
 	}
 }

@@ -9,4 +9,9 @@
 // stop accepting and finish the other in-flight requests, stop background
 // workers (the store and thread TTL sweepers, the event broker) and wait
 // for them, then close storage (which commits every queued write first).
+//
+// Agent spec files are reloaded while the server runs: a background worker
+// checks them every Options.ReloadInterval, and ReloadGraphs (SIGHUP in the
+// command) reloads them at once. See graphs.Reloader for what a reload
+// changes and what it leaves alone.
 package server

@@ -40,7 +40,10 @@ type Server struct {
 	Runs       *runs.Service
 	Broker     *events.Broker
 
-	agents *agentRuntime
+	agents   *agentRuntime
+	reloader *graphs.Reloader
+	// reloadEvery is how often spec files are checked for changes.
+	reloadEvery time.Duration
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -56,7 +59,15 @@ type Server struct {
 type Options struct {
 	// NoSync turns off fsync on commit (never in production).
 	NoSync bool
+	// ReloadInterval is how often agent spec files are checked for
+	// changes: 0 means DefaultReloadInterval, a negative value never
+	// (ReloadGraphs still reloads them).
+	ReloadInterval time.Duration
 }
+
+// DefaultReloadInterval is how often agent spec files are checked for
+// changes; a check is one stat call per spec file.
+const DefaultReloadInterval = time.Second
 
 // New builds a server from cfg without listening yet.
 func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
@@ -78,7 +89,10 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 		db.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, db: db, Graphs: reg, Reducers: reducers}
+	s := &Server{cfg: cfg, log: log, db: db, Graphs: reg, Reducers: reducers, reloadEvery: opts.ReloadInterval}
+	if s.reloadEvery == 0 {
+		s.reloadEvery = DefaultReloadInterval
+	}
 	s.Threads = threads.New(db, s.Reducers)
 	s.Threads.Configure(threads.TTLConfig{Strategy: ttls.Threads.Strategy, DefaultTTL: ttls.Threads.DefaultTTL, SweepInterval: ttls.Threads.SweepInterval, SweepLimit: ttls.Threads.SweepLimit}, log, agents.threadDeleted)
 	s.Assistants = assistants.New(db, reg)
@@ -92,6 +106,7 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	agents.local.Bind(s.Threads, s.Runs)
 	agents.notifier.Bind(s.Threads, s.Runs)
 	s.agents = agents
+	s.reloader = graphs.NewReloader(reg, agents.resolve, log)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.Assistants.EnsureSystemAssistants(ctx); err != nil {
@@ -130,6 +145,13 @@ func (s *Server) Start() error {
 		defer s.bg.Done()
 		s.Broker.Run(bgCtx)
 	}()
+	if s.reloadEvery > 0 {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.reloader.Run(bgCtx, s.reloadEvery)
+		}()
+	}
 	if n, err := subagents.RecoverInterrupted(bgCtx, s.db); err != nil {
 		ln.Close()
 		return fmt.Errorf("recover subagents: %w", err)
@@ -155,6 +177,13 @@ func (s *Server) Start() error {
 	}()
 	s.log.Info("serving", "addr", ln.Addr().String(), "data_dir", s.cfg.DataDir, "graphs", s.Graphs.IDs())
 	return nil
+}
+
+// ReloadGraphs recompiles every graph served from an agent spec file now,
+// changed or not (the command calls it on SIGHUP). A spec that fails keeps
+// its previous version and is logged.
+func (s *Server) ReloadGraphs() {
+	s.reloader.ReloadAll()
 }
 
 // Addr is the address the server listens on (useful with port 0).

@@ -47,6 +47,9 @@ type Options struct {
 	Shell bool
 	// MaxSubagents is the task-tool admission limit (0: the default).
 	MaxSubagents int
+	// Log receives the server's log lines as text; nil discards them. The
+	// server writes from many goroutines: use a writer safe for that.
+	Log io.Writer
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
@@ -103,7 +106,11 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 	if opts.MaxSubagents > 0 {
 		cfg.MaxSubagents = opts.MaxSubagents
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	out := opts.Log
+	if out == nil {
+		out = io.Discard
+	}
+	log := slog.New(slog.NewTextHandler(out, nil))
 	return server.New(cfg, log, server.Options{NoSync: opts.NoSync})
 }
 
