@@ -179,9 +179,9 @@ func (s *Service) Cancel(ctx context.Context, threadID *uuid.UUID, runID uuid.UU
 }
 
 // endPending finishes a run that never started: its stream ends, thread
-// watchers and waiters hear of it, and its webhook fires (not for rollback,
-// which erases the run).
-func (s *Service) endPending(r storage.Run, rolledBack bool) {
+// watchers and waiters hear of it, and its webhook fires (not when the run
+// was erased: rolled back, or deleted with its thread).
+func (s *Service) endPending(r storage.Run, erased bool) {
 	s.sched.forget(r.ThreadID, r.RunID)
 	if l, ok := s.broker.Get(r.RunID); ok && !l.Closed() {
 		l.Append("end", json.RawMessage("null"))
@@ -189,27 +189,36 @@ func (s *Service) endPending(r storage.Run, rolledBack bool) {
 	done, _ := json.Marshal(map[string]any{"run_id": r.RunID.String(), "status": r.Status})
 	s.watchers.publish(r.ThreadID, "run_done", done)
 	s.settle(r, nil)
-	if hook, ok := r.Kwargs["webhook"].(string); ok && hook != "" && !rolledBack {
+	if hook, ok := r.Kwargs["webhook"].(string); ok && hook != "" && !erased {
 		s.sendWebhook(hook, r, nil)
 	}
 }
 
-// StopThreadRuns interrupts every pending or running run of a thread and
-// waits for them to end (before the thread is deleted).
-func (s *Service) StopThreadRuns(ctx context.Context, threadID uuid.UUID) error {
+// DeleteThread deletes a thread with its checkpoints and its runs in one
+// transaction, then stops the runs it had: pending ones end at once,
+// running ones have their context cancelled and, whatever they do next,
+// write nothing (their commits are fenced), so the thread, its runs and its
+// checkpoints stay deleted. Their streams and waiters get their end, as
+// interrupted; no webhook is sent for them.
+func (s *Service) DeleteThread(ctx context.Context, threadID uuid.UUID) error {
 	var active []storage.Run
-	err := s.db.View(func(tx *storage.Tx) error {
+	err := s.db.Update(ctx, func(tx *storage.Tx) error {
 		var err error
-		active, err = tx.ActiveThreadRuns(threadID)
-		return err
+		if active, err = tx.ActiveThreadRuns(threadID); err != nil {
+			return err
+		}
+		return tx.DeleteThread(threadID)
 	})
 	if err != nil {
 		return err
 	}
 	for _, r := range active {
-		if err := s.Cancel(ctx, &threadID, r.RunID, ActionInterrupt, true); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-			return err
+		if r.Status == storage.RunRunning {
+			s.cancelLive(r.RunID, ActionInterrupt)
+			continue
 		}
+		r.Status, r.UpdatedAt = storage.RunInterrupted, s.now()
+		s.endPending(r, true)
 	}
 	return nil
 }

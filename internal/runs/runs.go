@@ -50,6 +50,13 @@ type Options struct {
 	Workers int
 	// Retention is how long a finished run's result and events stay in memory.
 	Retention time.Duration
+	// Timeout ends a run that has been running this long with status
+	// timeout (0: no limit). It applies to each attempt.
+	Timeout time.Duration
+	// StopGrace is how long a cancelled or timed-out run may take to stop
+	// before the engine ends it without waiting and hands its thread to
+	// the next run (0: 10 s).
+	StopGrace time.Duration
 	// WebhookClient sends webhooks; nil uses a client with a 10 s timeout.
 	WebhookClient *http.Client
 	Log           *slog.Logger
@@ -104,6 +111,9 @@ func New(db *storage.DB, th *threads.Service, as *assistants.Service, reg *graph
 	}
 	if opts.Retention <= 0 {
 		opts.Retention = 10 * time.Minute
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = stopGrace
 	}
 	if opts.WebhookClient == nil {
 		opts.WebhookClient = &http.Client{Timeout: 10 * time.Second}

@@ -47,6 +47,9 @@ type Options struct {
 	Shell bool
 	// MaxSubagents is the task-tool admission limit (0: the default).
 	MaxSubagents int
+	// RunTimeout and RunStopGrace override the run engine's (0: the
+	// defaults).
+	RunTimeout, RunStopGrace time.Duration
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
@@ -100,6 +103,12 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 		cfg.Jobs = opts.Jobs
 	}
 	cfg.EnableShell = opts.Shell
+	if opts.RunTimeout > 0 {
+		cfg.RunTimeout = opts.RunTimeout
+	}
+	if opts.RunStopGrace > 0 {
+		cfg.RunStopGrace = opts.RunStopGrace
+	}
 	if opts.MaxSubagents > 0 {
 		cfg.MaxSubagents = opts.MaxSubagents
 	}
