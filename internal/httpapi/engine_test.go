@@ -2,7 +2,11 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,5 +127,98 @@ func TestDeleteBusyThreadWritesNothingBack(t *testing.T) {
 	}
 	if l := s.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t); len(l) != 0 {
 		t.Fatalf("the deleted thread got runs back: %v", l)
+	}
+}
+
+// hookRecorder is a webhook receiver that keeps the bodies it got.
+type hookRecorder struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies []map[string]any
+}
+
+func newHookRecorder(t *testing.T) *hookRecorder {
+	h := &hookRecorder{}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		h.mu.Lock()
+		h.bodies = append(h.bodies, body)
+		h.mu.Unlock()
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+// await returns the webhook body of a run once it has arrived.
+func (h *hookRecorder) await(t *testing.T, rid string) map[string]any {
+	t.Helper()
+	var got map[string]any
+	testutil.Eventually(t, 5*time.Second, "webhook of run "+rid, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, b := range h.bodies {
+			if b["run_id"] == rid {
+				got = b
+			}
+		}
+		return got != nil
+	})
+	return got
+}
+
+// streamUntilEnd reads an SSE response up to its end event and returns the
+// events by name, in order.
+func streamUntilEnd(t *testing.T, resp *http.Response) []testutil.SSEEvent {
+	t.Helper()
+	defer resp.Body.Close()
+	giveUp := time.AfterFunc(10*time.Second, func() { resp.Body.Close() })
+	defer giveUp.Stop()
+	rd := testutil.NewSSEReader(resp.Body)
+	var evs []testutil.SSEEvent
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			t.Fatalf("stream ended without end: %v (got %+v)", err, evs)
+		}
+		evs = append(evs, ev)
+		if ev.Event == "end" {
+			return evs
+		}
+	}
+}
+
+// A run that exceeds the run timeout ends with status timeout: its stream
+// gets a TimeoutError error event then end, /join answers __error__, the
+// thread becomes error and the webhook reports timeout. A node that
+// ignores its context times out too, once the stop grace has passed.
+func TestRunTimeout(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, RunTimeout: 300 * time.Millisecond, RunStopGrace: stopGrace})
+	hook := newHookRecorder(t)
+	for _, graphID := range []string{"gated", "stubborn"} {
+		tid := newThread(t, s)
+		gate := "timeout-" + tid
+		defer testutil.Release(gate)
+		resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": graphID, "input": map[string]any{"gate": gate}, "webhook": hook.URL}, nil)
+		rid := strings.TrimPrefix(resp.Header.Get("Content-Location"), "/threads/"+tid+"/runs/")
+		evs := streamUntilEnd(t, resp)
+		last := evs[len(evs)-2]
+		if last.Event != "error" || !strings.Contains(last.Raw, `"TimeoutError"`) {
+			t.Fatalf("%s: events before end: %+v", graphID, evs)
+		}
+		if st := runStatus(t, s, tid, rid); st != "timeout" {
+			t.Fatalf("%s: run status %s", graphID, st)
+		}
+		th := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)
+		if th["status"] != "error" {
+			t.Fatalf("%s: thread %v", graphID, th)
+		}
+		join := s.Must(200, "GET", "/threads/"+tid+"/runs/"+rid+"/join", nil).Object(t)
+		if e, _ := join["__error__"].(map[string]any); e["error"] != "TimeoutError" {
+			t.Fatalf("%s: join = %v", graphID, join)
+		}
+		if body := hook.await(t, rid); body["status"] != "timeout" || body["error"] == nil {
+			t.Fatalf("%s: webhook = %v", graphID, body)
+		}
 	}
 }
