@@ -222,3 +222,123 @@ func TestRunTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A temporary (stateless, on_completion=delete) run is visible while it
+// runs, and once it ended it is gone on every route, before and after a
+// restart; a join made while it ran still gets its values.
+func TestTemporaryRunIsGoneOnceEnded(t *testing.T) {
+	opts := testutil.Options{Graphs: testutil.TestGraphs, DataDir: t.TempDir()}
+	s := testutil.StartServer(t, opts)
+	gate := "temporary-" + t.Name()
+	run := s.Must(200, "POST", "/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)
+	rid := run["run_id"].(string)
+	s.Must(200, "GET", "/runs/"+rid, nil)
+	joined := make(chan testutil.Response, 1)
+	go func() { joined <- s.Do("GET", "/runs/"+rid+"/wait", nil) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := testutil.AwaitWaiters(ctx, gate, 1); err != nil {
+		t.Fatal(err)
+	}
+	s.Must(409, "DELETE", "/runs/"+rid, nil)
+	testutil.Release(gate)
+	if j := <-joined; j.Status != 200 || lastMessage(t, j.Object(t)["values"])["content"] != "released "+gate {
+		t.Fatalf("join made while the run ran: %d %s", j.Status, j.Raw)
+	}
+	gone := func(s *testutil.Server) {
+		t.Helper()
+		testutil.Eventually(t, 5*time.Second, "the ended temporary run to be gone", func() bool { return s.Do("GET", "/runs/"+rid, nil).Status == 404 })
+		for _, r := range [][2]string{{"GET", "/runs/" + rid + "/wait"}, {"GET", "/runs/" + rid + "/stream"}, {"DELETE", "/runs/" + rid}, {"GET", "/threads/" + run["thread_id"].(string) + "/runs/" + rid}} {
+			s.Must(404, r[0], r[1], nil)
+		}
+	}
+	gone(s)
+	gone(restart(t, s, opts))
+}
+
+// POST /runs/batch and POST /runs/cancel with run_ids are all or nothing:
+// when one item fails, no run is created or cancelled.
+func TestBatchAndCancelManyAreAtomic(t *testing.T) {
+	s := startRunsServer(t)
+	free, busy := newThread(t, s), newThread(t, s)
+	gate := "batch-" + busy
+	defer testutil.Release(gate)
+	s.Must(200, "POST", "/threads/"+busy+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}})
+	ok := map[string]any{"agent_id": "echo", "thread_id": free, "input": userInput("batched")}
+	for name, bad := range map[string]map[string]any{
+		"409 busy thread":    {"agent_id": "echo", "thread_id": busy, "multitask_strategy": "reject", "input": userInput("x")},
+		"404 missing thread": {"agent_id": "echo", "thread_id": "00000000-0000-7000-8000-000000000001", "input": userInput("x")},
+		"404 assistant":      {"assistant_id": "nope", "input": userInput("x")},
+	} {
+		r := s.Do("POST", "/runs/batch", []any{ok, bad})
+		if r.Status/100 != 4 {
+			t.Fatalf("%s: batch answered %d %s", name, r.Status, r.Raw)
+		}
+		if l := s.Must(200, "GET", "/threads/"+free+"/runs", nil).List(t); len(l) != 0 {
+			t.Fatalf("%s: the failed batch left %d runs", name, len(l))
+		}
+		if st := s.Must(200, "GET", "/threads/"+free, nil).Object(t)["status"]; st != "idle" {
+			t.Fatalf("%s: thread left %v", name, st)
+		}
+	}
+	if l := s.Must(200, "POST", "/runs/batch", []any{ok}).List(t); len(l) != 1 {
+		t.Fatalf("batch = %v", l)
+	}
+
+	later := s.Must(200, "POST", "/threads/"+free+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("later"), "after_seconds": 600}).Object(t)["run_id"].(string)
+	missing := "00000000-0000-7000-8000-000000000002"
+	s.Must(404, "POST", "/runs/cancel", map[string]any{"thread_id": free, "run_ids": []any{later, missing}})
+	if st := runStatus(t, s, free, later); st != "pending" {
+		t.Fatalf("a failed cancel left the run %s", st)
+	}
+	s.Must(204, "POST", "/runs/cancel", map[string]any{"thread_id": free, "run_ids": []any{later}})
+	waitStatus(t, s, free, later, "interrupted")
+}
+
+// A run cancelled or rolled back while still pending ends like any run: a
+// join of it ends with end, the thread stream gets its end and run_done,
+// and its webhook fires with status interrupted (not for a rollback, which
+// erases the run).
+func TestPendingRunCancelEndsItsStreams(t *testing.T) {
+	s := startRunsServer(t)
+	hook := newHookRecorder(t)
+	for _, how := range []string{"cancel", "cancel-rollback", "strategy-interrupt", "strategy-rollback"} {
+		tid := newThread(t, s)
+		thread := s.Stream("GET", "/threads/"+tid+"/stream", map[string]any{}, nil)
+		rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("later"), "after_seconds": 600, "webhook": hook.URL}).Object(t)["run_id"].(string)
+		join := s.Stream("GET", "/threads/"+tid+"/runs/"+rid+"/stream", nil, nil)
+		switch how {
+		case "cancel":
+			s.Must(202, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel", nil)
+		case "cancel-rollback":
+			s.Must(202, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?action=rollback", nil)
+		default:
+			s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("now"), "multitask_strategy": strings.TrimPrefix(how, "strategy-")})
+		}
+		streamUntilEnd(t, join)
+		var names []string
+		rd := testutil.NewSSEReader(thread.Body)
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				t.Fatalf("%s: thread stream ended: %v (got %v)", how, err, names)
+			}
+			names = append(names, ev.Event)
+			if ev.Event == "run_done" {
+				if !strings.Contains(ev.Raw, rid) || !strings.Contains(ev.Raw, `"interrupted"`) {
+					t.Fatalf("%s: run_done %s", how, ev.Raw)
+				}
+				break
+			}
+		}
+		thread.Body.Close()
+		if strings.Join(names, ",") != "metadata,end,run_done" {
+			t.Fatalf("%s: thread stream events %v", how, names)
+		}
+		if !strings.HasSuffix(how, "rollback") {
+			if body := hook.await(t, rid); body["status"] != "interrupted" {
+				t.Fatalf("%s: webhook %v", how, body)
+			}
+		}
+	}
+}
