@@ -342,3 +342,59 @@ func TestPendingRunCancelEndsItsStreams(t *testing.T) {
 		}
 	}
 }
+
+// A graceful restart in the middle of a run, with another run queued
+// behind it on the same thread, applies each run's input exactly once: the
+// interrupted run resumes from its own last checkpoint.
+func TestGracefulRestartAppliesInputsOnce(t *testing.T) {
+	opts := testutil.Options{Graphs: testutil.TestGraphs, DataDir: t.TempDir()}
+	s := testutil.StartServer(t, opts)
+	tid := newThread(t, s)
+	gate := "graceful-" + tid
+	first := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated",
+		"input": map[string]any{"gate": gate, "messages": []any{map[string]any{"role": "user", "content": "one"}}}}).Object(t)["run_id"].(string)
+	waitStatus(t, s, tid, first, "running")
+	second := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("two")}).Object(t)["run_id"].(string)
+	s = restart(t, s, opts)
+	if st := runStatus(t, s, tid, second); st != "pending" {
+		t.Fatalf("the queued run is %s after the restart", st)
+	}
+	testutil.Release(gate)
+	waitStatus(t, s, tid, second, "success")
+	if st := runStatus(t, s, tid, first); st != "success" {
+		t.Fatalf("the interrupted run is %s", st)
+	}
+	if got := strings.Join(contents(t, s, tid), "|"); got != "one|released "+gate+"|two|echo: two" {
+		t.Fatalf("messages after a graceful restart: %q", got)
+	}
+}
+
+// A run cancelled while it waits for a worker (every worker busy) ends at
+// once, and joins of it (made before or after the cancel) return.
+func TestJoinsOfRunCancelledWaitingForWorker(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, Jobs: 1})
+	busy, idle := newThread(t, s), newThread(t, s)
+	gate := "worker-" + busy
+	defer testutil.Release(gate)
+	blocker := s.Must(200, "POST", "/threads/"+busy+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)["run_id"].(string)
+	waitStatus(t, s, busy, blocker, "running")
+	queued := s.Must(200, "POST", "/threads/"+idle+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("x")}).Object(t)["run_id"].(string)
+	answers := make(chan testutil.Response, 2)
+	for _, path := range []string{"/threads/" + idle + "/runs/" + queued + "/join", "/runs/" + queued + "/wait"} {
+		go func() { answers <- s.Do("GET", path, nil) }()
+	}
+	s.Must(202, "POST", "/threads/"+idle+"/runs/"+queued+"/cancel", nil)
+	for range 2 {
+		select {
+		case a := <-answers:
+			if a.Status != 200 {
+				t.Fatalf("join: %d %s", a.Status, a.Raw)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a join of the cancelled run did not return")
+		}
+	}
+	if st := runStatus(t, s, idle, queued); st != "interrupted" {
+		t.Fatalf("run %s", st)
+	}
+}
