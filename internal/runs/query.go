@@ -113,19 +113,10 @@ func (s *Service) forgetOutcome(runID uuid.UUID) {
 // running run's context is cancelled with the action as cause. Cancelling a
 // finished run changes nothing. With wait, Cancel returns once the run ended.
 func (s *Service) Cancel(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID, action string, wait bool) error {
-	action, err := cancelAction(action)
+	done, err := s.cancelRuns(ctx, threadID, action, func(*storage.Tx) ([]uuid.UUID, error) { return []uuid.UUID{runID}, nil })
 	if err != nil {
 		return err
 	}
-	var c cancellation
-	err = s.db.Update(ctx, func(tx *storage.Tx) error {
-		c = cancellation{action: action}
-		return c.add(s, tx, threadID, runID)
-	})
-	if err != nil {
-		return err
-	}
-	done := s.applyCancellation(c)
 	if wait && len(done) == 1 {
 		select {
 		case <-done[0]:
@@ -134,6 +125,35 @@ func (s *Service) Cancel(ctx context.Context, threadID *uuid.UUID, runID uuid.UU
 		}
 	}
 	return nil
+}
+
+// cancelRuns cancels the runs pick lists, in one transaction (nothing is
+// cancelled when one is unknown, or of another thread when threadID is
+// set), then ends the pending ones and cancels the running ones. It
+// returns the channels that close when the running ones have ended.
+func (s *Service) cancelRuns(ctx context.Context, threadID *uuid.UUID, action string, pick func(*storage.Tx) ([]uuid.UUID, error)) ([]<-chan struct{}, error) {
+	action, err := cancelAction(action)
+	if err != nil {
+		return nil, err
+	}
+	var c cancellation
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		c = cancellation{action: action}
+		ids, err := pick(tx)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := c.add(s, tx, threadID, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.applyCancellation(c), nil
 }
 
 func cancelAction(action string) (string, error) {
@@ -275,32 +295,13 @@ func (s *Service) cancelLive(runID uuid.UUID, action string) <-chan struct{} {
 // (pending, running, or all), in one transaction: when one of runIDs is
 // unknown (or of another thread), nothing is cancelled.
 func (s *Service) CancelMany(ctx context.Context, threadID *uuid.UUID, runIDs []uuid.UUID, status, action string) error {
-	action, err := cancelAction(action)
-	if err != nil {
-		return err
-	}
-	var c cancellation
-	err = s.db.Update(ctx, func(tx *storage.Tx) error {
-		c = cancellation{action: action}
-		ids := runIDs
-		if len(ids) == 0 {
-			var err error
-			if ids, err = activeRunIDs(tx, threadID, status); err != nil {
-				return err
-			}
+	_, err := s.cancelRuns(ctx, threadID, action, func(tx *storage.Tx) ([]uuid.UUID, error) {
+		if len(runIDs) > 0 {
+			return runIDs, nil
 		}
-		for _, id := range ids {
-			if err := c.add(s, tx, threadID, id); err != nil {
-				return err
-			}
-		}
-		return nil
+		return activeRunIDs(tx, threadID, status)
 	})
-	if err != nil {
-		return err
-	}
-	s.applyCancellation(c)
-	return nil
+	return err
 }
 
 // activeRunIDs lists the pending and running runs with a status (pending,
