@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"agentserver/internal/testutil"
 )
 
@@ -229,7 +231,7 @@ func TestRunTimeout(t *testing.T) {
 func TestTemporaryRunIsGoneOnceEnded(t *testing.T) {
 	opts := testutil.Options{Graphs: testutil.TestGraphs, DataDir: t.TempDir()}
 	s := testutil.StartServer(t, opts)
-	gate := "temporary-" + t.Name()
+	gate := "temporary-" + uuid.NewString()
 	run := s.Must(200, "POST", "/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)
 	rid := run["run_id"].(string)
 	s.Must(200, "GET", "/runs/"+rid, nil)
