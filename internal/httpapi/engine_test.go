@@ -400,3 +400,21 @@ func TestJoinsOfRunCancelledWaitingForWorker(t *testing.T) {
 		t.Fatalf("run %s", st)
 	}
 }
+
+// A rollback requested after an interrupt on the same running run wins:
+// the run is deleted with its checkpoints once it stops.
+func TestRollbackAfterInterruptWins(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, RunStopGrace: time.Minute})
+	tid := newThread(t, s)
+	gate := "upgrade-" + tid
+	rid := startStubborn(t, s, tid, gate)
+	s.Must(202, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel", nil)
+	s.Must(202, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?action=rollback", nil)
+	testutil.Release(gate)
+	testutil.Eventually(t, 5*time.Second, "the run to be rolled back", func() bool {
+		return s.Do("GET", "/threads/"+tid+"/runs/"+rid, nil).Status == 404
+	})
+	if h := s.Must(200, "GET", "/threads/"+tid+"/history", nil).List(t); len(h) != 0 {
+		t.Fatalf("the rolled-back run left %d checkpoints", len(h))
+	}
+}

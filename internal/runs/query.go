@@ -291,6 +291,17 @@ func (s *Service) cancelLive(runID uuid.UUID, action string) <-chan struct{} {
 	return lr.done
 }
 
+// requestedAction is the strongest cancel action requested for a live run
+// ("" when none).
+func (s *Service) requestedAction(runID uuid.UUID) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lr := s.live[runID]; lr != nil {
+		return lr.action
+	}
+	return ""
+}
+
 // CancelMany cancels the given runs of a thread, or every run with a status
 // (pending, running, or all), in one transaction: when one of runIDs is
 // unknown (or of another thread), nothing is cancelled.

@@ -207,7 +207,7 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 		}
 		return
 	}
-	e := endingOf(cause, runErr)
+	e := s.endingOf(run.RunID, cause, runErr)
 	e.checkpoints, e.final, e.finalCheckpoint = encoded, encodedFinal, sink.final
 	if runErr != nil && e.status == storage.RunError {
 		s.log.Warn("run failed", "run_id", run.RunID, "thread_id", run.ThreadID, "err", runErr)
@@ -239,8 +239,10 @@ type ending struct {
 }
 
 // endingOf maps how a run stopped (its context's cause and the executor's
-// error) to its end status.
-func endingOf(cause, runErr error) ending {
+// error) to its end status. A cancelled run is rolled back when a rollback
+// was requested, even after an interrupt (the context keeps the first
+// cause only).
+func (s *Service) endingOf(runID uuid.UUID, cause, runErr error) ending {
 	var cc *cancelCause
 	var tc *timeoutCause
 	switch {
@@ -249,7 +251,7 @@ func endingOf(cause, runErr error) ending {
 	case errors.As(cause, &tc):
 		return ending{status: storage.RunTimeout, errName: "TimeoutError", errText: tc.Error()}
 	case errors.As(cause, &cc):
-		return ending{status: storage.RunInterrupted, rollback: cc.action == ActionRollback}
+		return ending{status: storage.RunInterrupted, rollback: cc.action == ActionRollback || s.requestedAction(runID) == ActionRollback}
 	}
 	return ending{status: storage.RunError, errName: errorName(runErr), errText: runErr.Error()}
 }
@@ -384,7 +386,7 @@ func (s *Service) abandon(run storage.Run, sink *runSink, cause error, release f
 		s.log.Error("encode checkpoints", "run_id", run.RunID, "err", err)
 		encoded = nil
 	}
-	e := endingOf(cause, cause)
+	e := s.endingOf(run.RunID, cause, cause)
 	e.checkpoints = encoded
 	s.endRun(run, sink, e)
 	release()
