@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +39,21 @@ func getJSON(t *testing.T, c *http.Client, url string, out any) int {
 // that every accepted run ends success and that its effect (one echo reply)
 // appears exactly once in its thread.
 func TestKill9MidRunsEveryRunFinishesOnce(t *testing.T) {
+	stopMidRuns(t, syscall.SIGKILL)
+}
+
+// A graceful stop (SIGTERM) in the middle of runs puts the running ones back
+// in the queue; after the restart each run's input and reply are in its
+// thread exactly once.
+func TestGracefulStopMidRunsAppliesEveryInputOnce(t *testing.T) {
+	stopMidRuns(t, syscall.SIGTERM)
+}
+
+// stopMidRuns queues runs on several threads, stops the server with sig
+// half way through, restarts it on the same data directory, and requires
+// every accepted run to end success with its input and its reply exactly
+// once in its thread.
+func stopMidRuns(t *testing.T, sig syscall.Signal) {
 	if testing.Short() {
 		t.Skip("builds and runs the server binary")
 	}
@@ -73,7 +87,7 @@ func TestKill9MidRunsEveryRunFinishesOnce(t *testing.T) {
 			runs = append(runs, accepted{tid, run["run_id"].(string), text})
 			if len(runs) == nThreads*perThread/2 {
 				// Half the runs are queued and the first are executing.
-				p.cmd.Process.Signal(syscall.SIGKILL)
+				p.cmd.Process.Signal(sig)
 				p.cmd.Wait()
 				killed = true
 				break
@@ -105,16 +119,13 @@ func TestKill9MidRunsEveryRunFinishesOnce(t *testing.T) {
 		getJSON(t, client, p2.url+"/threads/"+tid+"/state", &state)
 		counts := map[string]int{}
 		for _, m := range state["values"].(map[string]any)["messages"].([]any) {
-			c := m.(map[string]any)["content"].(string)
-			if strings.HasPrefix(c, "echo: ") {
-				counts[strings.TrimPrefix(c, "echo: ")]++
-			}
+			counts[m.(map[string]any)["content"].(string)]++
 		}
 		for _, r := range runs {
-			if r.thread == tid && counts[r.text] != 1 {
-				t.Fatalf("run %s (%s) left %d replies in its thread, want exactly 1", r.run, r.text, counts[r.text])
+			if r.thread == tid && (counts[r.text] != 1 || counts["echo: "+r.text] != 1) {
+				t.Fatalf("run %s (%s) left %d inputs and %d replies in its thread, want exactly 1 of each", r.run, r.text, counts[r.text], counts["echo: "+r.text])
 			}
 		}
 	}
-	t.Logf("%d runs accepted before the kill, all finished exactly once", len(runs))
+	t.Logf("%d runs accepted before %v, all finished exactly once", len(runs), sig)
 }

@@ -38,6 +38,12 @@ type Config struct {
 	// StreamRetention is how long a finished run's stream events (and, for
 	// resumable streams, their stored copy) stay available to joins.
 	StreamRetention time.Duration
+	// RunTimeout ends a run that has run this long with status timeout
+	// (0: no limit). The default is LangGraph Platform's, one hour.
+	RunTimeout time.Duration
+	// RunStopGrace is how long a cancelled or timed-out run may take to
+	// stop before it is ended without waiting and its thread moves on.
+	RunStopGrace time.Duration
 }
 
 // Default returns the configuration used when nothing is set.
@@ -51,6 +57,8 @@ func Default() Config {
 		ShutdownTimeout: 10 * time.Second,
 		StreamRetention: 10 * time.Minute,
 		MaxSubagents:    32,
+		RunTimeout:      time.Hour,
+		RunStopGrace:    10 * time.Second,
 	}
 }
 
@@ -73,6 +81,11 @@ const (
 	EnvLogLevel = "AGENTSERVER_LOG_LEVEL"
 	EnvShell    = "AGENTSERVER_ENABLE_SHELL"
 	EnvMaxSub   = "AGENTSERVER_MAX_SUBAGENTS"
+	// EnvRunTimeout takes a duration ("90s") or a number of seconds.
+	EnvRunTimeout = "AGENTSERVER_RUN_TIMEOUT"
+	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
+	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
+	EnvBGJobTimeout = "BG_JOB_TIMEOUT_SECS"
 )
 
 // Parse reads args (without the program name) with getenv as the fallback.
@@ -117,6 +130,17 @@ func Parse(args []string, getenv func(string) string, stderr io.Writer) (Config,
 	}
 	fs.IntVar(&c.MaxSubagents, "max-subagents", c.MaxSubagents, fmt.Sprintf("task-tool subagents running at once; more wait in line (env %s)", EnvMaxSub))
 	fs.DurationVar(&c.StreamRetention, "stream-retention", c.StreamRetention, "how long a finished run's stream events stay joinable")
+	for _, env := range []string{EnvBGJobTimeout, EnvRunTimeout} {
+		if v := getenv(env); v != "" {
+			d, err := parseSeconds(v)
+			if err != nil {
+				return c, fmt.Errorf("%s=%q: %w", env, v, err)
+			}
+			c.RunTimeout = d
+		}
+	}
+	fs.DurationVar(&c.RunTimeout, "run-timeout", c.RunTimeout, fmt.Sprintf("end runs that take longer with status timeout; 0: no limit (env %s, or %s in seconds)", EnvRunTimeout, EnvBGJobTimeout))
+	fs.DurationVar(&c.RunStopGrace, "run-stop-grace", c.RunStopGrace, "how long a cancelled or timed-out run may take to stop before its thread moves on")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -155,5 +179,26 @@ func (c Config) Validate() error {
 	if c.StreamRetention <= 0 {
 		errs = append(errs, errors.New("stream-retention must be positive"))
 	}
+	if c.RunTimeout < 0 {
+		errs = append(errs, errors.New("run-timeout must not be negative"))
+	}
+	if c.RunStopGrace <= 0 {
+		errs = append(errs, errors.New("run-stop-grace must be positive"))
+	}
 	return errors.Join(errs...)
+}
+
+// parseSeconds reads a duration ("90s", "1h") or a number of seconds.
+func parseSeconds(v string) (time.Duration, error) {
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs < 0 {
+			return 0, errors.New("must not be negative")
+		}
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, errors.New("not a duration or a number of seconds")
+	}
+	return d, nil
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParsePrecedence(t *testing.T) {
@@ -37,5 +38,32 @@ func TestParseRejects(t *testing.T) {
 		if _, err := Parse(args, func(string) string { return "" }, io.Discard); err == nil {
 			t.Errorf("%s: accepted", strings.Join(args, " "))
 		}
+	}
+}
+
+func TestParseRunTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want time.Duration
+	}{
+		{nil, nil, time.Hour},
+		{map[string]string{EnvBGJobTimeout: "90"}, nil, 90 * time.Second},
+		{map[string]string{EnvBGJobTimeout: "90", EnvRunTimeout: "2m"}, nil, 2 * time.Minute},
+		{map[string]string{EnvRunTimeout: "1.5"}, nil, 1500 * time.Millisecond},
+		{map[string]string{EnvRunTimeout: "2m"}, []string{"--run-timeout", "0"}, 0},
+	} {
+		c, err := Parse(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+		if err != nil || c.RunTimeout != tc.want {
+			t.Errorf("env %v args %v: %v, %v; want %v", tc.env, tc.args, c.RunTimeout, err, tc.want)
+		}
+	}
+	for _, v := range []string{"soon", "-5"} {
+		if _, err := Parse(nil, func(k string) string { return map[string]string{EnvBGJobTimeout: v}[k] }, io.Discard); err == nil {
+			t.Errorf("%s=%q accepted", EnvBGJobTimeout, v)
+		}
+	}
+	if _, err := Parse([]string{"--run-stop-grace", "0s"}, func(string) string { return "" }, io.Discard); err == nil {
+		t.Error("a zero stop grace was accepted")
 	}
 }

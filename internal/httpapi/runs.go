@@ -260,12 +260,12 @@ func (h *Handler) CreateRunBatch(ctx context.Context, req api.CreateRunBatchRequ
 		}
 		params = append(params, p)
 	}
-	out := make([]api.Run, 0, len(params))
-	for i, p := range params {
-		r, err := h.runs.Create(ctx, p)
-		if err != nil {
-			return nil, fmt.Errorf("batch item %d: %w", i, err)
-		}
+	created, err := h.runs.CreateBatch(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Run, 0, len(created))
+	for _, r := range created {
 		out = append(out, toAPIRun(r, false))
 	}
 	return api.CreateRunBatch200JSONResponse(out), nil

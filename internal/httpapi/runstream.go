@@ -265,7 +265,7 @@ func waitBody(run storage.Run, values map[string]any, apShape bool) any {
 		}
 		return out
 	}
-	if run.Status == storage.RunError {
+	if run.Status == storage.RunError || run.Status == storage.RunTimeout {
 		name := run.ErrorName
 		if name == "" {
 			name = "Error"

@@ -121,19 +121,16 @@ func (h *Handler) DeleteThread(ctx context.Context, req api.DeleteThreadRequestO
 	return api.DeleteThread204Response{}, nil
 }
 
-// deleteThread stops the thread's runs, then deletes it with its runs and
-// checkpoints, so that no run writes into a deleted thread.
+// deleteThread deletes a thread with its runs and checkpoints and stops the
+// runs it had; none of them writes into the deleted thread afterwards.
 func (h *Handler) deleteThread(ctx context.Context, id uuid.UUID) error {
-	if err := h.runs.StopThreadRuns(ctx, id); err != nil {
-		return err
-	}
 	if h.onDelete != nil {
 		if th, err := h.threads.Get(ctx, id); err == nil {
 			graph, _ := th.Metadata["graph_id"].(string)
 			h.onDelete(ctx, graph, th.Values)
 		}
 	}
-	return h.threads.Delete(ctx, id)
+	return h.runs.DeleteThread(ctx, id)
 }
 
 // CopyThread implements POST /threads/{thread_id}/copy.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/google/uuid"
+
 	"agentserver/internal/storage"
 )
 
@@ -21,6 +23,9 @@ import (
 // order, so the last commit lands after it (in the same batch or the next).
 type checkpointWriter struct {
 	db *storage.DB
+	// run is the run whose checkpoints these are: a commit writes nothing
+	// once the run no longer owns its thread (storage.Tx.RunIsActive).
+	run uuid.UUID
 	// enc encodes every checkpoint of the run, first in the background
 	// commits, then (after drain) for the run's last commit.
 	enc storage.CheckpointEncoder
@@ -91,6 +96,9 @@ func (w *checkpointWriter) submitNext() (*storage.Write, error) {
 		return nil, err
 	}
 	return w.db.Submit(context.Background(), func(tx *storage.Tx) error {
+		if !tx.RunIsActive(w.run) {
+			return nil // fenced: the run lost its thread
+		}
 		return putEncoded(tx, encoded)
 	})
 }

@@ -14,13 +14,9 @@ import (
 // the background commits took, and the rest written by the caller after
 // drain, with the newest last.
 func TestCheckpointWriterLosesNothing(t *testing.T) {
-	db, err := storage.Open(t.TempDir(), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := openDB(t)
 	thread := uuid.Must(uuid.NewV7())
-	w := checkpointWriter{db: db}
+	w := checkpointWriter{db: db, run: putRun(t, db, thread, storage.RunRunning)}
 	const n = 300
 	var ids []uuid.UUID
 	msgs := []any{}
@@ -60,6 +56,55 @@ func TestCheckpointWriterLosesNothing(t *testing.T) {
 			}
 		}
 		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openDB opens a store in a temporary directory, closed when the test ends.
+func openDB(t *testing.T) *storage.DB {
+	t.Helper()
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// putRun stores a run of thread with a status and returns its id.
+func putRun(t *testing.T, db *storage.DB, thread uuid.UUID, status string) uuid.UUID {
+	t.Helper()
+	run := storage.Run{RunID: uuid.Must(uuid.NewV7()), ThreadID: thread, Status: status}
+	if err := db.Update(context.Background(), func(tx *storage.Tx) error { return tx.PutRun(run) }); err != nil {
+		t.Fatal(err)
+	}
+	return run.RunID
+}
+
+// A run that no longer owns its thread (it ended, or was deleted with its
+// thread) has its background commits dropped.
+func TestCheckpointWriterFenced(t *testing.T) {
+	db := openDB(t)
+	thread := uuid.Must(uuid.NewV7())
+	for _, status := range []string{storage.RunInterrupted, storage.RunTimeout, "deleted"} {
+		w := checkpointWriter{db: db, run: uuid.Must(uuid.NewV7())}
+		if status != "deleted" {
+			w.run = putRun(t, db, thread, status)
+		}
+		w.add(storage.Checkpoint{ThreadID: thread, CheckpointID: uuid.Must(uuid.NewV7()), Values: map[string]any{}})
+		w.drain()
+		if err := w.settled(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := db.View(func(tx *storage.Tx) error {
+		all, err := tx.ListCheckpoints(thread, nil, 0, nil)
+		if len(all) != 0 {
+			t.Fatalf("%d checkpoints written by runs that lost their thread", len(all))
+		}
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)

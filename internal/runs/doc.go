@@ -9,6 +9,8 @@
 //	   │                  │
 //	   └─cancel/interrupt─┴──▶ interrupted (rollback: the run and its checkpoints are deleted)
 //
+// A running run ends timeout when it runs longer than Options.Timeout.
+//
 // # Invariants
 //
 //   - Every run is a record in bbolt before its creation is acknowledged; a
@@ -30,6 +32,22 @@
 //     it has used MaxAttempts. Pending runs stay queued.
 //   - Producers never wait for stream consumers: events go to the run's log
 //     (package events), which subscribers read at their own pace.
+//   - Fencing: a run owns its thread while its record is pending or
+//     running. Every transaction that writes a run's checkpoints or its end
+//     first checks, in that transaction, that the run still owns its
+//     thread (storage.Tx.RunIsActive), and writes nothing otherwise; so a
+//     run ended by the engine, rolled back, or deleted with its thread
+//     never writes after its successor started.
+//   - A run cancelled on purpose (cancel, a multitask strategy, its
+//     timeout) that has not stopped after Options.StopGrace is ended by the
+//     engine (abandon): its end is committed, its thread and worker slot go
+//     to the next run, and what its goroutine does later is fenced. Exactly
+//     one of the run's finish and abandon ends it (runSink.claimEnd).
+//   - Deleting a thread (DeleteThread) deletes it with its runs first and
+//     then stops them, without waiting.
+//   - Every run that ends, pending or running, sends end and run_done and
+//     wakes its waiters; its webhook fires unless it was erased (rolled
+//     back, or deleted with its thread).
 //   - A run's intermediate checkpoints are committed in the background, at
 //     most one commit in flight per run (checkpointWriter); the run's last
 //     commit is queued after it, so it lands after every earlier checkpoint

@@ -58,13 +58,9 @@ func (s *Service) Get(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID)
 		run = r
 		return nil
 	})
-	if errors.Is(err, errdefs.ErrNotFound) {
-		if o := s.outcomeOf(runID); o != nil && o.run.Temporary && (threadID == nil || o.run.ThreadID == *threadID) {
-			// A temporary run whose thread was deleted stays visible while
-			// its outcome is retained.
-			return o.run, nil
-		}
-	}
+	// A temporary run is deleted with its thread when it ends, as on
+	// LangGraph Platform: from then on it is not found, although waiters
+	// that joined it before still get its outcome (Wait).
 	return run, err
 }
 
@@ -117,60 +113,13 @@ func (s *Service) forgetOutcome(runID uuid.UUID) {
 // running run's context is cancelled with the action as cause. Cancelling a
 // finished run changes nothing. With wait, Cancel returns once the run ended.
 func (s *Service) Cancel(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID, action string, wait bool) error {
-	if action == "" {
-		action = ActionInterrupt
-	}
-	if action != ActionInterrupt && action != ActionRollback {
-		return fmt.Errorf("action must be interrupt or rollback, got %q: %w", action, errdefs.ErrInvalid)
-	}
-	var settled *storage.Run
-	var running bool
-	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		settled, running = nil, false
-		r, err := tx.GetRun(runID)
-		if err != nil {
-			return err
-		}
-		if threadID != nil && r.ThreadID != *threadID {
-			return runNotFound(runID)
-		}
-		switch r.Status {
-		case storage.RunRunning:
-			running = true
-			return nil
-		case storage.RunPending:
-		default:
-			return nil // finished: nothing to do
-		}
-		r.UpdatedAt = s.now()
-		r.Status = storage.RunInterrupted
-		if action == ActionRollback {
-			if err := tx.DeleteRun(runID); err != nil {
-				return err
-			}
-		} else if err := tx.PutRun(r); err != nil {
-			return err
-		}
-		settled = &r
-		if r.Temporary {
-			return tx.DeleteThread(r.ThreadID)
-		}
-		return s.settleThread(tx, r.ThreadID, r, false) // not a success: paused is not consulted
-	})
+	done, err := s.cancelRuns(ctx, threadID, action, func(*storage.Tx) ([]uuid.UUID, error) { return []uuid.UUID{runID}, nil })
 	if err != nil {
 		return err
 	}
-	if settled != nil {
-		s.endPending(*settled, action == ActionRollback)
-		return nil
-	}
-	if !running {
-		return nil
-	}
-	done := s.cancelLive(runID, action)
-	if wait && done != nil {
+	if wait && len(done) == 1 {
 		select {
-		case <-done:
+		case <-done[0]:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -178,38 +127,148 @@ func (s *Service) Cancel(ctx context.Context, threadID *uuid.UUID, runID uuid.UU
 	return nil
 }
 
-// endPending finishes a run that never started: its stream ends, thread
-// watchers and waiters hear of it, and its webhook fires (not for rollback,
-// which erases the run).
-func (s *Service) endPending(r storage.Run, rolledBack bool) {
-	s.sched.forget(r.ThreadID, r.RunID)
-	if l, ok := s.broker.Get(r.RunID); ok && !l.Closed() {
-		l.Append("end", json.RawMessage("null"))
+// cancelRuns cancels the runs pick lists, in one transaction (nothing is
+// cancelled when one is unknown, or of another thread when threadID is
+// set), then ends the pending ones and cancels the running ones. It
+// returns the channels that close when the running ones have ended.
+func (s *Service) cancelRuns(ctx context.Context, threadID *uuid.UUID, action string, pick func(*storage.Tx) ([]uuid.UUID, error)) ([]<-chan struct{}, error) {
+	action, err := cancelAction(action)
+	if err != nil {
+		return nil, err
 	}
+	var c cancellation
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		c = cancellation{action: action}
+		ids, err := pick(tx)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := c.add(s, tx, threadID, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.applyCancellation(c), nil
+}
+
+func cancelAction(action string) (string, error) {
+	switch action {
+	case "":
+		return ActionInterrupt, nil
+	case ActionInterrupt, ActionRollback:
+		return action, nil
+	}
+	return "", fmt.Errorf("action must be interrupt or rollback, got %q: %w", action, errdefs.ErrInvalid)
+}
+
+// cancellation collects, in one transaction, the runs a cancel request
+// stops: pending runs it ended in storage, running runs whose context is
+// to be cancelled once it has committed.
+type cancellation struct {
+	action  string
+	settled []storage.Run
+	running []uuid.UUID
+}
+
+// add cancels one run in tx. With threadID set, a run of another thread is
+// not found.
+func (c *cancellation) add(s *Service, tx *storage.Tx, threadID *uuid.UUID, runID uuid.UUID) error {
+	r, err := tx.GetRun(runID)
+	if err != nil {
+		return err
+	}
+	if threadID != nil && r.ThreadID != *threadID {
+		return runNotFound(runID)
+	}
+	switch r.Status {
+	case storage.RunRunning:
+		c.running = append(c.running, runID)
+		return nil
+	case storage.RunPending:
+	default:
+		return nil // finished: nothing to do
+	}
+	r.UpdatedAt = s.now()
+	r.Status = storage.RunInterrupted
+	if c.action == ActionRollback {
+		err = tx.DeleteRun(runID)
+	} else {
+		err = tx.PutRun(r)
+	}
+	if err != nil {
+		return err
+	}
+	c.settled = append(c.settled, r)
+	if r.Temporary {
+		return tx.DeleteThread(r.ThreadID)
+	}
+	return s.settleThread(tx, r.ThreadID, r, false) // not a success: paused is not consulted
+}
+
+// applyCancellation follows a committed cancellation: pending runs get
+// their end, running ones have their context cancelled. It returns the
+// channels that close when the running ones have ended.
+func (s *Service) applyCancellation(c cancellation) []<-chan struct{} {
+	for _, r := range c.settled {
+		s.endPending(r, c.action == ActionRollback)
+	}
+	var done []<-chan struct{}
+	for _, id := range c.running {
+		if ch := s.cancelLive(id, c.action); ch != nil {
+			done = append(done, ch)
+		}
+	}
+	return done
+}
+
+// endPending finishes a run that never started: its stream ends, thread
+// watchers and waiters hear of it, and its webhook fires (not when the run
+// was erased: rolled back, or deleted with its thread).
+func (s *Service) endPending(r storage.Run, erased bool) {
+	s.sched.forget(r.ThreadID, r.RunID)
+	end := json.RawMessage("null")
+	if l, ok := s.broker.Get(r.RunID); ok && !l.Closed() {
+		l.Append("end", end)
+	}
+	s.watchers.publish(r.ThreadID, "end", end)
 	done, _ := json.Marshal(map[string]any{"run_id": r.RunID.String(), "status": r.Status})
 	s.watchers.publish(r.ThreadID, "run_done", done)
 	s.settle(r, nil)
-	if hook, ok := r.Kwargs["webhook"].(string); ok && hook != "" && !rolledBack {
+	if hook, ok := r.Kwargs["webhook"].(string); ok && hook != "" && !erased {
 		s.sendWebhook(hook, r, nil)
 	}
 }
 
-// StopThreadRuns interrupts every pending or running run of a thread and
-// waits for them to end (before the thread is deleted).
-func (s *Service) StopThreadRuns(ctx context.Context, threadID uuid.UUID) error {
+// DeleteThread deletes a thread with its checkpoints and its runs in one
+// transaction, then stops the runs it had: pending ones end at once,
+// running ones have their context cancelled and, whatever they do next,
+// write nothing (their commits are fenced), so the thread, its runs and its
+// checkpoints stay deleted. Their streams and waiters get their end, as
+// interrupted; no webhook is sent for them.
+func (s *Service) DeleteThread(ctx context.Context, threadID uuid.UUID) error {
 	var active []storage.Run
-	err := s.db.View(func(tx *storage.Tx) error {
+	err := s.db.Update(ctx, func(tx *storage.Tx) error {
 		var err error
-		active, err = tx.ActiveThreadRuns(threadID)
-		return err
+		if active, err = tx.ActiveThreadRuns(threadID); err != nil {
+			return err
+		}
+		return tx.DeleteThread(threadID)
 	})
 	if err != nil {
 		return err
 	}
 	for _, r := range active {
-		if err := s.Cancel(ctx, &threadID, r.RunID, ActionInterrupt, true); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-			return err
+		if r.Status == storage.RunRunning {
+			s.cancelLive(r.RunID, ActionInterrupt)
+			continue
 		}
+		r.Status, r.UpdatedAt = storage.RunInterrupted, s.now()
+		s.endPending(r, true)
 	}
 	return nil
 }
@@ -232,34 +291,44 @@ func (s *Service) cancelLive(runID uuid.UUID, action string) <-chan struct{} {
 	return lr.done
 }
 
+// requestedAction is the strongest cancel action requested for a live run
+// ("" when none).
+func (s *Service) requestedAction(runID uuid.UUID) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lr := s.live[runID]; lr != nil {
+		return lr.action
+	}
+	return ""
+}
+
 // CancelMany cancels the given runs of a thread, or every run with a status
-// (pending, running, or all).
+// (pending, running, or all), in one transaction: when one of runIDs is
+// unknown (or of another thread), nothing is cancelled.
 func (s *Service) CancelMany(ctx context.Context, threadID *uuid.UUID, runIDs []uuid.UUID, status, action string) error {
-	if len(runIDs) > 0 {
-		for _, id := range runIDs {
-			if err := s.Cancel(ctx, threadID, id, action, false); err != nil {
-				return err
-			}
+	_, err := s.cancelRuns(ctx, threadID, action, func(tx *storage.Tx) ([]uuid.UUID, error) {
+		if len(runIDs) > 0 {
+			return runIDs, nil
 		}
-		return nil
-	}
-	var targets []storage.Run
-	err := s.db.View(func(tx *storage.Tx) error {
-		active, err := tx.ActiveRuns()
-		targets = active
-		return err
+		return activeRunIDs(tx, threadID, status)
 	})
+	return err
+}
+
+// activeRunIDs lists the pending and running runs with a status (pending,
+// running, or all), of one thread when threadID is set.
+func activeRunIDs(tx *storage.Tx, threadID *uuid.UUID, status string) ([]uuid.UUID, error) {
+	active, err := tx.ActiveRuns()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, r := range targets {
+	var ids []uuid.UUID
+	for _, r := range active {
 		if (status == "all" || status == r.Status) && (threadID == nil || *threadID == r.ThreadID) {
-			if err := s.Cancel(ctx, nil, r.RunID, action, false); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-				return err
-			}
+			ids = append(ids, r.RunID)
 		}
 	}
-	return nil
+	return ids, nil
 }
 
 // Wait blocks until a run has ended and returns it with its final values.

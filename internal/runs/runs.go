@@ -50,6 +50,13 @@ type Options struct {
 	Workers int
 	// Retention is how long a finished run's result and events stay in memory.
 	Retention time.Duration
+	// Timeout ends a run that has been running this long with status
+	// timeout (0: no limit). It applies to each attempt.
+	Timeout time.Duration
+	// StopGrace is how long a cancelled or timed-out run may take to stop
+	// before the engine ends it without waiting and hands its thread to
+	// the next run (0: 10 s).
+	StopGrace time.Duration
 	// WebhookClient sends webhooks; nil uses a client with a 10 s timeout.
 	WebhookClient *http.Client
 	Log           *slog.Logger
@@ -105,6 +112,9 @@ func New(db *storage.DB, th *threads.Service, as *assistants.Service, reg *graph
 	if opts.Retention <= 0 {
 		opts.Retention = 10 * time.Minute
 	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = stopGrace
+	}
 	if opts.WebhookClient == nil {
 		opts.WebhookClient = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -153,15 +163,85 @@ type CreateParams struct {
 // Create validates and stores a run, applies the multitask strategy and
 // queues it. It returns once the run is durable.
 func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, error) {
-	if p.Assistant == "" {
-		return storage.Run{}, fmt.Errorf("assistant_id is required: %w", errdefs.ErrInvalid)
-	}
-	asst, err := s.assistants.Get(ctx, p.Assistant)
+	c, err := s.prepare(ctx, p)
 	if err != nil {
 		return storage.Run{}, err
 	}
+	// A run whose thread is idle starts in the same commit that creates it
+	// when a worker is free, saving one durable write per run.
+	claimed := !c.run.NotBefore.After(c.run.CreatedAt) && s.sched.claim(c.run.ThreadID)
+	err = s.db.Update(ctx, func(tx *storage.Tx) error { return c.apply(tx, claimed) })
+	if err != nil {
+		if claimed {
+			s.sched.release(c.run.ThreadID)
+		}
+		return storage.Run{}, err
+	}
+	if claimed && !c.startNow {
+		s.sched.release(c.run.ThreadID)
+	}
+	return s.launch(c), nil
+}
+
+// CreateBatch creates several runs all or nothing: every item is checked
+// first, then all are stored in one transaction; if one fails (its
+// assistant or thread is unknown, its thread refuses it), none is created.
+// The error names the failing item by its index.
+func (s *Service) CreateBatch(ctx context.Context, ps []CreateParams) ([]storage.Run, error) {
+	cs := make([]*creation, len(ps))
+	for i, p := range ps {
+		c, err := s.prepare(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("batch item %d: %w", i, err)
+		}
+		cs[i] = c
+	}
+	err := s.db.Update(ctx, func(tx *storage.Tx) error {
+		for i, c := range cs {
+			if err := c.apply(tx, false); err != nil {
+				return fmt.Errorf("batch item %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]storage.Run, len(cs))
+	for i, c := range cs {
+		out[i] = s.launch(c)
+	}
+	return out, nil
+}
+
+// creation is a run being created: built and checked by prepare, stored by
+// apply, announced and queued by launch.
+type creation struct {
+	p        CreateParams
+	asst     assistants.Assistant
+	run      storage.Run
+	config   map[string]any
+	strategy string
+
+	// Set by apply: runs of the thread to cancel once committed, pending
+	// runs it ended, and whether the run was stored as running.
+	cancelIDs []uuid.UUID
+	ended     []storage.Run
+	startNow  bool
+}
+
+// prepare checks a run's parameters and builds its record, reading but not
+// writing storage.
+func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error) {
+	if p.Assistant == "" {
+		return nil, fmt.Errorf("assistant_id is required: %w", errdefs.ErrInvalid)
+	}
+	asst, err := s.assistants.Get(ctx, p.Assistant)
+	if err != nil {
+		return nil, err
+	}
 	if _, ok := s.graphs.Get(asst.GraphID); !ok {
-		return storage.Run{}, fmt.Errorf("graph %q of assistant %s is not served: %w", asst.GraphID, asst.AssistantID, errdefs.ErrNotFound)
+		return nil, fmt.Errorf("graph %q of assistant %s is not served: %w", asst.GraphID, asst.AssistantID, errdefs.ErrNotFound)
 	}
 	strategy := p.MultitaskStrategy
 	if strategy == "" {
@@ -169,7 +249,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 	}
 	modes, err := normalizeModes(p.StreamModes)
 	if err != nil {
-		return storage.Run{}, err
+		return nil, err
 	}
 	now := s.now()
 	run := storage.Run{
@@ -177,8 +257,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 		CreatedAt: now, UpdatedAt: now, Status: storage.RunPending, MultitaskStrategy: strategy,
 		NotBefore: now.Add(time.Duration(p.AfterSeconds * float64(time.Second))),
 	}
-	stateless := p.ThreadID == nil
-	if stateless {
+	if p.ThreadID == nil {
 		id := uuid.Must(uuid.NewV7())
 		p.ThreadID = &id
 		p.IfNotExists = "create"
@@ -204,113 +283,126 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 	if p.CheckpointID != nil {
 		run.Kwargs["checkpoint_id"] = p.CheckpointID.String()
 	}
-	var cancelIDs []uuid.UUID
-	var ended []storage.Run
-	// A run whose thread is idle starts in the same commit that creates it
-	// when a worker is free, saving one durable write per run.
-	claimed := !run.NotBefore.After(now) && s.sched.claim(run.ThreadID)
-	startNow := false
-	err = s.db.Update(ctx, func(tx *storage.Tx) error {
-		cancelIDs, ended, startNow = nil, nil, false
-		run.Status, run.Attempt, run.StartedAt = storage.RunPending, 0, nil
-		th, err := tx.GetThread(run.ThreadID)
-		switch {
-		case err == nil:
-		case p.IfNotExists == "create":
-			th = storage.Thread{ThreadID: run.ThreadID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Metadata: jsonx.CloneMap(p.Metadata)}
-			if th.Metadata == nil {
-				th.Metadata = map[string]any{}
-			}
-		default:
+	return &creation{p: p, asst: asst, run: run, config: config, strategy: strategy}, nil
+}
+
+// apply stores the run in tx and applies its multitask strategy. With
+// claimed (a worker slot and the thread are reserved), a run whose thread
+// has nothing in flight is stored as running. It may run more than once
+// (group commit) and resets what it sets.
+func (c *creation) apply(tx *storage.Tx, claimed bool) error {
+	p, run := c.p, &c.run
+	now := run.CreatedAt
+	c.cancelIDs, c.ended, c.startNow = nil, nil, false
+	run.Status, run.Attempt, run.StartedAt = storage.RunPending, 0, nil
+	th, err := tx.GetThread(run.ThreadID)
+	switch {
+	case err == nil:
+	case p.IfNotExists == "create":
+		th = storage.Thread{ThreadID: run.ThreadID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Metadata: jsonx.CloneMap(p.Metadata)}
+		if th.Metadata == nil {
+			th.Metadata = map[string]any{}
+		}
+	default:
+		return err
+	}
+	if p.CheckpointID != nil {
+		if _, err := tx.GetCheckpoint(run.ThreadID, *p.CheckpointID); err != nil {
 			return err
 		}
-		if p.CheckpointID != nil {
-			if _, err := tx.GetCheckpoint(run.ThreadID, *p.CheckpointID); err != nil {
-				return err
-			}
+	}
+	inflight, err := tx.ActiveThreadRuns(run.ThreadID)
+	if err != nil {
+		return err
+	}
+	if len(inflight) > 0 && !run.Stateless {
+		if err := c.applyStrategy(tx, inflight); err != nil {
+			return err
 		}
-		inflight, err := tx.ActiveThreadRuns(run.ThreadID)
+	}
+	if claimed && len(inflight) == 0 {
+		c.startNow = true
+		started := now
+		run.Status, run.Attempt, run.StartedAt = storage.RunRunning, 1, &started
+	}
+	run.Metadata = jsonx.Merge(jsonx.Merge(c.asst.Metadata, th.Metadata), p.Metadata)
+	th.Metadata = jsonx.Merge(th.Metadata, map[string]any{"graph_id": c.asst.GraphID, "assistant_id": c.asst.AssistantID.String()})
+	th.Status = threads.StatusBusy
+	th.UpdatedAt = now
+	th.Config = c.config
+	if err := tx.PutThread(th); err != nil {
+		return err
+	}
+	return tx.PutRun(*run)
+}
+
+// applyStrategy applies the multitask strategy to the runs in flight on
+// the run's thread: reject refuses the run; interrupt and rollback end the
+// pending ones here and mark the running ones to be cancelled.
+func (c *creation) applyStrategy(tx *storage.Tx, inflight []storage.Run) error {
+	switch c.strategy {
+	case StrategyReject:
+		return fmt.Errorf("thread %s is busy with run %s; choose another multitask strategy or wait: %w", c.run.ThreadID, inflight[0].RunID, errdefs.ErrConflict)
+	case StrategyInterrupt, StrategyRollback:
+	default:
+		return nil
+	}
+	for _, r := range inflight {
+		if r.Status == storage.RunRunning {
+			c.cancelIDs = append(c.cancelIDs, r.RunID)
+			continue
+		}
+		// A pending run never started: it ends here (a rollback erases it).
+		r.Status, r.UpdatedAt = storage.RunInterrupted, c.run.CreatedAt
+		var err error
+		if c.strategy == StrategyRollback {
+			err = tx.DeleteRun(r.RunID)
+		} else {
+			err = tx.PutRun(r)
+		}
 		if err != nil {
 			return err
 		}
-		if len(inflight) > 0 && !stateless {
-			switch strategy {
-			case StrategyReject:
-				return fmt.Errorf("thread %s is busy with run %s; choose another multitask strategy or wait: %w", run.ThreadID, inflight[0].RunID, errdefs.ErrConflict)
-			case StrategyInterrupt, StrategyRollback:
-				for _, r := range inflight {
-					if r.Status == storage.RunRunning {
-						cancelIDs = append(cancelIDs, r.RunID)
-						continue
-					}
-					// A pending run never started: settle it here.
-					if strategy == StrategyRollback {
-						if err := tx.DeleteRun(r.RunID); err != nil {
-							return err
-						}
-					} else {
-						r.Status, r.UpdatedAt = storage.RunInterrupted, now
-						if err := tx.PutRun(r); err != nil {
-							return err
-						}
-					}
-					ended = append(ended, r)
-				}
-			}
-		}
-		if claimed && len(inflight) == 0 {
-			startNow = true
-			started := now
-			run.Status, run.Attempt, run.StartedAt = storage.RunRunning, 1, &started
-		}
-		run.Metadata = jsonx.Merge(jsonx.Merge(asst.Metadata, th.Metadata), p.Metadata)
-		th.Metadata = jsonx.Merge(th.Metadata, map[string]any{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID.String()})
-		th.Status = threads.StatusBusy
-		th.UpdatedAt = now
-		th.Config = config
-		if err := tx.PutThread(th); err != nil {
-			return err
-		}
-		return tx.PutRun(run)
-	})
-	if err != nil {
-		if claimed {
-			s.sched.release(run.ThreadID)
-		}
-		return storage.Run{}, err
+		c.ended = append(c.ended, r)
 	}
-	if claimed && !startNow {
-		s.sched.release(run.ThreadID)
-	}
-	for _, r := range ended {
-		s.endPending(r, strategy == StrategyRollback)
+	return nil
+}
+
+// launch follows a committed creation: the runs it superseded end or are
+// cancelled, the run's stream opens with its metadata event, and the run
+// is queued (or started, when it was stored as running). It returns the
+// run as clients are told about it.
+func (s *Service) launch(c *creation) storage.Run {
+	run := c.run
+	for _, r := range c.ended {
+		s.endPending(r, c.strategy == StrategyRollback)
 	}
 	action := ActionInterrupt
-	if strategy == StrategyRollback {
+	if c.strategy == StrategyRollback {
 		action = ActionRollback
 	}
-	for _, id := range cancelIDs {
+	for _, id := range c.cancelIDs {
 		s.cancelLive(id, action)
 	}
 	// The metadata event goes out with the creation, so a streaming client
 	// hears back at once even when the run waits in its thread's queue.
-	log := s.broker.Open(run.RunID, p.StreamResumable)
+	log := s.broker.Open(run.RunID, c.p.StreamResumable)
 	meta := metadataEvent(run.RunID, run.ThreadID, 1)
 	log.Append("metadata", meta)
 	s.watchers.publish(run.ThreadID, "metadata", meta)
-	s.track(run.RunID, p.Streamed)
-	if startNow {
-		if !s.sched.startClaimed(run) {
-			s.sched.release(run.ThreadID) // shutting down: recovery restarts it
-		}
-		// Clients are told about the run as created, like on LangGraph
-		// Platform: pending, even when it started in the same commit.
-		created := run
-		created.Status, created.Attempt, created.StartedAt = storage.RunPending, 0, nil
-		return created, nil
+	s.track(run.RunID, c.p.Streamed)
+	if !c.startNow {
+		s.sched.enqueue(run)
+		return run
 	}
-	s.sched.enqueue(run)
-	return run, nil
+	if !s.sched.startClaimed(run) {
+		s.sched.release(run.ThreadID) // shutting down: recovery restarts it
+	}
+	// Clients are told about the run as created, like on LangGraph
+	// Platform: pending, even when it started in the same commit.
+	created := run
+	created.Status, created.Attempt, created.StartedAt = storage.RunPending, 0, nil
+	return created
 }
 
 // Start recovers the runs left by the previous process and lets workers

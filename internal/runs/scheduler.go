@@ -128,11 +128,19 @@ func (q *scheduler) work(r storage.Run) {
 	defer q.s.wg.Done()
 	select {
 	case q.slots <- struct{}{}:
-		q.s.execute(r, false)
-		<-q.slots
+		q.s.execute(r, false, q.releaser(r.ThreadID))
 	case <-q.s.ctx.Done():
+		q.done(r.ThreadID)
 	}
-	q.done(r.ThreadID)
+}
+
+// releaser returns the function that gives back a started run's worker
+// slot and thread, once.
+func (q *scheduler) releaser(thread uuid.UUID) func() {
+	return sync.OnceFunc(func() {
+		<-q.slots
+		q.done(thread)
+	})
 }
 
 // claim reserves a worker slot and a thread for a run about to be created
@@ -174,9 +182,7 @@ func (q *scheduler) startClaimed(r storage.Run) bool {
 	q.mu.Unlock()
 	go func() {
 		defer q.s.wg.Done()
-		q.s.execute(r, true)
-		<-q.slots
-		q.done(r.ThreadID)
+		q.s.execute(r, true, q.releaser(r.ThreadID))
 	}()
 	return true
 }

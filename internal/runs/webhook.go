@@ -24,7 +24,7 @@ func (s *Service) sendWebhook(url string, run storage.Run, values map[string]any
 		"run_started_at": run.StartedAt, "run_ended_at": run.EndedAt, "webhook_sent_at": s.now(),
 		"values": values,
 	}
-	if run.Status == storage.RunError {
+	if run.Error != "" {
 		payload["error"] = run.Error
 	}
 	body, err := json.Marshal(payload)

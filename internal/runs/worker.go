@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -27,8 +29,22 @@ func (c *cancelCause) Error() string { return "run cancelled (" + c.action + ")"
 // errShutdown is the cause of run contexts cancelled by Shutdown.
 var errShutdown = errors.New("server shutting down")
 
-// execute runs one run to its end. It is called by the scheduler on a worker.
-func (s *Service) execute(queued storage.Run, started bool) {
+// timeoutCause is the cause of a run context cancelled because the run
+// exceeded Options.Timeout. It matches context.DeadlineExceeded.
+type timeoutCause struct{ after time.Duration }
+
+func (c *timeoutCause) Error() string {
+	return fmt.Sprintf("run exceeded its timeout of %s", c.after)
+}
+
+func (c *timeoutCause) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// execute runs one run to its end. It is called by the scheduler on a
+// worker; release hands the worker slot and the thread back to the
+// scheduler (it may be called early, when the run is abandoned, and runs
+// once).
+func (s *Service) execute(queued storage.Run, started bool, release func()) {
+	defer release()
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	defer cancel(nil)
 	s.mu.Lock()
@@ -55,6 +71,14 @@ func (s *Service) execute(queued storage.Run, started bool) {
 	log := s.broker.Open(run.RunID, boolOf(run.Kwargs["resumable"]))
 	sink := newRunSink(s, run, log)
 	sink.streamed = lr.streamed
+	if s.opts.Timeout > 0 {
+		timer := time.AfterFunc(s.opts.Timeout, func() { cancel(&timeoutCause{s.opts.Timeout}) })
+		defer timer.Stop()
+	}
+	// Registered after cancel(nil) is deferred, so it is stopped first: a
+	// run that returns on its own is never abandoned.
+	unwatch := context.AfterFunc(ctx, func() { s.superviseStop(ctx, run, sink, release) })
+	defer unwatch()
 	if run.Attempt > 1 || log.LastSeq() == 0 {
 		// A retry (or a run whose log was lost with the process) announces
 		// its attempt; a first attempt announced itself at creation.
@@ -152,7 +176,16 @@ func (s *Service) input(run storage.Run) (graph.Input, error) {
 
 // finish records how the run ended, settles its thread and tells everyone.
 func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, res graph.Result, runErr error) {
-	unwritten := append(sink.checkpoints.drain(), sink.pending...)
+	if !sink.claimEnd() {
+		// The engine ended the run when it did not stop in time; what the
+		// run did since is dropped.
+		sink.checkpoints.drain()
+		if err := sink.checkpoints.settled(); err != nil {
+			s.log.Error("write intermediate checkpoints", "run_id", run.RunID, "thread_id", run.ThreadID, "err", err)
+		}
+		return
+	}
+	unwritten := sink.handedOver()
 	if sink.final != nil {
 		unwritten = append(unwritten, *sink.final)
 	}
@@ -174,76 +207,71 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 		}
 		return
 	}
+	e := s.endingOf(run.RunID, cause, runErr)
+	e.checkpoints, e.final, e.finalCheckpoint = encoded, encodedFinal, sink.final
+	if runErr != nil && e.status == storage.RunError {
+		s.log.Warn("run failed", "run_id", run.RunID, "thread_id", run.ThreadID, "err", runErr)
+	}
+	if res.Values != nil && e.status == storage.RunSuccess {
+		e.values = res.Values
+		if ints := pendingInterrupts(sink.final); len(ints) > 0 {
+			// As on LangGraph Platform, the final values of a paused run
+			// carry what it waits for.
+			e.values = jsonx.Merge(e.values, map[string]any{"__interrupt__": ints})
+		}
+	}
+	s.endRun(run, sink, e)
+}
+
+// ending is how a run ends and what its last commit writes.
+type ending struct {
+	status   string
+	rollback bool
+	// errName and errText describe an error or a timeout.
+	errName, errText string
+	// checkpoints are the intermediate checkpoints still unwritten; final
+	// is the encoded last checkpoint (not written when the run failed),
+	// finalCheckpoint the same, decoded.
+	checkpoints, final []storage.EncodedCheckpoint
+	finalCheckpoint    *storage.Checkpoint
+	// values are the run's final values when it succeeded.
+	values map[string]any
+}
+
+// endingOf maps how a run stopped (its context's cause and the executor's
+// error) to its end status. A cancelled run is rolled back when a rollback
+// was requested, even after an interrupt (the context keeps the first
+// cause only).
+func (s *Service) endingOf(runID uuid.UUID, cause, runErr error) ending {
+	var cc *cancelCause
+	var tc *timeoutCause
+	switch {
+	case runErr == nil:
+		return ending{status: storage.RunSuccess}
+	case errors.As(cause, &tc):
+		return ending{status: storage.RunTimeout, errName: "TimeoutError", errText: tc.Error()}
+	case errors.As(cause, &cc):
+		return ending{status: storage.RunInterrupted, rollback: cc.action == ActionRollback || s.requestedAction(runID) == ActionRollback}
+	}
+	return ending{status: storage.RunError, errName: errorName(runErr), errText: runErr.Error()}
+}
+
+// endRun commits a run's end and tells its stream, its thread's stream, its
+// waiters and its webhook.
+func (s *Service) endRun(run storage.Run, sink *runSink, e ending) {
 	now := s.now()
 	run.UpdatedAt, run.EndedAt = now, &now
+	run.Status, run.ErrorName, run.Error = e.status, e.errName, e.errText
 	if extra := sink.outcomeMetadata(); len(extra) > 0 {
 		run.Metadata = jsonx.Merge(run.Metadata, extra)
 		if u, ok := extra["usage"].(map[string]any); ok {
 			run.Usage = u
 		}
 	}
-	var cc *cancelCause
-	rollback := false
-	switch {
-	case runErr == nil:
-		run.Status = storage.RunSuccess
-	case errors.As(cause, &cc):
-		run.Status = storage.RunInterrupted
-		rollback = cc.action == ActionRollback
-	default:
-		run.Status = storage.RunError
-		run.ErrorName, run.Error = errorName(runErr), runErr.Error()
-	}
-	if runErr != nil && run.Status == storage.RunError {
+	if e.errName != "" {
 		sink.emitRaw("error", map[string]any{"error": run.ErrorName, "message": run.Error})
 	}
-	var values map[string]any
-	err = s.db.Update(context.Background(), func(tx *storage.Tx) error {
-		values = nil
-		if run.Temporary {
-			// The thread goes with its runs and checkpoints: nothing to write.
-			if sink.final != nil {
-				values = sink.final.Values
-			}
-			if err := tx.DeleteThread(run.ThreadID); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-				return err
-			}
-			return nil
-		}
-		if rollback {
-			if err := tx.DeleteRunCheckpoints(run.ThreadID, run.RunID); err != nil {
-				return err
-			}
-			if err := tx.DeleteRun(run.RunID); err != nil {
-				return err
-			}
-		} else {
-			if err := putEncoded(tx, encoded); err != nil {
-				return err
-			}
-			if run.Status == storage.RunInterrupted {
-				if err := s.closeDanglingToolCalls(tx, run); err != nil {
-					return err
-				}
-			}
-			if run.Status != storage.RunError {
-				if err := putEncoded(tx, encodedFinal); err != nil {
-					return err
-				}
-			}
-			if err := tx.PutRun(run); err != nil {
-				return err
-			}
-		}
-		// A checkpoint that cannot be read does not keep the run from
-		// ending: the thread then settles as if it had none.
-		latest, _ := latestCheckpoint(tx, run.ThreadID, sink.final)
-		paused := false
-		if latest != nil {
-			values, paused = latest.Values, len(latest.Next) > 0
-		}
-		return s.settleThread(tx, run.ThreadID, run, paused)
-	})
+	values, fenced, err := s.commitEnd(run, e)
 	if err != nil {
 		s.log.Error("finish run", "run_id", run.RunID, "thread_id", run.ThreadID, "err", err)
 	}
@@ -252,24 +280,116 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 		// only some of its intermediate history is missing.
 		s.log.Error("write intermediate checkpoints", "run_id", run.RunID, "thread_id", run.ThreadID, "err", err)
 	}
-	if runErr != nil && run.Status == storage.RunError {
-		s.log.Warn("run failed", "run_id", run.RunID, "thread_id", run.ThreadID, "err", runErr)
-	}
-	if res.Values != nil && run.Status == storage.RunSuccess {
-		values = res.Values
-		if ints := pendingInterrupts(sink.final); len(ints) > 0 {
-			// As on LangGraph Platform, the final values of a paused run
-			// carry what it waits for.
-			values = jsonx.Merge(values, map[string]any{"__interrupt__": ints})
-		}
+	if e.values != nil {
+		values = e.values
 	}
 	sink.emitRaw("end", nil)
 	done, _ := json.Marshal(map[string]any{"run_id": run.RunID.String(), "status": run.Status})
 	s.watchers.publish(run.ThreadID, "run_done", done)
 	s.settle(run, values)
-	if hook, ok := run.Kwargs["webhook"].(string); ok && hook != "" && !rollback {
+	if hook, ok := run.Kwargs["webhook"].(string); ok && hook != "" && !e.rollback && !fenced {
 		s.sendWebhook(hook, run, values)
 	}
+}
+
+// commitEnd writes a run's end in one transaction: its last checkpoints,
+// its record (or, for a rollback, the deletion of both) and its thread's
+// status. It returns the thread's values. Nothing is written when the run
+// no longer owns its thread (fenced): its thread was deleted, or the
+// engine already ended it.
+func (s *Service) commitEnd(run storage.Run, e ending) (values map[string]any, fenced bool, err error) {
+	err = s.db.Update(context.Background(), func(tx *storage.Tx) error {
+		values, fenced = nil, false
+		if !tx.RunIsActive(run.RunID) {
+			fenced = true
+			return nil
+		}
+		if run.Temporary {
+			// The thread goes with its runs and checkpoints: nothing to write.
+			if e.finalCheckpoint != nil {
+				values = e.finalCheckpoint.Values
+			}
+			if err := tx.DeleteThread(run.ThreadID); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+				return err
+			}
+			return nil
+		}
+		if err := s.writeEnd(tx, run, e); err != nil {
+			return err
+		}
+		// A checkpoint that cannot be read does not keep the run from
+		// ending: the thread then settles as if it had none.
+		latest, _ := latestCheckpoint(tx, run.ThreadID, e.finalCheckpoint)
+		paused := false
+		if latest != nil {
+			values, paused = latest.Values, len(latest.Next) > 0
+		}
+		return s.settleThread(tx, run.ThreadID, run, paused)
+	})
+	return values, fenced, err
+}
+
+// writeEnd stores a run's last checkpoints and its end status, or deletes
+// the run and its checkpoints when it is rolled back.
+func (s *Service) writeEnd(tx *storage.Tx, run storage.Run, e ending) error {
+	if e.rollback {
+		if err := tx.DeleteRunCheckpoints(run.ThreadID, run.RunID); err != nil {
+			return err
+		}
+		return tx.DeleteRun(run.RunID)
+	}
+	if err := putEncoded(tx, e.checkpoints); err != nil {
+		return err
+	}
+	if run.Status == storage.RunInterrupted || run.Status == storage.RunTimeout {
+		if err := s.closeDanglingToolCalls(tx, run); err != nil {
+			return err
+		}
+	}
+	if run.Status != storage.RunError {
+		if err := putEncoded(tx, e.final); err != nil {
+			return err
+		}
+	}
+	return tx.PutRun(run)
+}
+
+// stopGrace is how long a cancelled or timed-out run may take to stop
+// before the engine ends it without waiting (Options.StopGrace).
+const stopGrace = 10 * time.Second
+
+// superviseStop runs when a run's context is cancelled. A run cancelled on
+// purpose (cancel, a multitask strategy, its timeout) that has not stopped
+// after Options.StopGrace is abandoned: a node that ignores its context
+// does not hold its thread and its worker forever.
+func (s *Service) superviseStop(ctx context.Context, run storage.Run, sink *runSink, release func()) {
+	cause := context.Cause(ctx)
+	var cc *cancelCause
+	var tc *timeoutCause
+	if !errors.As(cause, &cc) && !errors.As(cause, &tc) {
+		return // shutdown (the run is requeued) or the run's own return
+	}
+	time.AfterFunc(s.opts.StopGrace, func() { s.abandon(run, sink, cause, release) })
+}
+
+// abandon ends a run whose goroutine did not stop in time: its end is
+// committed as if it had stopped (with the checkpoints it handed over so
+// far), its thread and worker slot go to the next run, and whatever the
+// goroutine does later is dropped (its commits are fenced).
+func (s *Service) abandon(run storage.Run, sink *runSink, cause error, release func()) {
+	if !sink.claimEnd() {
+		return // it stopped in time
+	}
+	s.log.Warn("run did not stop in time; ending it without waiting", "run_id", run.RunID, "thread_id", run.ThreadID, "cause", cause, "grace", s.opts.StopGrace)
+	encoded, err := sink.checkpoints.encode(sink.handedOver())
+	if err != nil {
+		s.log.Error("encode checkpoints", "run_id", run.RunID, "err", err)
+		encoded = nil
+	}
+	e := s.endingOf(run.RunID, cause, cause)
+	e.checkpoints = encoded
+	s.endRun(run, sink, e)
+	release()
 }
 
 // closeDanglingToolCalls answers the tool calls a cancelled run left
@@ -338,6 +458,9 @@ func (s *Service) closeDanglingToolCalls(tx *storage.Tx, run storage.Run) error 
 // a graceful stop loses no step.
 func (s *Service) requeueOnShutdown(run storage.Run, unwritten []storage.EncodedCheckpoint) {
 	err := s.db.Update(context.Background(), func(tx *storage.Tx) error {
+		if !tx.RunIsActive(run.RunID) {
+			return nil // its thread was deleted meanwhile
+		}
 		if err := putEncoded(tx, unwritten); err != nil {
 			return err
 		}
@@ -376,7 +499,7 @@ func (s *Service) settleThread(tx *storage.Tx, threadID uuid.UUID, ended storage
 	switch {
 	case len(others) > 0:
 		th.Status = threads.StatusBusy
-	case ended.Status == storage.RunError:
+	case ended.Status == storage.RunError || ended.Status == storage.RunTimeout:
 		th.Status = threads.StatusError
 		th.Error = ended.Error
 	case ended.Status == storage.RunSuccess && paused:
@@ -468,12 +591,21 @@ type runSink struct {
 	// streamed is set when the creating request streams the run.
 	streamed bool
 
-	mu    sync.Mutex // guards usage and notes
+	mu    sync.Mutex // guards usage, notes and pending
 	usage *usageTotals
 	notes map[string]any
 
 	// checkpoints commits the intermediate checkpoints in the background.
 	checkpoints checkpointWriter
+
+	// ended is set by whoever ends the run: its own finish, or abandon.
+	ended atomic.Bool
+}
+
+// claimEnd reports whether the caller is the one to end the run: the first
+// of the run's finish and abandon to call it.
+func (k *runSink) claimEnd() bool {
+	return k.ended.CompareAndSwap(false, true)
 }
 
 // usageTotals accumulates a run's token usage.
@@ -552,7 +684,7 @@ func newRunSink(s *Service, run storage.Run, log *events.Log) *runSink {
 	for _, m := range stringList(run.Kwargs["stream_mode"]) {
 		modes[m] = true
 	}
-	return &runSink{s: s, run: run, log: log, modes: modes, legacy: map[string]map[string]any{}, checkpoints: checkpointWriter{db: s.db}}
+	return &runSink{s: s, run: run, log: log, modes: modes, legacy: map[string]map[string]any{}, checkpoints: checkpointWriter{db: s.db, run: run.RunID}}
 }
 
 // Checkpoint hands intermediate checkpoints to the background writer; the final one is kept
@@ -563,6 +695,8 @@ func (k *runSink) Checkpoint(ctx context.Context, cp storage.Checkpoint, final b
 		k.final = &c
 		return nil
 	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if cp.Metadata["source"] == "input" {
 		k.pending = append(k.pending, cp)
 		return nil
@@ -570,6 +704,17 @@ func (k *runSink) Checkpoint(ctx context.Context, cp storage.Checkpoint, final b
 	k.checkpoints.add(append(k.pending, cp)...)
 	k.pending = nil
 	return nil
+}
+
+// handedOver stops background commits and returns, in order, every
+// intermediate checkpoint the run handed over that no commit has taken.
+// Safe while the executor still runs (abandon).
+func (k *runSink) handedOver() []storage.Checkpoint {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	rest := append(k.checkpoints.drain(), k.pending...)
+	k.pending = nil
+	return rest
 }
 
 // Wants maps executor modes to the stream modes the run was created with.

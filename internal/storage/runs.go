@@ -98,6 +98,15 @@ func (t *Tx) PutRun(r Run) error {
 	return active.Delete(r.RunID[:]) // a no-op, touching nothing, when absent
 }
 
+// RunIsActive reports whether a run is stored as pending or running. A run
+// that is not (it ended, was rolled back, or its thread was deleted) no
+// longer owns its thread: the run engine checks this in every transaction
+// that writes a run's checkpoints, so that a run that lost its thread
+// writes nothing after its successor started. It costs one index lookup.
+func (t *Tx) RunIsActive(id uuid.UUID) bool {
+	return t.bucket(bucketRunsActive).Get(id[:]) != nil
+}
+
 // DeleteRun removes a run, its index entries and its stored stream events.
 func (t *Tx) DeleteRun(id uuid.UUID) error {
 	r, err := t.GetRun(id)

@@ -13,7 +13,7 @@ import (
 )
 
 // TestGraphs is a langgraph.json serving echo and the test graphs below.
-const TestGraphs = `{"graphs": {"echo": "builtin:echo", "gated": "builtin:test-gated", "failing": "builtin:test-failing", "steps": "builtin:test-steps", "asking": "builtin:test-asking"}}`
+const TestGraphs = `{"graphs": {"echo": "builtin:echo", "gated": "builtin:test-gated", "failing": "builtin:test-failing", "steps": "builtin:test-steps", "asking": "builtin:test-asking", "stubborn": "builtin:test-stubborn"}}`
 
 var (
 	registerOnce sync.Once
@@ -79,6 +79,9 @@ func Release(name string) {
 //   - test-gated: emits a custom event {"waiting": gate}, then waits until
 //     the gate named by input "gate" (or, without one, by the last message's
 //     content) is released or its context ends, then answers "released <gate>";
+//   - test-stubborn: as test-gated, but its node ignores its context: it
+//     returns only once the gate is released, then a second node "after"
+//     answers "after <gate>" (a run that does not stop when cancelled);
 //   - test-failing: its only node fails with "boom";
 //   - test-steps: nodes a → b → c, each appending its name to "trail";
 //   - test-asking: pauses on an interrupt {"question": "approve?"} and,
@@ -88,6 +91,15 @@ func RegisterTestGraphs() {
 		graphs.RegisterBuiltin("test-gated", func() *graphs.Definition {
 			d := graphs.Echo()
 			d.Graph = &graph.Graph{Entry: "wait", Nodes: map[string]graph.Node{"wait": gatedNode}}
+			return d
+		})
+		graphs.RegisterBuiltin("test-stubborn", func() *graphs.Definition {
+			d := graphs.Echo()
+			d.Graph = &graph.Graph{
+				Entry: "wait",
+				Nodes: map[string]graph.Node{"wait": stubbornNode, "after": afterNode},
+				Edges: map[string]graph.Router{"wait": func(graph.State) []string { return []string{"after"} }},
+			}
 			return d
 		})
 		graphs.RegisterBuiltin("test-failing", func() *graphs.Definition {
@@ -130,21 +142,49 @@ func RegisterTestGraphs() {
 }
 
 func gatedNode(ctx context.Context, rt *graph.Runtime, st graph.State) (graph.Update, error) {
+	return waitAtGate(ctx, rt, st, true)
+}
+
+func stubbornNode(ctx context.Context, rt *graph.Runtime, st graph.State) (graph.Update, error) {
+	return waitAtGate(ctx, rt, st, false)
+}
+
+// waitAtGate blocks until the state's gate is released or, when
+// honourContext is set, its context ends; it then answers "released <gate>".
+func waitAtGate(ctx context.Context, rt *graph.Runtime, st graph.State, honourContext bool) (graph.Update, error) {
+	name := gateOf(st)
+	rt.Custom(map[string]any{"waiting": name})
+	addWaiter(name, 1)
+	defer addWaiter(name, -1)
+	cancelled := ctx.Done()
+	if !honourContext {
+		cancelled = nil
+	}
+	select {
+	case <-Gate(name):
+	case <-cancelled:
+		return graph.Update{}, context.Cause(ctx)
+	}
+	return answer("released " + name), nil
+}
+
+func afterNode(_ context.Context, _ *graph.Runtime, st graph.State) (graph.Update, error) {
+	return answer("after " + gateOf(st)), nil
+}
+
+// gateOf names the gate of a gated run: its "gate" value or, without one,
+// the content of its last message.
+func gateOf(st graph.State) string {
 	name, _ := st["gate"].(string)
 	if name == "" {
-		// Without a "gate" key the last message's content names the gate.
 		if msgs, _ := st["messages"].([]any); len(msgs) > 0 {
 			name, _ = msgs[len(msgs)-1].(map[string]any)["content"].(string)
 		}
 	}
-	rt.Custom(map[string]any{"waiting": name})
-	addWaiter(name, 1)
-	defer addWaiter(name, -1)
-	select {
-	case <-Gate(name):
-	case <-ctx.Done():
-		return graph.Update{}, context.Cause(ctx)
-	}
-	msg := map[string]any{"type": "ai", "id": uuid.NewString(), "content": "released " + name}
-	return graph.Update{Values: map[string]any{"messages": []any{msg}}}, nil
+	return name
+}
+
+func answer(text string) graph.Update {
+	msg := map[string]any{"type": "ai", "id": uuid.NewString(), "content": text}
+	return graph.Update{Values: map[string]any{"messages": []any{msg}}}
 }

@@ -50,6 +50,9 @@ type Options struct {
 	// Log receives the server's log lines as text; nil discards them. The
 	// server writes from many goroutines: use a writer safe for that.
 	Log io.Writer
+	// RunTimeout and RunStopGrace override the run engine's (0: the
+	// defaults).
+	RunTimeout, RunStopGrace time.Duration
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
@@ -103,6 +106,12 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 		cfg.Jobs = opts.Jobs
 	}
 	cfg.EnableShell = opts.Shell
+	if opts.RunTimeout > 0 {
+		cfg.RunTimeout = opts.RunTimeout
+	}
+	if opts.RunStopGrace > 0 {
+		cfg.RunStopGrace = opts.RunStopGrace
+	}
 	if opts.MaxSubagents > 0 {
 		cfg.MaxSubagents = opts.MaxSubagents
 	}
