@@ -128,7 +128,7 @@ func checkStateShape(t *testing.T, st map[string]any) {
 	}
 	for _, raw := range st["tasks"].([]any) {
 		task := raw.(map[string]any)
-		for _, k := range []string{"id", "name", "path", "error", "interrupts", "checkpoint", "state"} {
+		for _, k := range []string{"id", "name", "path", "error", "interrupts", "checkpoint", "state", "result"} {
 			if _, ok := task[k]; !ok {
 				t.Fatalf("task without %q: %v", k, task)
 			}

@@ -182,6 +182,15 @@ func TestPythonSDKRequests(t *testing.T) {
 	if len(field(items, "items").([]any)) != 1 {
 		t.Fatalf("store.search_items = %v", items)
 	}
+	// store.delete_item: httpx's own json= encoding (with spaces).
+	py.ok("DELETE", "/store/items", body(`{"namespace": ["docs", "u1"], "key": "k"}`))
+	if item := py.ok("GET", "/store/items?namespace=docs.u1&key=k", nil); item != nil {
+		t.Fatalf("item after delete_item = %v", item)
+	}
+	// runs.cancel_many(status="pending"): the action in the query.
+	if status, raw := py.do("POST", "/runs/cancel?action=interrupt", body(`{"status":"pending"}`), false); status != 204 {
+		t.Fatalf("runs.cancel_many: %d %s", status, raw)
+	}
 
 	// runs.wait(None, "echo"): stateless; Location waits for the run again.
 	status, raw := py.do("POST", "/runs/wait", body(`{"input":{"messages":[{"role":"user","content":"once"}]},"assistant_id":"echo"}`), false)
