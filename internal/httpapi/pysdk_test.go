@@ -1,11 +1,8 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 
 	"agentserver/internal/assistants"
@@ -15,79 +12,45 @@ import (
 // pySDK sends requests the way the Python langgraph_sdk (0.3/0.4, over
 // httpx) writes them: query strings built by httpx from the SDK's params
 // dicts (None as an empty value, booleans as true/false, lists repeated) and
-// JSON bodies as orjson encodes them (compact, in the SDK's key order).
+// JSON bodies as orjson encodes them (compact, in the SDK's key order). The
+// query strings and bodies below are byte for byte what the SDK sends.
 type pySDK struct {
 	t *testing.T
 	s *testutil.Server
 }
 
+// pyHeaders are the headers the SDK's httpx client adds to every request.
+var pyHeaders = http.Header{"User-Agent": {"langgraph-sdk-py/0.3.0"}}
+
 // do sends method target with body (nil: no body at all, as httpx sends
-// content=None) and returns the status and raw answer. stream asks for SSE
-// with the headers the SDK's stream() adds.
-func (p pySDK) do(method, target string, body *string, stream bool) (int, []byte) {
+// content=None; "": the empty content of json=None).
+func (p pySDK) do(method, target string, body *string) testutil.Response {
 	p.t.Helper()
-	var rd io.Reader
+	var b any
 	if body != nil {
-		rd = strings.NewReader(*body)
+		b = *body
 	}
-	req, err := http.NewRequest(method, p.s.URL()+target, rd)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	req.Header.Set("User-Agent", "langgraph-sdk-py/0.3.0")
-	if body != nil && *body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if stream {
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Cache-Control", "no-store")
-	}
-	resp, err := p.s.Client.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return resp.StatusCode, raw
+	return p.s.DoWith(method, target, b, pyHeaders)
 }
 
-// ok sends a request that must succeed and decodes its JSON answer (nil for
-// an empty body).
+// ok sends a request that must succeed and returns its decoded JSON answer
+// (nil for an empty body).
 func (p pySDK) ok(method, target string, body *string) any {
 	p.t.Helper()
-	status, raw := p.do(method, target, body, false)
-	if status < 200 || status > 299 {
-		p.t.Fatalf("%s %s: %d %s", method, target, status, raw)
+	r := p.do(method, target, body)
+	if r.Status < 200 || r.Status > 299 {
+		p.t.Fatalf("%s %s: %d %s", method, target, r.Status, r.Raw)
 	}
-	var out any
-	if len(bytes.TrimSpace(raw)) > 0 {
-		if err := json.Unmarshal(raw, &out); err != nil {
-			p.t.Fatalf("%s %s: %v: %s", method, target, err, raw)
-		}
-	}
-	return out
+	return r.JSON
 }
 
-// events sends a streaming request that must succeed and returns its event
-// names.
+// events sends the GET of a stream with the headers the SDK's stream() adds
+// and returns the names of the events.
 func (p pySDK) events(target string) []string {
 	p.t.Helper()
-	status, raw := p.do("GET", target, nil, true)
-	if status != 200 {
-		p.t.Fatalf("GET %s: %d %s", target, status, raw)
-	}
-	evs, err := testutil.NewSSEReader(bytes.NewReader(raw)).All()
-	if err != nil {
-		p.t.Fatalf("GET %s: %v", target, err)
-	}
-	names := []string{}
-	for _, ev := range evs {
-		names = append(names, ev.Event)
-	}
-	return names
+	h := pyHeaders.Clone()
+	h.Set("Cache-Control", "no-store")
+	return eventNames(p.t, p.s, target, h)
 }
 
 func body(s string) *string { return &s }
@@ -126,11 +89,11 @@ func TestPythonSDKRequests(t *testing.T) {
 		t.Fatalf("runs.list status=pending = %v", runs)
 	}
 	// runs.cancel(tid, rid, wait=True) and wait=False (json=None: an empty body).
-	if status, raw := py.do("POST", runPath+"/cancel?wait=1&action=interrupt", nil, false); status != 204 {
-		t.Fatalf("cancel wait=1: %d %s", status, raw)
+	if r := py.do("POST", runPath+"/cancel?wait=1&action=interrupt", nil); r.Status != 204 {
+		t.Fatalf("cancel wait=1: %d %s", r.Status, r.Raw)
 	}
-	if status, raw := py.do("POST", runPath+"/cancel?wait=0&action=interrupt", body(""), false); status != 202 {
-		t.Fatalf("cancel wait=0: %d %s", status, raw)
+	if r := py.do("POST", runPath+"/cancel?wait=0&action=interrupt", body("")); r.Status != 202 {
+		t.Fatalf("cancel wait=0: %d %s", r.Status, r.Raw)
 	}
 	// runs.get(tid, rid)
 	if field(py.ok("GET", runPath, nil), "status") != "success" {
@@ -188,14 +151,17 @@ func TestPythonSDKRequests(t *testing.T) {
 		t.Fatalf("item after delete_item = %v", item)
 	}
 	// runs.cancel_many(status="pending"): the action in the query.
-	if status, raw := py.do("POST", "/runs/cancel?action=interrupt", body(`{"status":"pending"}`), false); status != 204 {
-		t.Fatalf("runs.cancel_many: %d %s", status, raw)
+	if r := py.do("POST", "/runs/cancel?action=interrupt", body(`{"status":"pending"}`)); r.Status != 204 {
+		t.Fatalf("runs.cancel_many: %d %s", r.Status, r.Raw)
 	}
 
 	// runs.wait(None, "echo"): stateless; Location waits for the run again.
-	status, raw := py.do("POST", "/runs/wait", body(`{"input":{"messages":[{"role":"user","content":"once"}]},"assistant_id":"echo"}`), false)
-	if status != 200 || !bytes.Contains(raw, []byte("echo: once")) {
-		t.Fatalf("stateless wait: %d %s", status, raw)
+	w := py.do("POST", "/runs/wait", body(`{"input":{"messages":[{"role":"user","content":"once"}]},"assistant_id":"echo"}`))
+	if w.Status != 200 || lastMessage(t, w.JSON)["content"] != "echo: once" {
+		t.Fatalf("stateless wait: %d %s", w.Status, w.Raw)
+	}
+	if again := py.ok("GET", w.Header.Get("Location"), nil); lastMessage(t, again)["content"] != "echo: once" {
+		t.Fatalf("GET Location of a stateless wait = %v", again)
 	}
 	// threads.join_stream(tid): stream_mode defaults to run_modes; the
 	// stream stays open, so only its start is read here.
