@@ -311,3 +311,22 @@ func TestListLimitZero(t *testing.T) {
 		s.Must(422, "POST", path, map[string]any{"limit": 0})
 	}
 }
+
+// An assistant always carries context and description, as LangGraph
+// Platform sends them (the Python SDK's Assistant has both keys).
+func TestAssistantShape(t *testing.T) {
+	s := startRunsServer(t)
+	made := s.Must(200, "POST", "/assistants", map[string]any{"graph_id": "echo"}).Object(t)
+	for _, a := range []map[string]any{
+		made,
+		s.Must(200, "GET", "/assistants/"+made["assistant_id"].(string), nil).Object(t),
+		s.Must(200, "POST", "/assistants/search", map[string]any{"graph_id": "echo"}).List(t)[0].(map[string]any),
+	} {
+		if c, ok := a["context"].(map[string]any); !ok || len(c) != 0 {
+			t.Fatalf("assistant context = %v, want {}", a["context"])
+		}
+		if d, ok := a["description"]; !ok || d != nil {
+			t.Fatalf("assistant description = %v (present %v), want null", d, ok)
+		}
+	}
+}
