@@ -355,8 +355,8 @@ func toAPIState(st threads.State) api.ThreadState {
 // started by a node's triggers; every task of a served graph is one.
 const pullTaskPath = "__pregel_pull"
 
-// toAPITask converts a pending task. Fields clients read without checks
-// (interrupts, error, checkpoint, state, path) are always present.
+// toAPITask converts a pending task. Every field clients read without checks
+// (path, error, interrupts, checkpoint, state, result) is always present.
 func toAPITask(t storage.CheckpointTask) api.ThreadTask {
 	return api.ThreadTask{
 		Id: t.ID, Name: t.Name, Path: []any{pullTaskPath, t.Name}, Error: t.Error,
