@@ -194,6 +194,7 @@ func TestJoinOfARunWhoseLogIsGone(t *testing.T) {
 	dir := t.TempDir()
 	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, DataDir: dir})
 	_, plain := finishedRun(t, s, nil)
+	_, resumable := finishedRun(t, s, map[string]any{"stream_resumable": true})
 	if err := s.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +210,14 @@ func TestJoinOfARunWhoseLogIsGone(t *testing.T) {
 				t.Fatalf("GET %s (Last-Event-ID %q): events %v, want none", path, last, got)
 			}
 		}
+	}
+	// A resumable run's events outlive the restart (until their retention
+	// ends); past their end the stream is empty.
+	if got := eventNames(t, s2, resumable+"/stream", replayAll); !containsAll(got, "metadata", "values", "end") {
+		t.Fatalf("resumable run after a restart: %v", got)
+	}
+	if got := eventNames(t, s2, resumable+"/stream", http.Header{"Last-Event-ID": {"99"}}); len(got) != 0 {
+		t.Fatalf("resumable run after its last event: %v", got)
 	}
 	s2.Must(200, "GET", plain, nil)
 }
