@@ -141,6 +141,10 @@ func TestPythonSDKRequests(t *testing.T) {
 			t.Fatalf("store.get_item%s = %v", q, item)
 		}
 	}
+	// store.get_item([], key="k"): the empty namespace joins to "".
+	if item := py.ok("GET", "/store/items?namespace=&key=k", nil); item != nil {
+		t.Fatalf("store.get_item with no namespace = %v, want null", item)
+	}
 	items := py.ok("POST", "/store/items/search", body(`{"namespace_prefix":["docs"],"limit":10,"offset":0}`))
 	if len(field(items, "items").([]any)) != 1 {
 		t.Fatalf("store.search_items = %v", items)
