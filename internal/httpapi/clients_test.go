@@ -321,8 +321,9 @@ func TestListLimitZero(t *testing.T) {
 	}
 }
 
-// An assistant always carries context and description, as LangGraph
-// Platform sends them (the Python SDK's Assistant has both keys).
+// An assistant always carries context and description, and its schemas
+// every schema key, as LangGraph Platform sends them (the Python SDK's
+// Assistant and GraphSchema have these keys).
 func TestAssistantShape(t *testing.T) {
 	s := startRunsServer(t)
 	made := s.Must(200, "POST", "/assistants", map[string]any{"graph_id": "echo"}).Object(t)
@@ -336,6 +337,12 @@ func TestAssistantShape(t *testing.T) {
 		}
 		if d, ok := a["description"]; !ok || d != nil {
 			t.Fatalf("assistant description = %v (present %v), want null", d, ok)
+		}
+	}
+	schemas := s.Must(200, "GET", "/assistants/"+made["assistant_id"].(string)+"/schemas", nil).Object(t)
+	for _, k := range []string{"graph_id", "input_schema", "output_schema", "state_schema", "config_schema", "context_schema"} {
+		if _, ok := schemas[k]; !ok {
+			t.Fatalf("schemas without %q: %v", k, keysOf(schemas))
 		}
 	}
 }
