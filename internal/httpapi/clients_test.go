@@ -45,6 +45,14 @@ func eventNames(t *testing.T, s *testutil.Server, path string, header http.Heade
 
 var replayAll = http.Header{"Last-Event-ID": {"-1"}}
 
+// openStreamStatus opens a stream that does not end by itself (the thread
+// stream), closes it and returns the status of its answer.
+func openStreamStatus(s *testutil.Server, path string) int {
+	resp := s.Stream("GET", path, nil, nil)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // An empty optional query value means the parameter's default, on every
 // route: the Python SDK sends a parameter it has no value for as "name=".
 func TestEmptyOptionalQueryValuesMeanDefaults(t *testing.T) {
@@ -82,6 +90,10 @@ func TestEmptyOptionalQueryValuesMeanDefaults(t *testing.T) {
 	// An empty value among real ones is dropped; the others still filter.
 	if got := eventNames(t, s, run+"/stream?stream_mode=&stream_mode=values", replayAll); containsAll(got, "messages") || !containsAll(got, "values") {
 		t.Fatalf("stream_mode=&stream_mode=values: %v", got)
+	}
+	// The thread stream stays open: only its answer is checked.
+	if st := openStreamStatus(s, "/threads/"+tid+"/stream?stream_mode="); st != 200 {
+		t.Fatalf("thread stream with an empty stream_mode: %d", st)
 	}
 	s.Must(202, "POST", run+"/cancel?wait=&action=", nil)
 	// A required parameter stays required.

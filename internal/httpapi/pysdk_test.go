@@ -169,10 +169,8 @@ func TestPythonSDKRequests(t *testing.T) {
 	}
 	// threads.join_stream(tid): stream_mode defaults to run_modes; the
 	// stream stays open, so only its start is read here.
-	resp := s.Stream("GET", "/threads/"+tid+"/stream?stream_mode=run_modes", nil, nil)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("threads.join_stream: %d", resp.StatusCode)
+	if st := openStreamStatus(s, "/threads/"+tid+"/stream?stream_mode=run_modes"); st != 200 {
+		t.Fatalf("threads.join_stream: %d", st)
 	}
 	// assistants.delete(id, delete_threads=True) of a new assistant.
 	aid := field(py.ok("POST", "/assistants", body(`{"graph_id":"echo"}`)), "assistant_id").(string)
