@@ -455,9 +455,9 @@ type Assistant struct {
 
 	// Config Runnable config; unknown keys are kept.
 	Config      Config                 `json:"config"`
-	Context     map[string]interface{} `json:"context,omitempty"`
+	Context     map[string]interface{} `json:"context"`
 	CreatedAt   time.Time              `json:"created_at"`
-	Description *string                `json:"description,omitempty"`
+	Description *string                `json:"description"`
 	GraphId     string                 `json:"graph_id"`
 	Metadata    map[string]interface{} `json:"metadata"`
 	Name        string                 `json:"name"`
@@ -606,14 +606,14 @@ type GraphNode struct {
 	Type     *string                `json:"type,omitempty"`
 }
 
-// GraphSchema defines model for GraphSchema.
+// GraphSchema The schemas of a graph; every key is present (null when the graph has no such schema), as LangGraph Platform sends them.
 type GraphSchema struct {
-	ConfigSchema  interface{} `json:"config_schema,omitempty"`
-	ContextSchema interface{} `json:"context_schema,omitempty"`
+	ConfigSchema  interface{} `json:"config_schema"`
+	ContextSchema interface{} `json:"context_schema"`
 	GraphId       string      `json:"graph_id"`
-	InputSchema   interface{} `json:"input_schema,omitempty"`
-	OutputSchema  interface{} `json:"output_schema,omitempty"`
-	StateSchema   interface{} `json:"state_schema,omitempty"`
+	InputSchema   interface{} `json:"input_schema"`
+	OutputSchema  interface{} `json:"output_schema"`
+	StateSchema   interface{} `json:"state_schema"`
 }
 
 // IfExists defines model for IfExists.
@@ -886,7 +886,7 @@ type Thread struct {
 	UpdatedAt time.Time   `json:"updated_at"`
 
 	// Values Current state values (object, or list for list-state graphs).
-	Values interface{} `json:"values,omitempty"`
+	Values interface{} `json:"values"`
 }
 
 // ThreadCopyRequest Optional body of a copy request; nothing is required.
@@ -1040,18 +1040,19 @@ type ThreadSuperstepUpdate struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// ThreadTask defines model for ThreadTask.
+// ThreadTask A pending task of a state. Every field is always present (null when
+// unset), as LangGraph Platform sends them; clients read them without checks.
 type ThreadTask struct {
-	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
-	Error      *string     `json:"error,omitempty"`
+	Checkpoint *Checkpoint `json:"checkpoint"`
+	Error      *string     `json:"error"`
 	Id         string      `json:"id"`
-	Interrupts []Interrupt `json:"interrupts,omitempty"`
+	Interrupts []Interrupt `json:"interrupts"`
 	Name       string      `json:"name"`
 
 	// Path Task path (list of strings/ints).
-	Path   interface{}  `json:"path,omitempty"`
-	Result interface{}  `json:"result,omitempty"`
-	State  *ThreadState `json:"state,omitempty"`
+	Path   interface{}  `json:"path"`
+	Result interface{}  `json:"result"`
+	State  *ThreadState `json:"state"`
 }
 
 // ActionParam defines model for ActionParam.
@@ -12415,144 +12416,146 @@ func (sh *strictHandler) JoinThreadStream(ctx echo.Context, threadId ThreadId, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rb9s42uhfIXwOsMmBk3Rmd1/gNHg/zLRzyZxOW6TdnQU2hUFLj202MqkhqSRGkP9+wIeUREnUzbHj",
-	"5N1+SmxLvD736/0kEutUcOBaTV7fT1ZAY5D47xvBNXD9TkRUM8HNVzGoSLLUfpx8pHpFxILoFZBIAtUQ",
-	"E5lxcnSmVxJorM7u7T8zFj+cyYyrs3uZcfOJCEmq3xyfTqYTFa1gTc1MepPC5PVEacn4cvLwMJ38Jhjv",
-	"WYteUU0k6ExyhatSdA1EgsoSTeiSMk6OzNcy439R5KtgnKRUr47PSZQwcwLmZbkhTJPbFXAcYi7iDWGK",
-	"RJkmYrHoW2XfCgWRgBPrFVNEaQl0TW6ZXpF3VOmTn26A65OLt33T/OsjXTKOM72HO92c7cNioUDnt8Ph",
-	"TpOULuGc0LkCromwu0uosj8EJ2RcwxJkfcbPQtOkOSV+TXi2noM0E6+pjlagekZ+mE5SKukatAO7HyIz",
-	"3kfznfnIzNB/ZiA3k+mE07V5m+IjlXH/t4TF5PXkf52V4Hxmf1VnbyiPILHj4l5+WALXF3FzC/gDYTE5",
-	"okoxpSnX5B//uHhrwHUpaboiZgUIqrguAz3esszbMxZPphMJf2ZMQjx5rWUG3Xf5Qz5VcEUd62hbRv7K",
-	"+KXYk/rA3zIVCc4h0sU9VJf1oxAJUH6SsGs4JxG+Rhxq5bhjkAbRiiwFKEJv6aZYce1C7QAzwWdxMXMf",
-	"olGlEVsu4l+RZjUXeQkqWwOhCw3Srgdu7P2ek5PviIQ0oRtFFlKsLbXQVOpiiZYSlmus4Gff4tia6U4Q",
-	"TswTlVFiWNAs0ZPX372aTtb0jq2ztfnwynxk3H58NQ3hpkX2zvkEPhKesH+CS6DKw8nqMf8sAU60oTAS",
-	"HyMLIS1PwFtNkGa03bx9pec4LyHKpIJBsGh+Ax4TxrUgHJRhSiqbI9ao9lXgBH3LyLhF0QDSWS7WiW4L",
-	"IddUT15PsgyfbE7wCZJ2lPuZQRIry0EMhzs3AGyZrpCEkt8+fXhPqJR0Q+yQZrNwlyYihnwxob0rnLSy",
-	"daZhrQJnUKwZpzGfld4k5guzN/P5EzK030Xcdln2AbIWMbi9RMBuoNzMNLSVqdmi4EBuaJLB0I3hVDMz",
-	"1a52l8PRIEhkPEqyGAroM/RFQysMFkDaA4WfUaRqBcRC4nokLP5B2TDiP09EdE0yrlnJAVbUyDYiTSFu",
-	"2+4tZd0k/sGsX6WCK8jF0UXCIpR1Iiuamn9pmibMylxnX5UVvIaJBT9JKeSlm8JOWBNozG7gzwyUJpGb",
-	"XVlhDclbJqVhJ3itpwY+kDtYCK+t0pDHM+Q+J6r4vXPvNbQBeQPyBEU3HEadE6DRisRUU5IwDkZGNRiC",
-	"uOPQ5GE6ueAaJKcJbvZpj07hmg3mMo3gIOkSl8mFJiugiV5tcI3vhf5ZZDx+6ptVIpMRkNhIJ2ZNcMeU",
-	"xhVdZvwp77IU028N+gy52mlAUzvxlY/Q+bhXzuqaXU1v6Xq1fMds7J80YTF+PgB85ajJFFnTxFA0Q23M",
-	"s24Y1CaWbjGpFClIzSwxKUT1EBuIaErnLGHFw3HMzLw0+egNYklqjUcD1ZkEskjoUpFr2EBM5hsi4Qak",
-	"gpO37z+h4K6IyqIVoYrQ9JSJ0zUoRZdGRuax+8pCluPiboVi/tVw6vph3E94liR0nhTcsLGjNWhqwKlv",
-	"N42JLLEOsaGSt/zbV3zwhdoRfgkMjPfyqQCGMbcj+IItZyUgVXf/YNhNmumuB0Sme55Amt7+QPv+K3PX",
-	"Z2o/CKAyWl1agO67pOpZWUViqP7wXVO8Hw4dLWDWhJZeeHTayDglpHl0uaIbgCBfB+6Xd3Ko6rUk2Kfs",
-	"89oZXkYhlLOTzaiuLCumGk40Q9xprG0stqMY2YY+uyYF00mWxqO3ZOih207gpiu4VbVmFHsrrqxyppXV",
-	"eJstZ3Qb+dIFT29ExvVW2Ogf/c6o8q7wrhOH3uAhjtttH5b1nsCesK73wHaKUWwxQ8lR9e3jYvGTfe4w",
-	"d+9jVbGhTjx4Z/TV7RChG8Hbp/xIdbQaN9VLBKKXRRseIZ6M2vRzlGWqAv4bquCEcQVcMc1u0Lhj12/d",
-	"HadDqN546WeaW+nGma+E1LP5pg8zymsWUv9Yvimks6p3vWze+YAP9oCQHfv1/QS42WQXY891iBa2/iVw",
-	"pMU8/7R0R714WXo3InLF9eWPha9JmaXmcPMr8b+TIknmNLoOHvebFUTXqWA84Hm8iIFrtmBgjRZR8SgR",
-	"C0KJtU8aPKlR8eK5VsWvfGJN00cfsDccb8GnwpTaqwH7VtfqwNPazkIMtzzONwUvG250KN8mlkoISdC4",
-	"NN/kfu1zAjcgN2TBIImJSO3AAy6hX4Lb86X0LqBySVswuTdivabW9jjiyAXXUiQEtX30d1Eb+SCdy5GT",
-	"ApemxNIuayeekq/ZOiVaEEq4iK0vucYyhRZNtHovYkDj0ZR8Ah4Tu4Op9f0kTOW+/nWTBVlLehbiZ/+k",
-	"SQZkRXkMsVmUXgFJgceGoRU7OFLHwUHtvgKxB7g0s7J8Xf++hs3Umi6/kJQyqQIDhm9nPD5cZpybYYkV",
-	"DM9Jxq+5uOXkGjaKUAnkGlIdAH58PJN2SSO1Y+tBZILPCibSZA6aLtUYFh46kbdmgSxhusJM1YZHk+mE",
-	"ur9wx8J8smpYbdwc/owhL+ckBk1ZgiZJZ58kEZVyUwbWGCk6dIxx2E5gB2wxSuAEYTrbOIJfjKjQtPlA",
-	"vITq8XYJLjjIT/ESQpKTwcyRQxn8DN6gzybsuFO31C9te8NlNfYXCZ4DpHdQc+uMwwN2ckfTmomOjjDA",
-	"UbkE3c/g3BDFC61rf++uv7r2fGkBmpbSTSJoTI4McXP+XnT34rhhyvNI21YvG7Jf9J1JCzfHY2gzbfdb",
-	"r5162vVItzniqa3fnbaEwubhEStJGcZaxGLGhV6ZdYdo1cXivdDNt61agN5tnCT4Kl+I4Nnnin/jDfTY",
-	"jKb6CeVLu/2vatY0eXiabfFguul8cGvzbPugIRJ6UUj6oxSkFpBDxh4GlMbM7yhfqjXTq8+SRla/HD4/",
-	"3NF1mkAb6KdSmGlm7V6rxnJ+LznPGImb6oIpHkmRwJlzexrCZXb4ZkUZJ2a2/Jfjc0L5hsCdltRKIrkU",
-	"0lxTlmimqbr+pCXVsKxwegf1noI2relyf2aQQRAtPlz7rL96tOI6xFRqqC6ug0j+gb8R5l5yLTNfawwJ",
-	"IKpeA6ThFXmhhhUkR73VGvk14y37ucz4SOfheL/QFv4ayH3hIeEKleAFZUkeLD2M413fUrkFgdqanKxz",
-	"GJwpDwi7pKAm1BrgsWFxQ07aMJ2sV9a6zPgn+2Bd9+udYLyfqgb9RYyfr+3XzFjtvii3v4pTyt1q8LhD",
-	"iHaZ8WF+mnrAVrwxgGeNADLjJ7hMA3ZSZBrIkd2R+UlNbWC++3NmAxHyT7eU6fz/OdXR6oqjiHx8Sv7B",
-	"meBOCb3ihgj+Uka9JaBUIekZlcIoETba+qMUWkQiKQXB4ninJEfm6RXPgySOq8YMpgp7RjGw0WcTkNb2",
-	"pEgk1nMXuq5Or3hDY8EA4ZkCI2CrKmyIzCBh1e7WIj3awHckMh4FCsWXFzumCaMY/OMD0SATcp2OjQsa",
-	"H2HVwfNJkg+Lyet/9zhY6kashy8BOuYZeOIMp2s323iqzRaGKc+uM2z97oXwsks7xMDBOo5gV/6niiWg",
-	"azWezcCIugCxERxmRgrpNke0rKHQk9nCSPCD3Z+lPJ/rKU3YtUQDf7QS02+fPrw/JWYlJBcGvJj9WhBm",
-	"SFfMhaMZ4nlzxqvJ/7maVO1oPDe2qZ4h57AQEnYxZpLLxTNdCsaDYK0uUQeBLqeeg40auWA8AAp2pnbv",
-	"SOgQfBZV5NGuESqyq305roik3S974ivKMGXIedMsyoGU8fHWGto0355brmUDB3URRhuEGTcdGndzq2U/",
-	"LXVvlfHmQ99ikZ6VhuT+VyriWRcjPEdJWLikISeLMK60+Wu9RrBOhaRyQwRHNB8danIL85WwSs6a3r0D",
-	"vtSryev/+vvf//pf0238BkYQ3d4t7osIo5n9i/Kjb+Xs3rEqsOX1FqvItVLnGZmgXsPtfyqLIlBo1EW1",
-	"bzoxuoTItK+XQ9ymv/5BmW5Xyh9DtetUWmZ8wIkW5hwVykAyQjZyWku9hnpxLjOurCd6ILLUFGemVyCJ",
-	"hQr0eBW3TbRYAv6KaRlWQ1NNp4T7oXKOvQpjH98bDKZu83uF1uocPUBLkyQIkGU0RyVQI5rYKwm/o4WE",
-	"t2jp2YoUXsMmLHsaUSml1m+xrYha0+DNXCG9GvdwoWEdMBpvYQB65JYacBY5GbOpl/bqolsF5+bm3BEW",
-	"o7qjq9ipPY180CFRPYFr+SDfZ0kg5fwHUjyCdAG1hCJ135xwI7uneWaCwwApuwSRhy/50t4xpd/nO91d",
-	"yNFoXk3vZjGkGn2iAywV3qvbcOdUwoLdPU5xVNnikWM8tMFL/VLaeGsBolWuMBwtuz295eitkP0x2y62",
-	"lvEY7prIsKCJgqmnTlgDWUr1ClNt8bUCTcJW5t0SLq0DOPs745kG5TJG4S5lclOR6IcTtz0SqtZLe4TQ",
-	"v2CJ7vd49UrUO5Dui13PdoHM2xARmw08RJmRsJCgVjMHTH1q50PfxbXRgyYFGMgOeiiBHS4MT7kxwBe3",
-	"nPTtmWzKf090liJqWMaJWgdmkKKANs8wGyZTWqwxUkNdV+MPzSctRKLCglw2R7X0pzuIsnANmw8ciNrw",
-	"aCUFF5kiyr1iS2dYmwV15XXM9MTM1pTGa5HzTQcaj7d1uTUd6iKGcNBRSqVRwke4qGwloeBg7gBGLVoN",
-	"ktWdKQvMiqzfEPMrsbQG/m+Gj2fDNE6lIQ1odpiu7e7yL4oU+ahHP1yQSnKquU9XUEkdTwnjnrfbbBqz",
-	"/XP8GeVwbCpXIp256iDBA3fLnbXE6oz1DpqdzSKaJG2u42xInEA3s6lCXNWPWJm/vr2qRuz5Ej2wC1IY",
-	"38YXXveA0DYXy9RMZM8LWxTsBMUMrYh7PRjdYOtXtEVGjUjj2Z1n/h1VmuBvVnmwx0uYcl8O9NEXyDcy",
-	"a/xjPeDWSx1HKmqdggHnfmkd6vQz3jC4LQq1CX4DUpVFeR5pVto6wsAGmW2jnw6zu1g42zZYICi6fv78",
-	"jijQmvGlmhLBk42FF1eJAGJrhXKFX/5b66QjbnoLnTxw0298/5ezypEjLzgclYGF++fEPmZpwnHYetea",
-	"1jAky7YgTB4ufGklAm9EutnKIvgh9/jPXWQDJZFIN/lFnBMXV2hQON9PBzHaPt93Z2by7WC6hIpHTP7Q",
-	"fi5b5AQfNhtWZSnIQsgZRNvcmeYvDlF4HmO+7dGKqSLU1VBE9L3XOpmS3B36MNDgbvf0K1NayM1WgN3m",
-	"2PaSjVhcVOeilTSvkvjc+zkVr+8rURwPD0HiWA09GRdw8pw8X+3Xsk2K86MO5UX4/neMFe0cs+56XoNc",
-	"gqsX6KpAanAzwq0H2KNw76PM+Hb+ED/0oUzXLEJpg7G1swQz9YMqX0GsRnq/1vTuwj5ssabTyOFN8qXv",
-	"TNoMMKn5OZ5FhhkPKAxSebx90kfY63buMHzxfvkBSei9lv9hSenu8h6Xkf5MxapmLrwvZxcidHcocUV1",
-	"CuF9ualQLtmjAjxb4horCnmvGFTVlgfxpTJrJaiIvmRtmLuI0OHOFWdM2sdNWsvxOAH6M1XXoWW2seFP",
-	"e1FYC+M5nmdpA/dU1ApaeacXOtGBeizupTzUrZjN40S8UcF8tTPzZu7Z4haS65YIUVtiMUrPAv9RZKSP",
-	"KWI1484FMzIufuwljQ9ib0OeDw5dck+vPQzV5dx9GHJy7cLZNjvfHtKqXhEWo89rnqlNzcWRW3S7+F/I",
-	"xyYzjkG6hjQkbAHRJsIpfMbaNWhhLGicU+6Y29L64AC4z6eYz9JxirURt0WJPedVlADeU2HTrah9w8h/",
-	"nkTOKZwI/SJOW4b2biWf1sqMWBm8acWm6hqjQshRTj/sK+qMcd1S66N0fYazxYcfry+XBs63mWPfWrHx",
-	"Ac9yESiW8uvnzx8xW0TSyNYdMiKgi6QnXnFqlQK9VkTfChIzarQbRQTHwkUqkwsawesrbgTFMp/tY0K1",
-	"0QTJDx8vSKbKQP3ykU9v/5/yWoioKfHz6674nEogC4ymdQIQ5rNgdh26Wc++CsaP2xLlMGdPXfEju6sp",
-	"0SI9SeAGEpwgr1Ceh8iyspHNlNRCjo9Pr/gVdwJL7rbDGikxJGwOkmpINiQFuWZKsRt4XVRTQdP7wjYl",
-	"MC/QKAJDlKdXHIM7iJM37K9pQhnP4YwcfXf2akrMfZ+5qKUNqDMu7JaLvgY4zhUv+8PYiQzcK9vsx8v2",
-	"U2SRSRsonCZMnxLMt7Wv/Pbpw/srXil+YtbPQJ2bG3A1rDEtN5OgzLWSv33/vU0W1EwnRXsXBzcIYD98",
-	"vPAKi76evDr97vQV6tYpcJqyyevJX09fnf51YjERkfzMjnKm0CyBBEtYUdGQLVzGRYxFws3vePHKVfIH",
-	"pX8U8WZnRbYDlYcfmmX3v3/1atSMg8iZrcrd5HINF/PvRuJkfOkQuFb3/F8nZVOik7wPUlf18nrbpIdp",
-	"dYyis9HAQezzuO6/vfpb24vFeZ4Vle7NC99/3/9CvcA6VjfP1msqNwWQuLMhRy16bkmHjid5DaJ/Txxo",
-	"fTEj5kB5n6elPGAdKgjA5S+g7eU9EkwGQEe46jsuEYv0H+LEfwFDoO0iQodZbWbVwgnLR87yTlQYU9y8",
-	"hjOvkn3ndXxyz+37VvJQkObdWOArAj8OdD/YIiFnYwb293dXBVa1E3HrPy3LlO+JjtdKOD9UZahSgNsT",
-	"XBTba8HYvDXgkZBTFyCR+4j/uywBNEVejl8zvjwuqdaWsPTq//a/ULSU2Q3w2fNHmCsS8G1tQLTN+DBY",
-	"Ao8jwMUXZ4X/owWmzM/e+/uGKT80YgfiQaj/X60oWLWBIDL/Yrunu7oqsy1v3IF3M1Bqe7LbOZD0VmL8",
-	"GAnOu8TnK8XtTigbC1v3fprvg9Vp0cXbgDKbbOezlRojq97AH5gPJTO92kwJTZQgdmCnIipyuxIKSG5j",
-	"PfXXQTAfmymfHIf7edkxZ27Mzs5eX3YFpH3lMxvAeBEXvZbseuMGbTmA0GLvs8I32mBm2i4GVqSMQ/H6",
-	"x3Lt3Uno/Sc5UvrzurQaCE5zX0j1JtBF8mQSn3XIPDeBzzmmnwEwWON3VSI7svJoHt/jzDfHW1Hps2Ve",
-	"irYXLX9xImAnqfYtYkZwtGWklyAJ5neiqTb39BEtCNyllLe2WLwzVHCfhLg3cyAo32HrT8pjglVwD0d1",
-	"Jb3FMtE2h8Epi/slG93A5IK4jHT5ONLkZNMmZjpgJ5FY+0WUUGu2VZ/NR2u+LSYwMkBu3LVxcQtqS08a",
-	"wKsLwK5pTL0hQxPyQxBbNmnq0Bi+7JmoVrve7ECo3g1HJc7cHRlpjedXeTD0+Z1eg23J62DKr8YlOGxH",
-	"T4fYuwrlZ/82r0r6U/N+XIHDZ2jzys/oL6rb9rBPclaJSem/Ta/98bg1VbqD75WnlWsMKrqpz587kuIO",
-	"5S0oQUSvwBMkniPMnN0X5/cwDn5+3Lz3cvq/gdKTglLGY7Cd2v3CCrsHo+n9oFxUTI9FOaeQkavd0v1V",
-	"tndLb8jN3UDsOKLanSRXBft3rClf7d3UWG+s9SyNjW6RBLiWDL65i6tYa+AmF9caVH9qtGFQmiyYVLpL",
-	"estDbtpIMjZf2CPpxPFb+6oTszy5dhHduzLp4si5pGt014Xf6ds7rU8bpWHtTsqWm2w7pw/X4y23GM9m",
-	"Q1+8hvoSaLQyumybJQBfm8Xzg1kDvM4DLXqOC6xhimTpI+5tOvm7XXb3exhPx2kSRpMb4FivXIo5tN2t",
-	"zHjF81u7OaZXItN+ocIVYJVTpryK6AaSlqBVpcJp2SEv5E2+zPieSH1ZXP6JDYpYdrLbdywzXiPmb+zM",
-	"J++EnbOPDLvni8e3pMIHcCt/QiGGkjmNrpfSrMQchweXlwYUS6i0hfn7ohIuM/4jPrc9MA3i3x5UYXpZ",
-	"nlMYYua7BbmhyxsiWNRgUWHpG3duBNPSXk6YgoUnBTcg83KuSIyq8KU6AMx1Z2mlfq5ga9FuwkZ90GoF",
-	"V8DsBXeemMTAoZ322eqxdlkjZWpsfuqrdHshnbUCt0Hx+PtQQ2Es5GTjT4s6IghM31tgajQ3VKSo/nQw",
-	"BdAum6wp3/QBy7CYCXe1e7qcw8RJDKQtRYSEOa5vKksomKIPxDDJpwPE8PfnJTl1n8plxn+6Aa7tyicv",
-	"TVQxNN/ItvZi0GRluw52XOItZbqdpZTJFa6lsZGbbV5DPZnivJ4v4b9B6xkQTV6Dv75IKTtAXH72s0yO",
-	"7q8msxnmL81mV5PX96enpw8PpMx8OLb9KAJHtEvJezoZ+upvgvEXLLHnaIB5PQshERFcJlU7Itzb+oAD",
-	"QsByKK1ATEBosE/HL0dEzSOiDF4ztYIWjac9Gip4Mk+isaKmesjYJ4S6+YbYEiX1AxvpD8l44bSpwKav",
-	"Amw1YpttuxD0R8v5hmI5KX86TimYDvALUVXVIbaT68kRkgKmCAb5HHfK+URpkab+S4ZFHB9a5u8EsCag",
-	"lLJZEFcNhcdeK/jU2Dt/R5VGOeki/hVZxpDLLFPCB9+/3brf7anbRdh9zI+W7HYQMyBcViiWj87lNCyk",
-	"2EJpd0U4cjEvCA1O9PpxcxHvmXxX+u60kHKf+bjEFa0qoubBcPGPXKKw2KiFW+xub05pIeGs0HW7hZGy",
-	"Ivp+BOdAn5lBEvTO5aFdBnwze16Fh8Hs0Rds6u1OMAubL21rE6YI5eoWZF549vtXr1DepDaiD7uhzEW8",
-	"aeo4v4D272tAaJ5tjjDcR97w0F/mWd0JnUNirYCCA4mFPvkqGIeynCTCNW4BjSbue7MLuEsTrExhpw8t",
-	"1Hfpj88ZmE6U3mC690JIyxtCk/hNCQ7lU6t3x2mhYsxvjnPosPxWeHe9QGvB9Jl+EqriNWLZlqTgOPHp",
-	"bjMJhSQS0oRGXbSiRqgH2luLc1X7PNid210Hz9jO2QtzKx7X6W4NlTimi4KiXiySa7PSdXvVfkTtkT/4",
-	"ZtngaJ/XF+5v9RTX2NLEKZROUDx1usswGe4fcOjS8kS3Hjer63awn0uqVOne87W4jew0xzv39h04X9ut",
-	"w7voz+5yK1c9KDP7c5H/uMcLfw452e5QdpuQXWaPdt8E1v5tdxa4l2ycVCzK9n+Go67ojblz12oHeazt",
-	"tWPNtRKIumZodzGitHkV7x0CXmksaPwUN16pJv3E0Tmh2s0BEPlV3Fp3cJFVDNLwvYzvTix6W8lbtnqC",
-	"UXEy6wlyAYx+KfoFARqteuFpmMz0FDd9GE91TtxHOKsL/P8PyOUfSpbui3C/Ac4bTzJ4KfaKvIxdYQvD",
-	"0B1DJms95hqn1O6pKY6hMxL2pzstaV5tDntZYosdcgSny1OidXI80DrgXtyJbeDLwcStiuB0KD9Th9Q0",
-	"1uho3xyQWf8E4vRBcuq7rztPqH/UtR9AwHbp945q5AVGyBHl8bQepIGoNXV29eMxpPYsEulmvCeyCnMt",
-	"En26eQoFzmuDdVAtjsPtoUmLOYuCtkwdnbfWGuVzmWlpZIHbqiuyH2BWtjFSV3JGpYPSeL8kW/vO6HoT",
-	"1WRDJOhMcn9HRCRmQ3pFuS25E/mtltoyO1yfpicptzO4qm+/GIkPHs599pEq1zLP5kEV8NaSA7Urztar",
-	"XJQAtz9yU2sL9rQ6xguHECv62kbeagC4tFGgPHsoSH7eMeXoz1YB7zXi0/P0B+wDVD4eIjJlu9nBAdeu",
-	"l86QcAxsKrSjlOtdxmVfYp6Hf8XfgrObhvI8e6NVHyBbBiIMkc88E/u3vLhveXFowRW8Hxa7yLKfTbBz",
-	"Vo9DP0eA/R+fjuCBRW9qwghgKbIWdg0qf1CmXzJla81F8DtV22aewaQEbKydJ00vKEusA+ZbHsKO4L+S",
-	"k+DHNG6HB8OTFqpA/R+XulAXiroNEP/peQz7FSyno6Jhe2F/66SIbVbUnUDhQ8+3NIrnm0YxBL6Hwd5X",
-	"wXhnlsX2IDE2++H5iAhPyd93HtRvW2GhmXgwj34+tHBA3k8Bkd+yf55p9s+zBa5sbnslefBVDxiAKHNc",
-	"IxIythVbzJ6xWourXMgk0UIkJKJJQph5CO27QKMVERz+ooqSJTZrd0oyRZfgFEhI1Sm5tMNj4Ng1pDrv",
-	"vgcFDi9FHjDRjCDDgN5iM09h/MxnKw5oaPkbmXFzHu51Avn7ihzBOtUbS46ZtkUXISZc8AOyWTROYnHK",
-	"DY9WUnCRlatXjsTmSy0CWjRV1wgSLwkJzu7NimcGiPt6t+W3P9lvadM6hIUhCmo4elB9A1t+BkDFW+Vz",
-	"IJANb/Lngn65qoAWotsgv6UOqg9A40uhbg+rT6kyPbuj61bh2lF1XBmpA+o4rTjFuGIx9GBTG2QV/Ya7",
-	"TSfW0zwWJYu6zE9QA7riEW+piml+PBwPxU4ITh3rUlWfIOYvv849hl6bGUZE/wXMDfj2S7JW/g5yWbb+",
-	"IoxrgfSv+MZV+G6E1reBQJCg2TjAJ73HvJH+IcI4vQX0lRjwYryQB91SRW4l0xr4ywGiPyQrzDUlCDlf",
-	"gyUeNG+31ANBnTT/rNrNf+cutyrr+HHzppjOHBhb7h9qyxkPmuzzjFnS5wpUaUJ9FFqyG+AW1iK8MSLm",
-	"XyHaBtTuy2H7dCrvzH7Qb3z4/iZ67Oee2a4lkDzurSrZV0BgN1pRwyraCHrcKCJSA8WRFMpl2GRcs8Q2",
-	"WMJShiQuLJGqaVMqTas7tatWV2oUu7WIQU1JwhYQbaIE6xXghc1swsI5ka7mxzRUz6OoAIKcY2D+jj1A",
-	"nHpX9T2aoF8Wm/yYUG0eJCqFJMF80QXx1mC2SGNr+vK+xtIsc+WUxnHbUvvMTXr2pumfRZKIW690tB98",
-	"S5VrE3Ci0DJzA+35ZltLB2Y9bsD7/Hpc5X8DLe4bryuG/62143rf5EtqfGW1XO/r+mdbbODhy8P/DwAA",
-	"//8=",
+	"7H37b9s41ui/QvheYJMLJ+nM7n7AbfH9MNPpzGRupy2S7s4Cm8KgpWObjUxqSCqJEeR/v+AhJVES9XLs",
+	"OPm2PyW2Jb7O4Xk/7ieRWKeCA9dq8vp+sgIag8R/3wqugev3IqKaCW6+ikFFkqX24+QT1SsiFkSvgEQS",
+	"qIaYyIyTozO9kkBjdXZv/5mx+OFMZlyd3cuMm09ESFL95vh0Mp2oaAVrambSmxQmrydKS8aXk4eH6eQ3",
+	"wXjPWvSKaiJBZ5IrXJWiayASVJZoQpeUcXJkvpYZ/4siXwXjJKV6dfyGRAkzJ2BelhvCNLldAcch5iLe",
+	"EKZIlGkiFou+VfatUBAJOLFeMUWUlkDX5JbpFXlPlT55dwNcn5z/1DfNvz7RJeM40we4083ZPi4WCnQO",
+	"HQ53mqR0CW8InSvgmgi7u4Qq+0NwQsY1LEHWZ/wsNE2aU+LXhGfrOUgz8ZrqaAWqZ+SH6SSlkq5BO7T7",
+	"ITLjfTLfmY/MDP1nBnIzmU44XZu3KT5SGfd/S1hMXk/+11mJzmf2V3X2lvIIEjsu7uWHJXB9Hje3gD8Q",
+	"FpMjqhRTmnJN/vGP858Mui4lTVfErABRFddlsMdblnl7xuLJdCLhz4xJiCevtcygG5Y/5FMFV9SxjrZl",
+	"5K+MX4o9qY/8J6YiwTlEuoBDdVk/CpEA5ScJu4Y3JMLXiLta+d0xlwavFVkKUITe0k2x4hpA7QAzwWdx",
+	"MXPfRaNK4205j39FmtVc5AWobA2ELjRIux64sfB9Q06+IxLShG4UWUixttRCU6mLJVpKWK6xcj/7FsfW",
+	"THeicGKeqIwSw4JmiZ68/u7VdLKmd2ydrc2HV+Yj4/bjq2nobtrL3jmfwEfCE/ZPcAFUeXeyesw/S4AT",
+	"bSiMxMfIQkjLExCqCdKMNsjbV3qO8wKiTCoYhIvmN+AxYVwLwkEZpqSyOd4a1b4KnKBvGRm3VzRw6SwX",
+	"67xuCyHXVE9eT7IMn2xOcAlJ+5X7mUESK8tBDId7YxDYMl0hCSW/XX78QKiUdEPskGazcJcmIoZ8MaG9",
+	"K5y0snWmYa0CZ1CsGacxn5XeJOYLszfz+RIZ2u8ibgOWfYCsRQxuLxGwGyg3Mw1tZWq2KDiQG5pkMHRj",
+	"ONXMTLWr3eV4NAgTGY+SLIYC+wx90dCKgwWS9mDhZxSpWhGxkLgeiYt/UDaM+M8TEV2TjGtWcoAVNbKN",
+	"SFOI27Z7S1k3iX8w61ep4ApycXSRsAhlnciKpuZfmqYJszLX2VdlBa9hYsE7KYW8cFPYCWsCjdkN/JmB",
+	"0iRysysrrCF5y6Q07ATBemrwA7mDxfDaKg15PEPuc6KK3zv3Xrs2IG9AnqDohsOoNwRotCIx1ZQkjIOR",
+	"Uc0NwbvjrsnDdHLONUhOE9zs0x6dwjWbm8s0ooOkS1wmF5qsgCZ6tcE1fhD6Z5Hx+Kkhq0QmIyCxkU7M",
+	"muCOKY0rusj4U8KyFNNvzfUZAtppQFM78ZWP0Pm4V87qml1Nb+l6tXzHbOyfNGExfj4AfuVXkymypomh",
+	"aIbamGfdMKhNLN1iUilSkJpZYlKI6iE2ENGUzlnCiofjmJl5afLJG8SS1BqPBqozCWSR0KUi17CBmMw3",
+	"RMINSAUnP324RMFdEZVFK0IVoekpE6drUIoujYzMY/eVxSzHxd0Kxfyr4dT1w7if8CxJ6DwpuGFjR2vQ",
+	"1KBT324aE1liHWJDJW/5t6/44Au1I/wSGBjhclkgwxjoCL5gy1mJSNXdPxh2k2a66wGR6Z4nkKa3P9C+",
+	"/8rc9ZnaDwKojFYXFqH7gFQ9K6tIDNUfvmuK98OxowXNmtjSi49OGxmnhDSPLld0Axjk68D98k6OVb2W",
+	"BPuUfV47w8uoC+XsZDOqK8uKqYYTzfDuNNY29rajGNl2fXZNCqaTLI1Hb8nQQ7edAKQrd6tqzSj2VoCs",
+	"hEXldCvr8rZdzl0QK/98v3Th2VuRcb3VLfVBsjNqvav72Hm33uKRjttt3+3rPYE93cbeA9vpTWOLGUqU",
+	"qm8f54t39rnDwN6/bcWGOu/Be6PHbncRui9++5SfqI5W46Z6iUj0smjDI8SWUZt+jjJOVfB/SxWcMK6A",
+	"K6bZDRp97PqtG+R0CNUbLxVNc+vdOLOWkHo23/TdjBLMQuofyzeFdNb2rpfNOx/xwR4UsmO/vp8AN5vs",
+	"Yvi5btHC5L8EjrSY55+W7qgXL2PvRnSuuMT8sfA1KbPUHG4OEv87KZJkTqPr4HG/XUF0nQrGAx7J8xi4",
+	"ZgsG1pgRFY8SsSCUWLuluSc1Kl4816oQlk+safroA/aG4y33qTCx9mrGvjW2OvC0trMQwy2P823By4Yb",
+	"I8q3iaUSQhI0Os03ub/7DYEbkBuyYJDERKR24AFA6Jfg9gyU3gVUgLQFk3sr1mtqbZIjjlxwLUVC0AqA",
+	"fjBqIyKkc0VyUtylKbG0y9qPp+Rrtk6JFoQSLmLrY66xTKFF81p9EDGgUWlKLoHHxO5gan1CCVN5DMC6",
+	"yYKshT0L8bN/0iQDsqI8htgsSq+ApMBjw9CKHRyp4+Cgdl+BmARcmllZvq5/X8Nmak2aX0hKmVSBAcPQ",
+	"GX8fLjLOzbDECoZvSMavubjl5Bo2ilAJ5BpSHUB+fDyTdkkjtWbrWWSCzwom0mQOmi7VGBYeOpGfzAJZ",
+	"wnSFmaoNjybTCXV/4Y6F+WTV4NqAHP6MoTBvSAyasgRNlc5uSSIq5aYMuDFSdOgY47D9wA7YYqzACcJ0",
+	"tnEEvxhRoWkLgngJ1ePtElxwkHfxEkKSk7mZI4cy9zMIQZ9N2HGnbqlf2vaGy2rsLxI8R0jvoObWSYcH",
+	"7OSOppUTHSBhhKNyCbqfwbkhihda1/7Bgb+69nxpAZqW0k0iaEyODHFzfmB0A+O4YcrzSJtXLxuyX/Sd",
+	"SQs3x2O49MIvGg4zizdWHkK5N+fP14AxaKkEZOBHZqFliJr1Lq+oIlxYz4Id6XhKqCLvKV/i1ORTQvVC",
+	"yLWRAmJVMIUQteuyjTs9ueuRbrvIU5vnPRWi0zxfG7fuamjsPATkwpbjEWFJGcaWxGLGhV6ZYwjR4PPF",
+	"B6Gbb1t1B735OEnwVb4QQcKQGzQab6CHajQ3Syhf2tP8qmZNU46nsRcPppvOB7c2R7cPGmIN54UGM0rx",
+	"a8FgFFjCeNeY2Vw/tWZ69VnSyOrNw+eHO7pOE2i7SakUZppZu5eusZzfS446RpOgumD2R1IkcObcvIYg",
+	"mx2+XVHGiZkt/+X4DaF8Q+BOS2olrFy6aq4pSzTTVF1fakk1LCsSjMN6T/Gc1nTUPzPIIHgtPl77Ik31",
+	"aMV1iFnWKIe4Dl7yj/ytMHDJted8rTEkgFf1GiANr8gLraxcctTHHYlhvGU/Fxkf6Swd7wfbwj8Fue8/",
+	"JDQiM1tQluTB4cM4+fUtlVsQqK3JyTrHwZnykLBLumtirUEeGwY45KQNr8l6ZciLjF/aB+s6be8E4/1y",
+	"NewvYhp9K0bNPNfucXP7q7jeHFSDxx26aBcZH+Z/qgeoxRuDeFZ4khk/wWUatJMi00CO7I7MT2pqExHc",
+	"nzMbeJF/uqVM5//PqY5WVxxF/+NT8g/OBHfK9RUvpSyUIRJQqpBgjapk5DQbXf5JCi0ikZQCbnG8U5Jf",
+	"5ukVz4NCjqtGGqYKO00xsNHTE5DWpqZIJNZzF6qvTq94Q8TDgOiZAqM4qCpuiMxcwqo9sUUqtoH+SGQ8",
+	"ChSKpy92TBPmxFsPiQaZxut0bFyQ/AhrFZ5PknxcTF7/u8dxVDfOPXwJ0DHPcBVnOF27OcpT2bYwuHn2",
+	"qmHrdy+El13aVwYO1nEEu/KrVSwcXavxbCFG1AWIjeAwM1JIt5mlZQ2F/s8WRoIf7NYt5flc7WniriUa",
+	"+KOVmH67/PjhlKCGlwsDXo5CLeg0pAPnwtEM73lzxqvJ/7maVO2DPDciqp4h57AQEnYxZpLLxTNdCsaD",
+	"cK0uUQeRLqeeg401uWA8AAt2Zk7YkdAh+CyqyKNdI1RkV/tyXBFJu1/2xFeUYcoQ+6a5lwMp8wGslbdp",
+	"ln5juZYNlNRF2HAQZ9x0aLTOrbH9tNS9VcbXD32LRXpWGsj7X6mIZ12M8A1KwsIlSTlZhHGlzV/rDYN1",
+	"KiSVGyI4XvPRITS3MF8Jq+Ss6d174Eu9mrz+r7///a//Nd3GH2IE0e3d/b6IMJrZv6j4gK2c+DtWBbYE",
+	"b7GKXCt1Hp8J6jXc/qeyKAKFxmpU+6YTo0uITPt6OcRt+usflOl2pfwxVLtOpWXGB5xoYc5RoYwrI2Qj",
+	"p7XUa6h36iLjynrYB16WmuLM9AoksViBnrwC2kSLJeCvmIZiNTTVtOK6Hyrn2Ksw9vG9wWjqNr9XbK3O",
+	"0YO0NEmCCFlGqVQCUCIXFBp+RwsJP6GlZytSeA2bsOxpRKWUWn/MtiJqTYM3c4X0atzDuYZ1wGi8hQHo",
+	"kVtq4FnkZMymXtqri24VjJybc0dYjOoOvGKn9jTyQYdEKwXA8lF+yJJAiv0PpHgE6ULVD2ROuJHN1Dwz",
+	"wWGAlF2iyMOXfGnvmdIf8p3uLpRqNK+md7MYUo2+3gGWCu/VbbhzKmHB7h6nOKps8cgxHtrwpQ6UNt5a",
+	"oGiVKwy/lt0e7HL0Vsz+lG0XM8x4DHfNy7CgiYKpp05YA1lK9QpTi/G14pqErcy7JVxaB+7s74xnGpTL",
+	"kIW7lMlNRaIfTtz2SKhagfYIoX/BEt3v8eqVqHcg3Re7nu3iMm9DRGz28xBlRsJCglrNHDL1qZ0PfYBr",
+	"owdNCjCQHfRQAjtcGJ9yY4Avbjnp2zPZlP+e6CzFq2EZJ2odmDGLAto8w+yfTGmxxggUdV2NqzSftBCJ",
+	"Cgty2RzV0nd3EGXhmj0fORC14dFKCi4yRZR7xZYKsTYL6soJmemJma0pjdcyApoONB5v63JrOtRFDOFg",
+	"qpRKo4SPcFHZyknBwdwBjFq0GiSrO1MWmBVZvyHmk2IpEfzfDB/PhmmcSkOqWqJtHCz/okiRf3v0wzmp",
+	"JOMaeLoCUup4Shj3vN1m01jdIL8/oxyOTeVKpDNXDSV44G65s5YYpLHeQbOzWUSTpM11nA2JE+hmNlWM",
+	"q/oRK/PXt1fViD1food2QQrj2/jC6x4QsuditJqJ+3khj4KdoJihVR65FYxusPU6gtE549KTdueZf0+V",
+	"JvibVR7s8RKm3JcDffTF5RuZJf+pHkjspcojFbVOwYBzv7QOdfoZbxjcFoXpBL8BqcoiRI80K20dYWBj",
+	"y7bRT4fZXSyebRssEBRdP39+TxRozfhSTYngycbii6u8ALG1QrlCN/+tddIRD76FTh6A9Fvf/+WscuTI",
+	"C3pHZWDh/jmxj1macBy23rWmawzJJS4IUyHFeJfiSys1eCvSzVamwY+563/uQhwoiUS6ySHyhrgAQ3OX",
+	"8411UKXtE5p3Zi/fDrlL9HjE5A/t57JF0vNh031VloIspJ1BRM6daf7iEM3nMXbcHvWYKkJd8Ui8x/da",
+	"J1OS+0UfBlre7Z5+ZUoLudkKsds83F42FYuLsmS0ksdWUqF7P2nk9X0lnOPhIUglqzEo4yJPnpMLrB0s",
+	"2+RwP+pQXkQQwI5vRTvrrPug1yCX4AoluvKXGtyMcOsh9qi790lmfDvHiB8DUeajFjG1wSDbWYKlCIK6",
+	"X0GsRrrB1vTu3D5sb02ntcOb5EvfmbRZYlLzczyLDDMeUBGl8nj7pI8w3O3cc/jiHfQDsux7XQDDsu4d",
+	"8B6Xcv9Mxapmsr8vcBeydHdMcUWHCt37clOhZLlHRXq2BDhWNPNeMaiqNg/iS2X6SlAjfclqMXehocO9",
+	"LM6qtA9IWhPyOAH6M1XXoWW2seHLvWiuhf7JbSWs3Bju6aqVa+WdXuhEB+qxuJfyULdiNo8T8UZF9dXO",
+	"zJu5Z4tbSK5bXojaEotRehb4jyLlfkyVrhl3vpiRAfJjgTQ+mr3t8nx01yV3+drDUF1e3ochJ9cunG2z",
+	"8+0xreoeYTE6v+aZ2tR8Hblpt4v/hZxtMuMYrWtIQ8IWEG0inMJnrF2DFsaCxjnlHrotrQ8Ogfuci/ks",
+	"HadYG3HbK7HnBIsSwXtKi7oVtW8Y+U8gUigv14EWdbQU2pwB8q6aTUSTW7oJ5ZZf8Ywr0AOyyP3+KRRT",
+	"kmxPE5Fpl5MUSkPaBwMvHB79UlhbcvpuhbPWqplYtb1pcTfAMj+Ro5zE2VfUGeO6pd5K6aYNJ8oPP15f",
+	"dA6cb7POQVGUyxWhz2OCvWOsyRp2RcWim3j9gFBYBErd/Pr58yfMiZE0slWjjHzr8gWIV3JcpUCvFdG3",
+	"gsSMGtVNEcGx7JTK5IJG8PqKGyk4gNU/fDonmSrTEcpHLn/6f8prDKOmxM8ivOJzKoEsMGbYSXeYtYM5",
+	"hOhMPvsqGD9uSwfEzER1xY/srqZEi/QkgRtIcIK87nweCMzK9kRTUgusPj694lfcSWNFWQmzvBgSNgdJ",
+	"NSQbkoJcM6XYDbwuauGgX2FhW02YF2gUgeE40yuOISzECVP21zShjOcYSo6+O3s1JQZTzlxs1gbUGRd2",
+	"y0W3Chznipddf+xE5sYo28LJy2lUZJFJGw6dJkyfEswqtq/8dvnxwxWvlK4x62eg3hgIuMrkmHycSVAG",
+	"rORv339vaZFmOima9ji8QQT74dO5VyT29eTV6Xenr9BwkAKnKZu8nvz19NXpXx3SI3k4s6OcKbS5IHMU",
+	"Vg42BA+XcR5j6XfzOwJeuf4MoPSPIt7srHR6oJ70Q7OZwvevXo2acRAhtLXWmyy84Uj/3YjThjfZY6tV",
+	"s//XSdlq6iTvbtVVk77eDOthWh2j6Fc1cBD7PK77b6/+1vZicZ5nRf8C88L33/e/UC+bjzXrs/Wayk2B",
+	"JO5syFGLEl/SoeNJXkHq3xOHWl/MiDlS3ufJNw9YRQwCePkLaAu8R6LJAOwI1/LHJWLrhUOc+C9gCLRd",
+	"ROgwqy3KWnho+chZ3l8MI6ebYDjz+hN0guPSPbdvqOQBL03YWOQrwlsOBB9sfOFXR9ofrIpb1U7ErXO4",
+	"LD6/JzpeK8D9UJW+StFvT3hRbK/lxuYNH4+EnLowkNwB/t9loaMp8nL8mvHlcUm1tsSlV/+3/4WiUdBu",
+	"kM+eP+JcUWbAVnZEw5OPgyXyOAJcfHFWOHdacMr87L2/b5zy4z52IB6EujrWSrpV20Ii8y+2e7orUJlt",
+	"eeMOhM1Aqe3JoHMg6a288WMkOA+Iz1eK251QNha37v1k5ger06L/uoFlNqXQZys1RlaFwB+Y9SUzvdpM",
+	"CU2UIHZgpyIqcrsSCkhuQD7110Ew65wpnxyHu7TZMWduzM5+bV92haR9xU8byHgeFx207HrjBm05gNBi",
+	"4VnhG204M20XAytSxqF4/WO59u4k9P6THCn9eb13DQanuaOnCgn0/zyZxGe9Tc9N4HNe92eADNayX5XI",
+	"jqw8mgcvOfPN8VZU+myZFxLuvZa/OBGwk1T7FjEjONoi4EuQBLNY0cibuzGJFgTuUspbG2feGSq4T0Lc",
+	"mx8RlO+woSvlMcEaxoejupLeYpFvm6nhlMX9ko1uZHIRaka6fBxpcrJp82Y6ZCeRWPulolBrtjW7zUdr",
+	"vi0mQNePM+7aoL8FtQU2DeLVBWDX8qfeTqOJ+SGMLRtudWgMX/ZMVKs9i3YgVO+GoxJn7o6MtMZzUB7s",
+	"+vxOr8E2WnY45dccExy2o6dD7F2F8rN/m1clyasJH1fG8RnavPIz+ovqtj3sk5xVAm76oek1tR63pkrP",
+	"973ytHKNQUU39flzR+rfobwFJYroFXiCxHPEmbP74vwexuHPj5sPXuWCb6j0pKiU8Rhs/32/fMTu0Wh6",
+	"PyjjFpOAUc4pZORqD3x/le098BtyczcSO46odifJVdH+PWvKV3s3Ndbboj1LY6NbJAGuJYNv7uLqrTV4",
+	"k4trDao/NdowKE0WTCrdJb3lITdtJBlbTOyRdOL4rd3yiVmeXLtw9V2ZdHHkXNI1uuvC79/undblRmlY",
+	"u5OyRTXbzunj9XjLLQZI2dAXpYWkS7D5uzRaGV22zRKAr83i+cGsAV5/hRY9xwXWMEWy9BFwm07+bpfd",
+	"/R5G4nGahK/JDXCsyi7FHNpgKzNe8fzWIOdiGr1yjCvAWq5MeXXfDSYtQatKHdeyv2HIm3yR8T2R+rKE",
+	"/hMbFLG4ZrfvWGa8Rszf2plP3gs7Zx8Zds8Xj29JhQ/gVr5EIYaSOY2ul9KsxByHh5cXBhVLrLTtB/qi",
+	"Ei4y/iM+tz0yDeLfHlZh7lyeMBli5rtFuaHLGyJY1HBRYYEfd24Ec+5eTpiCxScFNyDzorVIjKr4pToQ",
+	"zPWgaaV+rixt0VTDRn3Qap1awNQMd56YocGhnfbZGrl2WSNlamxd66t0eyGdtTK+QfH4+1A7aCxXZeNP",
+	"i2opiEzfW2RqtKZUpKhxdTAF0C6brCnf9CHLsJgJB9o9AecwcRIDaUsRIWGO65vKEgqm6EMxzGDqQDH8",
+	"/XlJTt2ncpHxdzfAtV355KWJKobmG9nWAgZNVraBYgcQbynT7SylTK7IE4iWYP0hjWSKN/V8Cf8NWs+A",
+	"aPIa/PVFStkB4vKzn2VydH81mc0w82Y2u5q8vj89PX14IGXmw7HtuhE4ol1K3tPJ0Fd/E4y/YIk9vwaY",
+	"17MQEi+CS2dqvwj3tgrigBCwHEsrGBMQGuzT8csRUfOIKHOvmVpBi8bTHg0VPJkn0VhRUz1k7BNi3XxD",
+	"bP2V+oGN9IdkvHDaVHDTVwG2GrHNtl0I+qPlfEOxnJQ/HacUTAf4haiq6hDbyfXkCEkBUwSDfI475Xyi",
+	"tEhT/yXDIo4PLfN3IlgTUUrZLHhXDYXHjjL41FiYv6dKo5x0Hv+KLGMIMMt898Hwt1v3e1p1uwi7j/nR",
+	"kt0OYgaEywrFItm5nIa53y2UdleEIxfzgtjgRK8fN+fxnsl3pbtQCyn3mY9LXNGqImoe7C7+kUsU9jZq",
+	"4Ra7W8gpLSScFbputzBS1n3fj+Ac6KYzSILeuTy0y4BvZs+r8DCYPfqCTb1UA2Zh86Vt4MIUoVzdgszL",
+	"637/6hXKm9RG9GF9hrmIN00d5xfQPrwGhObZFhDDfeQND/1FntWd0Dkk1gooOJBY6JOvgnEoa2UiXuMW",
+	"0Gjivje7gLs0wbIbdvrQQn2X/vicgelE6Q2mey+EtLwhNInfeuFQPrV6D6AWKsb8FkCHDstvxXfX8bQW",
+	"TJ/pJ6EqXruZbUkKjhOf7jaTUEgiIU1o1EUraoR6oL21OFe1z4Pdud118IztnL0wt+Jxne7WUIljuigo",
+	"6sUiuWYyXdCrdl1qj/zBN8s2TvsEX7iL11OAsaVVVSidoHjqdJdhMtw/4BDQ8kS3Hjer6+mwHyBVSpDv",
+	"GSxuIzvN8c69fQfO13br8AD92QG3AupBmdmfi/zHPQL8OeRku0PZbUJ2mT3aDQksbNzuLHAv2TipWJRN",
+	"Dg1HXdEbA/O86JnhsbajkDXXSiDqmqHdxYjS5lWEOwS80lit+SkgXimV/cTROaHC1AEU+VXcWndwkVUM",
+	"0vC9jO9OLPqpkrds9QSj4mTWE+QCGP06+wsCNFr14tMwmekpIH0YT3VO3Ec4q4v7/x+Qyz+ULN0X4X4D",
+	"nDeeZPBS7BV5GbvCFoahO4ZM1jrpNU6p3VNTHENnJOy7Oy1pXm0OO3ZiIyFyBKfLU6J1cjzQOuBe3Ilt",
+	"4MvBxK2K4HQoP1OH1DTW6GjfHJBZ/wTi9EFy6rvBnSfUPwrsBxCwXfq9oxp5gRFyRHk8rQdp4NWaOrv6",
+	"8RhSexaJdDPeE1nFuRaJPt08hQLn9fg6qBbH4fbQpMWcRUFbpo7OW2uN8rnMtDSywG3VFdmPMCvb9akr",
+	"OaPSHmq8X5KtfWd0vVVssiESdCa5vyMiErMhvaLcltyJ/D5SbZkdrgnVk5TbGVwPuF+MxAcP5z77RJVr",
+	"DGjzoAp8a8mB2hVn61UuSoTbH7mp9Tx7Wh3jhWOIFX1tu3I1AF3aKFCePRQkP++ZcvRnq4D3GvHpefoj",
+	"NjkqHw8RmbKp7uCAa9coaEg4BnZM2lHK9S7jsi8wz8MH8bfg7KahPM/eaNUHyJaBCEPkM8/E/i0v7lte",
+	"HFpwBe/HxS6y7GcT7JzV49DPEWH/x6cjeGjRm5owAlmKrIVdo8oflOmXTNlacxH8fty2U2kwKQHbh+dJ",
+	"0wvKEuuA+ZaHsCP8r+Qk+DGN292D4UkLVaT+j0tdqAtF3QaI//Q8hv0KltNR0bC9uL91UsQ2K+pOoPCx",
+	"51saxfNNoxiC38Nw76tgvDPLYnuUGJv98HxEhKfk7zsP6retsNBMPJhHPx9aOCDvp8DIb9k/zzT759ki",
+	"Vza3vZI8/KoHDECUOa4RCRnbii1mz1itxVUuZJJoIRIS0SQhzDyE9l2g0YoIDn9RRckSm7U7JZmiS3AK",
+	"JKTqlFzY4TFw7BpSnXffg+IOL0UeMNGMIMOA3mIzT2H8zGcrDmho+RuZcXMe7nUC+fuKHME61RtLjpm2",
+	"RRchJlzwA7JZNE5iccoNj1ZScJGVq1eOxOZLLQJasAWqQYmXdAnO7s2KZwaJ+3q35dCf7Le0aR3DwhgF",
+	"tTt6UH0DW34GUMVb5XMgkA1v8ueCfrmqgBaj2zC/pQ6qj0DjS6Fuj6tPqTI9u6PrVuHar+q4MlIH1HFa",
+	"7xTjisXQc5vaMKvoVNxtOrl07YPH4VVRl/kJakBXPOItVTGxEffBeCh2QnDqWJeq+gQxf5dFN+i9hV6b",
+	"GUZE/wXMDfj2S7JW/g5yWbb+IoxrgfSv+MZV+G6E1rehQJCg2TjAJ4Wj6+l/kDBObwF9JQa8GC/kQbdU",
+	"kVvJtAb+cpDoD8kKc02JQs7XYIkHzdst9WBQJ80/817eh8utyjp+3LwtpjMHxpb7x9pyxoMm+zxjlvS5",
+	"glWaUP8KLdkNcItrEUKMiPlXiLZBtfty2D6dyjuzH/RbH7+/iR77gTPbtQSSx71VJfsKCuxGK2pYRRtB",
+	"jxtFRGqwOJJCuQybjGuW2AZLWMqQxIUlUjVtSqVpdad21epKjWK3FjGoKUnYAqJNlGC9AgTYzCYsvCHS",
+	"1fyYhup5FBVAkHMMzN+xB4hT76q+RxP1y2KTnxKqzYNEpZAkmC+6IN4azBZpbE1f3tdYmmWunNI4bltq",
+	"n7lJz940/bNIEnHrlY72g2+pcm0CThRaZm6gPd9sa+nArMcNeJ+Dx1X+N9jivvG6YvjfWjuu902+pMZX",
+	"Vsv1vq5/tsUGHr48/P8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -104,3 +104,14 @@ func (p page) nextPtr() *int {
 	n := p.next
 	return &n
 }
+
+// emptyPageIfZero returns no items when the query asked for limit=0. A
+// query-string limit of 0 is a page of nothing, as SQL's LIMIT 0 on
+// LangGraph Platform; the caller still looks the resource up (404 for a
+// missing one) and counts the total.
+func emptyPageIfZero[T any](items []T, limit int) []T {
+	if limit == 0 {
+		return []T{}
+	}
+	return items
+}

@@ -301,13 +301,11 @@ func (h *Handler) ListThreadRuns(ctx context.Context, req api.ListThreadRunsRequ
 		return nil, err
 	}
 	limit, offset := intOr(req.Params.Limit, 10), intOr(req.Params.Offset, 0)
-	if limit == 0 {
-		limit = 10
-	}
-	list, total, err := h.runs.List(ctx, req.ThreadId, status, limit, offset)
+	list, total, err := h.runs.List(ctx, req.ThreadId, status, max(limit, 1), offset)
 	if err != nil {
 		return nil, err
 	}
+	list = emptyPageIfZero(list, limit)
 	out := make([]api.Run, len(list))
 	for i, r := range list {
 		out[i] = toAPIRun(r, false)

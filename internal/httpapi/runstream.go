@@ -150,6 +150,10 @@ func (h *Handler) joinStream(ctx context.Context, threadID *uuid.UUID, runID uui
 	if err != nil {
 		return nil, err
 	}
+	modes = parseList(modes)
+	if err := runs.CheckStreamModes(modes); err != nil {
+		return nil, err
+	}
 	r, err := h.runs.Get(ctx, threadID, runID)
 	if err != nil {
 		return nil, err
@@ -167,7 +171,7 @@ func (h *Handler) joinStream(ctx context.Context, threadID *uuid.UUID, runID uui
 			resp.preface, _ = json.Marshal(map[string]any{"run_id": r.RunID.String(), "attempt": max(r.Attempt, 1), "thread_id": r.ThreadID.String()})
 		}
 	}
-	for _, m := range parseList(modes) {
+	for _, m := range modes {
 		resp.filter[m] = true
 	}
 	if cancelOnDisconnect {
@@ -290,9 +294,7 @@ func (h *Handler) startWait(ctx context.Context, b *api.RunCreate, threadID *uui
 		return nil, err
 	}
 	wr := &waitResponse{ctx: ctx, runs: h.runs, run: r, apShape: apShape, headers: map[string]string{"Content-Location": runLocation(r)}}
-	if !r.Stateless {
-		wr.headers["Location"] = runLocation(r) + "/join" // where a client reconnects to wait
-	}
+	wr.headers["Location"] = joinLocation(r) // where a client reconnects to wait
 	if onDisconnectCancel(b) {
 		wr.onDisconnect = h.cancelInBackground(r)
 	}
@@ -308,6 +310,13 @@ func (h *Handler) WaitThreadRun(ctx context.Context, req api.WaitThreadRunReques
 // WaitRun implements POST /runs/wait.
 func (h *Handler) WaitRun(ctx context.Context, req api.WaitRunRequestObject) (api.WaitRunResponseObject, error) {
 	return h.startWait(ctx, req.Body, bodyThread(req.Body), isAPDialect(req.Body))
+}
+
+// joinLocation is the path that waits for r again. As on LangGraph Platform
+// it is the thread route even for a stateless run: its temporary thread is
+// served while the run lives and its outcome is retained after.
+func joinLocation(r storage.Run) string {
+	return "/threads/" + r.ThreadID.String() + "/runs/" + r.RunID.String() + "/join"
 }
 
 // joinWait waits for an existing run.

@@ -266,10 +266,8 @@ func (h *Handler) UpdateThreadState(ctx context.Context, req api.UpdateThreadSta
 
 // GetThreadHistory implements GET /threads/{thread_id}/history.
 func (h *Handler) GetThreadHistory(ctx context.Context, req api.GetThreadHistoryRequestObject) (api.GetThreadHistoryResponseObject, error) {
-	q := threads.HistoryQuery{Limit: intOr(req.Params.Limit, 10)}
-	if q.Limit == 0 {
-		q.Limit = 10 // as if absent: a history page is never unbounded
-	}
+	limit := intOr(req.Params.Limit, 10)
+	q := threads.HistoryQuery{Limit: max(limit, 1)}
 	if req.Params.Before != nil {
 		var err error
 		if q.Before, err = checkpointIDFrom(*req.Params.Before); err != nil {
@@ -280,7 +278,7 @@ func (h *Handler) GetThreadHistory(ctx context.Context, req api.GetThreadHistory
 	if err != nil {
 		return nil, err
 	}
-	return api.GetThreadHistory200JSONResponse(toAPIStates(states)), nil
+	return api.GetThreadHistory200JSONResponse(toAPIStates(emptyPageIfZero(states, limit))), nil
 }
 
 // SearchThreadHistory implements POST /threads/{thread_id}/history.
@@ -305,7 +303,7 @@ func toAPIThread(th threads.Thread) api.Thread {
 	out := api.Thread{
 		ThreadId: th.ThreadID, CreatedAt: th.CreatedAt, UpdatedAt: th.UpdatedAt,
 		Metadata: th.Metadata, Status: api.ThreadStatus(th.Status),
-		Values: th.Values, Interrupts: th.Interrupts, Error: th.Error,
+		Values: th.Values, Interrupts: orEmpty(th.Interrupts), Error: th.Error,
 	}
 	if out.Metadata == nil {
 		out.Metadata = map[string]any{}
@@ -342,9 +340,22 @@ func toAPIState(st threads.State) api.ThreadState {
 		out.ParentCheckpoint = &cp
 	}
 	for _, t := range st.Tasks {
-		out.Tasks = append(out.Tasks, api.ThreadTask{Id: t.ID, Name: t.Name, Error: t.Error, Interrupts: toAPIInterrupts(t.Interrupts), Result: t.Result})
+		out.Tasks = append(out.Tasks, toAPITask(t))
 	}
 	return out
+}
+
+// pullTaskPath is the first element of the path LangGraph gives a task
+// started by a node's triggers; every task of a served graph is one.
+const pullTaskPath = "__pregel_pull"
+
+// toAPITask converts a pending task. Every field clients read without checks
+// (path, error, interrupts, checkpoint, state, result) is always present.
+func toAPITask(t storage.CheckpointTask) api.ThreadTask {
+	return api.ThreadTask{
+		Id: t.ID, Name: t.Name, Path: []any{pullTaskPath, t.Name}, Error: t.Error,
+		Interrupts: toAPIInterrupts(t.Interrupts), Result: t.Result,
+	}
 }
 
 func toAPIStates(states []threads.State) []api.ThreadState {

@@ -60,6 +60,7 @@ func (v *requestValidator) middleware() echo.MiddlewareFunc {
 				// Unknown paths and methods are echo's to answer (404/405).
 				return next(c)
 			}
+			dropEmptyOptionalQuery(r, route)
 			in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: v.options}
 			if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
 				return invalidf(validationMessage(err))

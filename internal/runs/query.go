@@ -37,6 +37,16 @@ func normalizeModes(modes []string) ([]string, error) {
 	return out, nil
 }
 
+// CheckStreamModes reports an ErrInvalid error naming the first mode that is
+// not a stream mode a run can be created with (joins filter by these).
+func CheckStreamModes(modes []string) error {
+	if len(modes) == 0 {
+		return nil
+	}
+	_, err := normalizeModes(modes)
+	return err
+}
+
 func runNotFound(id uuid.UUID) error {
 	return fmt.Errorf("run %s: %w", id, errdefs.ErrNotFound)
 }

@@ -1,6 +1,7 @@
 // Threads, thread state and history through the real JS SDK (@langchain/langgraph-sdk).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { RemoteGraph } from "@langchain/langgraph/remote";
 import {
   GRAPH_ID,
   assertTimestamp,
@@ -525,3 +526,21 @@ async function plainStateKey() {
   plainKeyCache = key;
   return key;
 }
+
+describe("RemoteGraph state of a paused thread", () => {
+  it("getState and getStateHistory map every task, interrupts included", async () => {
+    const t = await echoThread();
+    await client.runs.wait(t.thread_id, GRAPH_ID, { input: { messages: [human("wait", "p1")] }, interruptBefore: "*" });
+    const graph = new RemoteGraph({ graphId: GRAPH_ID, client });
+    const config = { configurable: { thread_id: t.thread_id } };
+    const snap = await graph.getState(config);
+    assert.equal(snap.next.length, 1, `paused state next = ${JSON.stringify(snap.next)}`);
+    assert.equal(snap.tasks.length, 1);
+    assert.equal(snap.tasks[0].name, snap.next[0]);
+    assert.deepEqual(snap.tasks[0].interrupts, []);
+    const history = [];
+    for await (const s of graph.getStateHistory(config)) history.push(s);
+    assert.ok(history.length >= 1, "history should not be empty");
+    assert.deepEqual(history[0].tasks.map((task) => task.name), snap.next);
+  });
+});
