@@ -47,6 +47,7 @@ func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry
 		Workspace: workspaces.Dir,
 		Reducers:  reducers,
 		Extend:    rt.middlewaresFor,
+		Log:       log,
 	}))
 	if err != nil {
 		return nil, nil, err
