@@ -15,7 +15,7 @@ import (
 var createdIDs = regexp.MustCompile(`^/threads/([0-9a-fA-F-]{36})(?:/runs/([0-9a-fA-F-]{36}))?`)
 
 // accessLog writes one info line per request once its response is complete:
-// method, route template, status, duration and, when known, the thread and
+// method, route template, status, duration in milliseconds and, when known, the thread and
 // run ids. Bodies, query strings and headers (so keys) are never logged.
 func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -28,7 +28,7 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 				slog.String("method", c.Request().Method),
 				slog.String("route", routeTemplate(c)),
 				slog.Int("status", c.Response().Status),
-				slog.Duration("duration", time.Since(start)),
+				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
 			}
 			log.LogAttrs(c.Request().Context(), slog.LevelInfo, "request", append(attrs, requestIDs(c)...)...)
 			return nil

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"agentserver/internal/agent"
 	"agentserver/internal/asynctasks"
@@ -52,7 +54,8 @@ func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry
 	if err != nil {
 		return nil, nil, err
 	}
-	for graph, spec := range rt.localGraphs {
+	for _, graph := range slices.Sorted(maps.Keys(rt.localGraphs)) { // sorted: the same error every start
+		spec := rt.localGraphs[graph]
 		if _, ok := reg.Get(graph); !ok {
 			return nil, nil, fmt.Errorf("%w: agent %q: async subagent graph %q is not served by this server (add it to langgraph.json or give the subagent a url)", graphs.ErrInvalidConfig, spec, graph)
 		}
