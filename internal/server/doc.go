@@ -2,8 +2,11 @@
 // storage, loads the graphs, builds the services and the HTTP handler, and
 // owns every background goroutine. Tests embed it and listen on port 0.
 //
-// Start-up order: storage → graphs → services → system assistants →
-// run recovery and the worker pool → listener. Shutdown: stop the run
+// Start-up order: New binds the listen address first (a port in use stops
+// it before any file is created), then storage → graphs → services →
+// system assistants; Start runs recovery and the worker pool, then serves.
+// If Start fails, Shutdown still releases everything (it never waits for a
+// Serve that was not started). Shutdown: stop the run
 // engine (running runs go back to pending and resume at the next start),
 // end long-lived requests (SSE streams, waits), stop accepting and finish
 // the other in-flight requests, stop background workers and wait for them,
