@@ -180,7 +180,7 @@ func runDocSteps(t *testing.T, root string, steps []docStep) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	combined, err := cmd.CombinedOutput()
 	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		stopGroup(t, cmd.Process.Pid)
 	}
 	if ctx.Err() != nil {
 		t.Fatalf("the walkthrough did not finish: %v\n%s", err, combined)
@@ -203,6 +203,21 @@ func runDocSteps(t *testing.T, root string, steps []docStep) {
 		if err != nil {
 			t.Errorf("block at line %d: %v\n--- stdout:\n%s\n--- stderr:\n%s", s.code.line, err, stdout, stderr)
 		}
+	}
+}
+
+// stopGroup kills what is left of the session (the demo model, servers a
+// failed block did not stop) and waits until it is gone, so that the test's
+// temporary directories can be removed.
+func stopGroup(t *testing.T, pgid int) {
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(-pgid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Errorf("processes of group %d still run", pgid)
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // polling the kernel for the processes' end
 	}
 }
 
