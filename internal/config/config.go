@@ -11,6 +11,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -236,7 +237,19 @@ func (v *durationValue) Set(s string) error {
 	*v = durationValue(d)
 	return nil
 }
-func (v *durationValue) String() string { return time.Duration(*v).String() }
+
+// String writes whole minutes and hours without zero parts ("10m", not
+// "10m0s").
+func (v *durationValue) String() string {
+	s := time.Duration(*v).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
 
 // Validate checks the configuration once, at start.
 func (c Config) Validate() error {

@@ -81,3 +81,12 @@ func TestHelpAndVersionFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestDurationsReadAsWritten(t *testing.T) {
+	for d, want := range map[time.Duration]string{10 * time.Minute: "10m", time.Hour: "1h", 90 * time.Minute: "1h30m", 10 * time.Second: "10s", 1500 * time.Millisecond: "1.5s"} {
+		v := durationValue(d)
+		if got := v.String(); got != want {
+			t.Errorf("%v: %q, want %q", d, got, want)
+		}
+	}
+}
