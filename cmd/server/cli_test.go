@@ -122,7 +122,7 @@ func TestBadCommandLines(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown flag", nil, []string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{"unknown flag", nil, []string{"--bogus"}, "unknown flag --bogus"},
 		{"duration without unit", nil, []string{"--shutdown-timeout", "10"}, "want a duration with a unit"},
 		{"bad env duration", []string{config.EnvStreamRetention + "=5"}, nil, config.EnvStreamRetention + `="5": want a duration with a unit`},
 		{"bad env number", []string{config.EnvJobs + "=many"}, nil, config.EnvJobs + `="many": want a whole number`},

@@ -129,7 +129,7 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
 		}
-		return c, usageError{err}
+		return c, usageError{doubleDash(err)}
 	}
 	if *showVersion {
 		return c, ErrVersion
@@ -141,6 +141,19 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	return c, c.Validate()
+}
+
+// doubleDash rewrites the flag package's messages, which name flags with
+// one dash, in the two-dash form --help shows.
+func doubleDash(err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return fmt.Errorf("unknown flag --%s", strings.TrimPrefix(name, "-"))
+	}
+	if before, after, ok := strings.Cut(msg, " for flag -"); ok {
+		return errors.New(before + " for flag --" + after)
+	}
+	return err
 }
 
 // applyEnv sets every flag the command line left out from its environment

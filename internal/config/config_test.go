@@ -53,11 +53,11 @@ func TestUsageErrorsSayWhatIsWanted(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{[]string{"--shutdown-timeout", "10"}, nil, `invalid value "10" for flag -shutdown-timeout: want a duration with a unit, such as 30s, 10m or 1h`},
+		{[]string{"--shutdown-timeout", "10"}, nil, `invalid value "10" for flag --shutdown-timeout: want a duration with a unit, such as 30s, 10m or 1h`},
 		{nil, map[string]string{EnvStreamRetention: "600"}, `AGENTSERVER_STREAM_RETENTION="600": want a duration with a unit, such as 30s, 10m or 1h`},
 		{nil, map[string]string{EnvJobs: "lots"}, `AGENTSERVER_N_JOBS="lots": want a whole number`},
 		{nil, map[string]string{EnvShell: "yes please"}, `AGENTSERVER_ENABLE_SHELL="yes please": want true or false`},
-		{[]string{"--nope"}, nil, "flag provided but not defined: -nope"},
+		{[]string{"--nope"}, nil, "unknown flag --nope"},
 	} {
 		_, err := Parse(c.args, func(k string) string { return c.env[k] })
 		if !errors.Is(err, ErrUsage) || err.Error() != c.want {
