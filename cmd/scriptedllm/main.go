@@ -71,10 +71,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "scriptedllm:", err)
-		}
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return // the usage was printed; asking for it is not an error
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "scriptedllm:", err)
 		os.Exit(1)
 	}
 }
@@ -84,6 +86,14 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("scriptedllm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "scriptedllm is a deterministic OpenAI-compatible model server: the demo model of")
+		fmt.Fprintln(stderr, "docs/supervisor.md and docs/subagents.md, and the tests' model. Point a server at the")
+		fmt.Fprintln(stderr, "base URL it prints with OPENAI_BASE_URL. Its rules: go doc ./cmd/scriptedllm")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Usage: scriptedllm [--addr host:port]")
+		fs.PrintDefaults()
+	}
 	addr := fs.String("addr", "127.0.0.1:0", "host:port to listen on (port 0: a free one)")
 	if err := fs.Parse(args); err != nil {
 		return err
