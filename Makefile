@@ -12,8 +12,12 @@ help:
 run:
 	$(GO) run ./cmd/server
 
+# The commit --version and /info report (the go command's VCS stamp is the
+# fallback when this is empty).
+VERSION_LDFLAGS = -X agentserver/internal/version.Commit=$(shell git rev-parse HEAD 2>/dev/null)
+
 build:
-	$(GO) build -o bin/server ./cmd/server
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/server ./cmd/server
 	$(GO) build -o bin/loadgen ./cmd/loadgen
 
 generate:

@@ -10,11 +10,15 @@
 // (e.g. "http://127.0.0.1:40123/v1") as one line on stdout, and serves until
 // SIGTERM or SIGINT.
 //
+// It is also the demo model of docs/supervisor.md and docs/subagents.md:
+// plain requests such as "start researcher: …" drive the supervisor's and
+// the lead's tools, so their behaviour can be tried without a model key.
+//
 // Every chat completions request is answered by these rules, first match wins
 // ("the last user text" is the text of the last message with role "user"):
 //
-//  1. The last message is a tool result (role "tool"): the text
-//     "done: <first line of that tool result>".
+//  1. The request ends with tool results (role "tool"): the text
+//     "done: <first line of the result>", one such line per trailing result.
 //  2. The last user text is "write <path> <content…>" and the request offers
 //     the write_file tool: one write_file call with arguments
 //     {"file_path": <path>, "content": <content…>} (content is the rest of
@@ -23,11 +27,26 @@
 //     write_todos tool: one write_todos call with arguments
 //     {"todos": [{"content": "<a>", "status": "pending"}, …]}, one item per
 //     non-empty ";"-separated part, trimmed.
-//  4. Otherwise: the text "You said: <last user text>", streamed in 4 deltas
+//  4. Every non-empty line of the last user text is one of these commands
+//     and the request offers its tool: one call per line, in order (several
+//     lines make parallel calls). Keywords are case-insensitive.
+//     - "start <type>: <description>": start_async_task
+//     {"description", "subagent_type"}
+//     - "check <task_id>": check_async_task {"task_id"}
+//     - "update <task_id>: <message>": update_async_task {"task_id", "message"}
+//     - "cancel <task_id>": cancel_async_task {"task_id"}
+//     - "list" or "list <status>": list_async_tasks {"status_filter"}
+//     - "delegate: <prompt>" or "delegate <type>: <prompt>": task
+//     {"description": <the prompt's first five words>, "prompt",
+//     "subagent_type": <type, default general-purpose>}
+//  5. The last user text is "system prompt": the text of the request's
+//     system message (to see what an agent's prompt became).
+//  6. Otherwise: the text "You said: <last user text>", streamed in 4 deltas
 //     of near-equal length (fewer for very short texts).
 //
-// Tool calls get the id "call_<number of messages in the request>", so ids
-// differ between the turns of one conversation. Every answer reports usage:
+// Tool calls get the id "call_<number of messages in the request>" (the
+// second and later calls of one answer "call_<n>_<i>"), so ids differ
+// between the turns of one conversation. Every answer reports usage:
 // prompt_tokens = 10 × the number of messages in the request (the system
 // prompt included), completion_tokens = the number of words of the text
 // plus 10 per tool call. The model name reported is the requested one.
@@ -52,10 +71,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "scriptedllm:", err)
-		}
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return // the usage was printed; asking for it is not an error
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "scriptedllm:", err)
 		os.Exit(1)
 	}
 }
@@ -65,6 +86,14 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("scriptedllm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "scriptedllm is a deterministic OpenAI-compatible model server: the demo model of")
+		fmt.Fprintln(stderr, "docs/supervisor.md and docs/subagents.md, and the tests' model. Point a server at the")
+		fmt.Fprintln(stderr, "base URL it prints with OPENAI_BASE_URL. Its rules: go doc ./cmd/scriptedllm")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Usage: scriptedllm [--addr host:port]")
+		fs.PrintDefaults()
+	}
 	addr := fs.String("addr", "127.0.0.1:0", "host:port to listen on (port 0: a free one)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -86,8 +115,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 var (
-	writeRe = regexp.MustCompile(`(?s)^\s*write\s+(\S+)\s+(.+)$`)
-	todoRe  = regexp.MustCompile(`(?s)^\s*todo\s+(.+)$`)
+	writeRe  = regexp.MustCompile(`(?s)^\s*write\s+(\S+)\s+(.+)$`)
+	todoRe   = regexp.MustCompile(`(?s)^\s*todo\s+(.+)$`)
+	promptRe = regexp.MustCompile(`(?i)^\s*system prompt\s*$`)
 )
 
 // textChunks is how many deltas a plain text answer is streamed in.
@@ -96,24 +126,55 @@ const textChunks = 4
 // Respond answers one request by the rules of the package comment.
 func Respond(req scripted.ChatRequest) scripted.Step {
 	var step scripted.Step
-	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "tool" {
-		first, _, _ := strings.Cut(req.Messages[n-1].Text(), "\n")
-		step = scripted.Text("done: " + first)
-	} else if call, ok := toolCallFor(req); ok {
-		call.ID = fmt.Sprintf("call_%d", len(req.Messages))
-		step = scripted.ToolCalls(call)
+	if results := trailingToolResults(req); len(results) > 0 {
+		step = scripted.Text(strings.Join(results, "\n"))
+	} else if calls := toolCallsFor(req); len(calls) > 0 {
+		for i := range calls {
+			calls[i].ID = fmt.Sprintf("call_%d", len(req.Messages))
+			if i > 0 {
+				calls[i].ID += fmt.Sprintf("_%d", i+1)
+			}
+		}
+		step = scripted.ToolCalls(calls...)
+	} else if promptRe.MatchString(req.LastUserText()) {
+		step = scripted.Text(systemText(req)).Split(textChunks)
 	} else {
 		step = scripted.Text("You said: " + req.LastUserText()).Split(textChunks)
 	}
 	return step.WithUsage(10*len(req.Messages), len(strings.Fields(step.Text))+10*len(step.ToolCalls))
 }
 
-// toolCallFor returns the tool call rules 2 and 3 ask for, if one applies.
-func toolCallFor(req scripted.ChatRequest) (scripted.ToolCall, bool) {
+// trailingToolResults returns "done: <first line>" for each tool message at
+// the end of the request, in order.
+func trailingToolResults(req scripted.ChatRequest) []string {
+	i := len(req.Messages)
+	for i > 0 && req.Messages[i-1].Role == "tool" {
+		i--
+	}
+	var out []string
+	for _, m := range req.Messages[i:] {
+		first, _, _ := strings.Cut(m.Text(), "\n")
+		out = append(out, "done: "+first)
+	}
+	return out
+}
+
+// systemText is the text of the request's first system message.
+func systemText(req scripted.ChatRequest) string {
+	for _, m := range req.Messages {
+		if m.Role == "system" {
+			return m.Text()
+		}
+	}
+	return "(no system prompt)"
+}
+
+// toolCallsFor returns the tool calls rules 2 to 4 ask for, if one applies.
+func toolCallsFor(req scripted.ChatRequest) []scripted.ToolCall {
 	text := req.LastUserText()
 	offered := req.ToolNames()
 	if m := writeRe.FindStringSubmatch(text); m != nil && slices.Contains(offered, "write_file") {
-		return scripted.Call("write_file", map[string]any{"file_path": m[1], "content": m[2]}), true
+		return []scripted.ToolCall{scripted.Call("write_file", map[string]any{"file_path": m[1], "content": m[2]})}
 	}
 	if m := todoRe.FindStringSubmatch(text); m != nil && slices.Contains(offered, "write_todos") {
 		var todos []any
@@ -123,8 +184,8 @@ func toolCallFor(req scripted.ChatRequest) (scripted.ToolCall, bool) {
 			}
 		}
 		if len(todos) > 0 {
-			return scripted.Call("write_todos", map[string]any{"todos": todos}), true
+			return []scripted.ToolCall{scripted.Call("write_todos", map[string]any{"todos": todos})}
 		}
 	}
-	return scripted.ToolCall{}, false
+	return commandCalls(text, offered)
 }

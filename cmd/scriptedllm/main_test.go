@@ -209,3 +209,78 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		t.Fatal("bad address accepted")
 	}
 }
+
+var supervisorTools = []openai.Tool{tool("start_async_task"), tool("check_async_task"), tool("update_async_task"), tool("cancel_async_task"), tool("list_async_tasks"), tool("task")}
+
+func TestCommandsBecomeSupervisorAndTaskCalls(t *testing.T) {
+	c := newModel(t)
+	for _, tc := range []struct {
+		text string
+		name string
+		args map[string]any
+	}{
+		{"start researcher: Compare bbolt and SQLite", "start_async_task", map[string]any{"subagent_type": "researcher", "description": "Compare bbolt and SQLite"}},
+		{"Check 0a1b-2c", "check_async_task", map[string]any{"task_id": "0a1b-2c"}},
+		{"update 0a1b-2c: Focus on crash safety", "update_async_task", map[string]any{"task_id": "0a1b-2c", "message": "Focus on crash safety"}},
+		{"cancel 0a1b-2c", "cancel_async_task", map[string]any{"task_id": "0a1b-2c"}},
+		{"list", "list_async_tasks", map[string]any{}},
+		{"list running", "list_async_tasks", map[string]any{"status_filter": "running"}},
+		{"delegate: Summarise the README of this repository please", "task", map[string]any{"description": "Summarise the README of this", "prompt": "Summarise the README of this repository please", "subagent_type": "general-purpose"}},
+		{"delegate analyst: Which files mention bbolt?", "task", map[string]any{"description": "Which files mention bbolt?", "prompt": "Which files mention bbolt?", "subagent_type": "analyst"}},
+	} {
+		_, calls, _ := streamed(t, c, openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user(tc.text)}, Tools: supervisorTools})
+		if len(calls) != 1 || calls[0].Function.Name != tc.name {
+			t.Fatalf("%q: calls %+v, want one %s", tc.text, calls, tc.name)
+		}
+		if got := args(t, calls[0]); !reflect.DeepEqual(got, tc.args) {
+			t.Fatalf("%q: args %v, want %v", tc.text, got, tc.args)
+		}
+	}
+}
+
+func TestSeveralCommandLinesAreParallelCalls(t *testing.T) {
+	c := newModel(t)
+	_, calls, usage := streamed(t, c, openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user("start researcher: a\n\nstart coder: b")}, Tools: supervisorTools})
+	if len(calls) != 2 || calls[0].ID != "call_1" || calls[1].ID != "call_1_2" || args(t, calls[1])["subagent_type"] != "coder" {
+		t.Fatalf("calls = %+v", calls)
+	}
+	if usage == nil || usage.CompletionTokens != 20 {
+		t.Fatalf("usage = %+v", usage)
+	}
+	// One line that is not a command makes the whole text plain.
+	deltas, calls, _ := streamed(t, c, openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user("start researcher: a\nthanks")}, Tools: supervisorTools})
+	if len(calls) != 0 || !strings.HasPrefix(strings.Join(deltas, ""), "You said: ") {
+		t.Fatalf("mixed text: deltas %q calls %v", deltas, calls)
+	}
+	// A command whose tool is not offered is plain text too.
+	deltas, calls, _ = streamed(t, c, openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user("list")}, Tools: offered})
+	if len(calls) != 0 || strings.Join(deltas, "") != "You said: list" {
+		t.Fatalf("not offered: deltas %q calls %v", deltas, calls)
+	}
+}
+
+func TestEveryTrailingToolResultIsAcknowledged(t *testing.T) {
+	c := newModel(t)
+	msgs := []openai.ChatCompletionMessage{
+		user("start researcher: a\nstart coder: b"),
+		{Role: openai.ChatMessageRoleAssistant, ToolCalls: []openai.ToolCall{
+			{ID: "call_1", Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: "start_async_task", Arguments: `{}`}},
+			{ID: "call_1_2", Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: "start_async_task", Arguments: `{}`}},
+		}},
+		{Role: openai.ChatMessageRoleTool, ToolCallID: "call_1", Content: "Launched one"},
+		{Role: openai.ChatMessageRoleTool, ToolCallID: "call_1_2", Content: "Launched two\nmore"},
+	}
+	deltas, _, _ := streamed(t, c, openai.ChatCompletionRequest{Messages: msgs, Tools: supervisorTools})
+	if got := strings.Join(deltas, ""); got != "done: Launched one\ndone: Launched two" {
+		t.Fatalf("answer %q", got)
+	}
+}
+
+func TestSystemPromptIsShownOnRequest(t *testing.T) {
+	c := newModel(t)
+	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: "You coordinate.\n\n## Tasks"}, user("System prompt")}
+	deltas, _, _ := streamed(t, c, openai.ChatCompletionRequest{Messages: msgs, Tools: supervisorTools})
+	if got := strings.Join(deltas, ""); got != "You coordinate.\n\n## Tasks" {
+		t.Fatalf("answer %q", got)
+	}
+}

@@ -48,16 +48,17 @@ func startProcess(t *testing.T, bin, dataDir string) *serverProcess {
 	if err := os.WriteFile(graphs, []byte(`{"graphs":{"echo":"builtin:echo"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return startProcessWith(t, bin, dataDir, graphs)
+	return startProcessWith(t, bin, nil, "--data-dir", dataDir, "--config", graphs)
 }
 
-// startProcessWith starts the server on the langgraph.json at graphs and
-// waits until it answers /ok.
-func startProcessWith(t *testing.T, bin, dataDir, graphs string) *serverProcess {
+// startProcessWith starts the binary on a free port with args and env
+// added to the test's environment, and waits until it serves.
+func startProcessWith(t *testing.T, bin string, env []string, args ...string) *serverProcess {
 	t.Helper()
 	addr := freeAddr(t)
 	p := &serverProcess{url: "http://" + addr, logs: &bytes.Buffer{}}
-	p.cmd = exec.Command(bin, "--addr", addr, "--data-dir", dataDir, "--config", graphs)
+	p.cmd = exec.Command(bin, append([]string{"--addr", addr}, args...)...)
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func TestSIGHUPReloadsAgentSpecs(t *testing.T) {
 	if err := os.WriteFile(graphs, []byte(`{"graphs":{"agent":"./agent.yaml"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startProcessWith(t, bin, t.TempDir(), graphs)
+	p := startProcessWith(t, bin, nil, "--data-dir", t.TempDir(), "--config", graphs)
 	if title := inputTitle(t, p.url); title != "One" {
 		t.Fatalf("input title %q, want One", title)
 	}

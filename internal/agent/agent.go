@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -55,6 +56,8 @@ type Options struct {
 	// Extend builds middlewares from spec sections the agent package does
 	// not interpret itself (async subagents); they run after the built-ins.
 	Extend func(graphID string, spec *Spec) ([]Middleware, error)
+	// Log receives start-up warnings about a spec; nil discards them.
+	Log *slog.Logger
 }
 
 // New compiles the agent of graph graphID from a spec.
@@ -63,12 +66,22 @@ func New(graphID string, spec *Spec, opts Options) (*Agent, error) {
 	for _, name := range spec.Tools {
 		t, ok := opts.Tools[name]
 		if !ok && name == "bash" {
+			if opts.Log != nil {
+				opts.Log.Warn("an agent spec lists bash but the shell is off: the tool is not offered", "graph", graphID, "hint", "start the server with --enable-shell")
+			}
 			continue // shell tools need the server's --enable-shell as well
 		}
 		if !ok {
 			return nil, fmt.Errorf("%w: field %q: tool %q is not available on this server", ErrInvalidSpec, "tools", name)
 		}
 		a.tools[name] = t
+	}
+	if opts.Models != nil {
+		// Resolved now so that a bad model setting, or the offline model's
+		// warning, shows at start rather than at the first run.
+		if _, err := opts.Models(spec.Model, ""); err != nil {
+			return nil, fmt.Errorf("%w: field %q: %v", ErrInvalidSpec, "model", err)
+		}
 	}
 	if c := spec.Middleware.Compaction; c != nil {
 		a.middlewares = append(a.middlewares, &compaction{cfg: *c, models: opts.Models, model: spec.Model})
@@ -132,8 +145,9 @@ func (a *Agent) prepareWorkspace(rt *graph.Runtime) (wait func()) {
 // stops calling tools or max_turns model calls were made.
 func (a *Agent) Graph() *graph.Graph {
 	return &graph.Graph{
-		Entry: ModelNode,
-		Nodes: map[string]graph.Node{ModelNode: a.modelNode, ToolsNode: a.toolsNode},
+		Entry:   ModelNode,
+		Initial: a.initialValues(),
+		Nodes:   map[string]graph.Node{ModelNode: a.modelNode, ToolsNode: a.toolsNode},
 		Edges: map[string]graph.Router{
 			ModelNode: func(st graph.State) []string {
 				if last := lastMessage(st); last != nil && len(toolCalls(last)) > 0 {
@@ -144,6 +158,22 @@ func (a *Agent) Graph() *graph.Graph {
 			ToolsNode: func(graph.State) []string { return []string{ModelNode} },
 		},
 	}
+}
+
+// initialValues collects the initial channel values of the middlewares.
+func (a *Agent) initialValues() graph.State {
+	var out graph.State
+	for _, mw := range a.middlewares {
+		if ci, ok := mw.(ChannelInitializer); ok {
+			if out == nil {
+				out = graph.State{}
+			}
+			for k, v := range ci.InitialValues() {
+				out[k] = v
+			}
+		}
+	}
+	return out
 }
 
 func (a *Agent) maxTurns() int {

@@ -31,6 +31,12 @@ type ChannelProvider interface {
 	Channels() map[string]channels.Reducer
 }
 
+// ChannelInitializer gives channels a value from a thread's first input on,
+// so clients reading the state see it before anything was written to it.
+type ChannelInitializer interface {
+	InitialValues() map[string]any
+}
+
 // ModelCall is one model call in preparation or just made.
 type ModelCall struct {
 	Runtime *graph.Runtime

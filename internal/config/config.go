@@ -11,6 +11,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -73,81 +74,233 @@ func DefaultJobs() int {
 
 // env names, each the fallback of the flag of the same meaning.
 const (
-	EnvAddr     = "AGENTSERVER_ADDR"
-	EnvDataDir  = "AGENTSERVER_DATA_DIR"
-	EnvConfig   = "AGENTSERVER_CONFIG"
-	EnvAPIKey   = "AGENTSERVER_API_KEY"
-	EnvJobs     = "AGENTSERVER_N_JOBS"
-	EnvLogLevel = "AGENTSERVER_LOG_LEVEL"
-	EnvShell    = "AGENTSERVER_ENABLE_SHELL"
-	EnvMaxSub   = "AGENTSERVER_MAX_SUBAGENTS"
-	// EnvRunTimeout takes a duration ("90s") or a number of seconds.
-	EnvRunTimeout = "AGENTSERVER_RUN_TIMEOUT"
+	EnvAddr            = "AGENTSERVER_ADDR"
+	EnvDataDir         = "AGENTSERVER_DATA_DIR"
+	EnvConfig          = "AGENTSERVER_CONFIG"
+	EnvAPIKey          = "AGENTSERVER_API_KEY"
+	EnvJobs            = "AGENTSERVER_N_JOBS"
+	EnvLogLevel        = "AGENTSERVER_LOG_LEVEL"
+	EnvShell           = "AGENTSERVER_ENABLE_SHELL"
+	EnvMaxSub          = "AGENTSERVER_MAX_SUBAGENTS"
+	EnvShutdownTimeout = "AGENTSERVER_SHUTDOWN_TIMEOUT"
+	EnvStreamRetention = "AGENTSERVER_STREAM_RETENTION"
+	EnvRunTimeout      = "AGENTSERVER_RUN_TIMEOUT"
+	EnvRunStopGrace    = "AGENTSERVER_RUN_STOP_GRACE"
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
 	EnvBGJobTimeout = "BG_JOB_TIMEOUT_SECS"
 )
 
-// Parse reads args (without the program name) with getenv as the fallback.
-func Parse(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+// ErrVersion is returned by Parse for --version: print the version, exit 0.
+var ErrVersion = errors.New("version requested")
+
+// ErrUsage marks command-line and environment errors (a bad flag, a bad
+// value): the caller prints the error with a hint to --help.
+var ErrUsage = errors.New("usage")
+
+// usageError is an error of the command line or environment; its message is
+// the cause's alone.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error      { return e.error }
+func (usageError) Is(target error) bool { return target == ErrUsage }
+
+// option is one flag with its environment fallback, in help order.
+type option struct {
+	name, env, arg, usage string
+	value                 func(c *Config) flag.Value
+}
+
+// options lists every flag. Add new ones here: help, env fallback and
+// parsing follow from this table.
+var options = []option{
+	{"addr", EnvAddr, "host:port", "listen address", func(c *Config) flag.Value { return (*stringValue)(&c.Addr) }},
+	{"data-dir", EnvDataDir, "dir", "directory of the database file", func(c *Config) flag.Value { return (*stringValue)(&c.DataDir) }},
+	{"config", EnvConfig, "file", "path of langgraph.json", func(c *Config) flag.Value { return (*stringValue)(&c.GraphsFile) }},
+	{"api-key", EnvAPIKey, "key", "require this x-api-key on every route but /ok", func(c *Config) flag.Value { return (*stringValue)(&c.APIKey) }},
+	{"n-jobs", EnvJobs, "n", "number of run workers", func(c *Config) flag.Value { return (*intValue)(&c.Jobs) }},
+	{"log-level", EnvLogLevel, "level", "debug, info, warn or error", func(c *Config) flag.Value { return (*stringValue)(&c.LogLevel) }},
+	{"enable-shell", EnvShell, "", "let agents whose spec lists bash run shell commands in their workspace", func(c *Config) flag.Value { return (*boolValue)(&c.EnableShell) }},
+	{"max-subagents", EnvMaxSub, "n", "task-tool subagents running at once; more wait in line", func(c *Config) flag.Value { return (*intValue)(&c.MaxSubagents) }},
+	{"shutdown-timeout", EnvShutdownTimeout, "duration", "how long a graceful shutdown may take (with a unit: 10s, 1m)", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout) }},
+	{"stream-retention", EnvStreamRetention, "duration", "how long a finished run's stream events stay joinable (with a unit: 30s, 10m, 1h)", func(c *Config) flag.Value { return (*durationValue)(&c.StreamRetention) }},
+	{"run-timeout", EnvRunTimeout, "duration", "end runs that take longer with status timeout; 0: no limit (a bare number is seconds; also read from " + EnvBGJobTimeout + ")", func(c *Config) flag.Value { return (*secondsValue)(&c.RunTimeout) }},
+	{"run-stop-grace", EnvRunStopGrace, "duration", "how long a cancelled or timed-out run may take to stop before its thread moves on (with a unit: 10s)", func(c *Config) flag.Value { return (*durationValue)(&c.RunStopGrace) }},
+}
+
+// envAliases are further environment variables of a flag, read when the
+// flag and its own variable are unset.
+var envAliases = map[string]string{"run-timeout": EnvBGJobTimeout}
+
+// Parse reads args (without the program name) with getenv as the fallback
+// of each flag. It returns flag.ErrHelp for -h/--help, ErrVersion for
+// --version, and an error wrapping ErrUsage for a bad flag or value.
+func Parse(args []string, getenv func(string) string) (Config, error) {
 	c := Default()
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	str := func(p *string, name, env, usage string) {
-		if v := getenv(env); v != "" {
-			*p = v
-		}
-		fs.StringVar(p, name, *p, fmt.Sprintf("%s (env %s)", usage, env))
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	for _, o := range options {
+		fs.Var(o.value(&c), o.name, o.usage)
 	}
-	str(&c.Addr, "addr", EnvAddr, "listen address")
-	str(&c.DataDir, "data-dir", EnvDataDir, "directory of the database file")
-	str(&c.GraphsFile, "config", EnvConfig, "path of langgraph.json")
-	str(&c.APIKey, "api-key", EnvAPIKey, "require this x-api-key on every route but /ok")
-	str(&c.LogLevel, "log-level", EnvLogLevel, "debug, info, warn or error")
-	if v := getenv(EnvJobs); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return c, fmt.Errorf("%s=%q: not a number", EnvJobs, v)
-		}
-		c.Jobs = n
-	}
-	fs.IntVar(&c.Jobs, "n-jobs", c.Jobs, fmt.Sprintf("number of run workers (env %s)", EnvJobs))
-	if v := getenv(EnvShell); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return c, fmt.Errorf("%s=%q: not a boolean", EnvShell, v)
-		}
-		c.EnableShell = b
-	}
-	fs.BoolVar(&c.EnableShell, "enable-shell", c.EnableShell, fmt.Sprintf("let agents whose spec lists bash run shell commands in their workspace (env %s)", EnvShell))
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful shutdown may take")
-	if v := getenv(EnvMaxSub); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return c, fmt.Errorf("%s=%q: not a number", EnvMaxSub, v)
-		}
-		c.MaxSubagents = n
-	}
-	fs.IntVar(&c.MaxSubagents, "max-subagents", c.MaxSubagents, fmt.Sprintf("task-tool subagents running at once; more wait in line (env %s)", EnvMaxSub))
-	fs.DurationVar(&c.StreamRetention, "stream-retention", c.StreamRetention, "how long a finished run's stream events stay joinable")
-	for _, env := range []string{EnvBGJobTimeout, EnvRunTimeout} {
-		if v := getenv(env); v != "" {
-			d, err := parseSeconds(v)
-			if err != nil {
-				return c, fmt.Errorf("%s=%q: %w", env, v, err)
-			}
-			c.RunTimeout = d
-		}
-	}
-	fs.DurationVar(&c.RunTimeout, "run-timeout", c.RunTimeout, fmt.Sprintf("end runs that take longer with status timeout; 0: no limit (env %s, or %s in seconds)", EnvRunTimeout, EnvBGJobTimeout))
-	fs.DurationVar(&c.RunStopGrace, "run-stop-grace", c.RunStopGrace, "how long a cancelled or timed-out run may take to stop before its thread moves on")
+	showVersion := fs.Bool("version", false, "print the version and commit")
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, usageError{doubleDash(err)}
+	}
+	if *showVersion {
+		return c, ErrVersion
 	}
 	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return c, usageError{fmt.Errorf("unexpected arguments: %q (flags start with --)", fs.Args())}
+	}
+	if err := applyEnv(fs, getenv); err != nil {
+		return c, err
 	}
 	return c, c.Validate()
+}
+
+// doubleDash rewrites the flag package's messages, which name flags with
+// one dash, in the two-dash form --help shows.
+func doubleDash(err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return fmt.Errorf("unknown flag --%s", strings.TrimPrefix(name, "-"))
+	}
+	if before, after, ok := strings.Cut(msg, " for flag -"); ok {
+		return errors.New(before + " for flag --" + after)
+	}
+	return err
+}
+
+// applyEnv sets every flag the command line left out from its environment
+// variable, when that is set.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, o := range options {
+		env := o.env
+		v := getenv(env)
+		if alias, ok := envAliases[o.name]; ok && v == "" {
+			env, v = alias, getenv(alias)
+		}
+		if given[o.name] || v == "" {
+			continue
+		}
+		if err := fs.Set(o.name, v); err != nil {
+			return usageError{fmt.Errorf("%s=%q: %w", env, v, err)}
+		}
+	}
+	return nil
+}
+
+// Usage writes the help text: what the program is, its flags with their
+// environment variables and defaults, and the model's environment.
+func Usage(w io.Writer) {
+	d := Default()
+	defaults := map[string]string{}
+	for _, o := range options {
+		defaults[o.name] = o.value(&d).String()
+	}
+	fmt.Fprintln(w, "agentserver serves agents and graphs over the LangGraph Platform HTTP API and the Agent Protocol.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: server [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Flags (a flag wins over its environment variable, which wins over the default):")
+	for _, o := range options {
+		name := "--" + o.name
+		if o.arg != "" {
+			name += " " + o.arg
+		}
+		def := ""
+		if v := defaults[o.name]; v != "" && v != "false" {
+			def = ", default " + v
+		}
+		fmt.Fprintf(w, "  %-28s %s (env %s%s)\n", name, o.usage, o.env, def)
+	}
+	fmt.Fprintf(w, "  %-28s %s\n", "--version", "print the version and commit, then exit")
+	fmt.Fprintf(w, "  %-28s %s\n", "-h, --help", "print this help, then exit")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Model (read by the agents; with neither set they answer with an offline model that says so):")
+	fmt.Fprintf(w, "  %-28s %s\n", "OPENAI_API_KEY", "key of the OpenAI-compatible provider")
+	fmt.Fprintf(w, "  %-28s %s\n", "OPENAI_BASE_URL", "base URL of any OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+	fmt.Fprintf(w, "  %-28s %s\n", "LANGGRAPH_API_KEY", "x-api-key sent to remote async-subagent servers")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Without flags it serves ./langgraph.json on 127.0.0.1:2024 with its data in ./data.")
+	fmt.Fprintln(w, "Docs: docs/configuration.md; try the supervisor without a key: docs/supervisor.md.")
+}
+
+// stringValue, intValue, boolValue and durationValue are flag values with
+// messages that say what is wanted.
+type (
+	stringValue   string
+	intValue      int
+	boolValue     bool
+	durationValue time.Duration
+)
+
+func (v *stringValue) Set(s string) error { *v = stringValue(s); return nil }
+func (v *stringValue) String() string     { return string(*v) }
+
+func (v *intValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("want a whole number")
+	}
+	*v = intValue(n)
+	return nil
+}
+func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
+
+func (v *boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	*v = boolValue(b)
+	return nil
+}
+func (v *boolValue) String() string   { return strconv.FormatBool(bool(*v)) }
+func (v *boolValue) IsBoolFlag() bool { return true }
+
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a duration with a unit, such as 30s, 10m or 1h")
+	}
+	*v = durationValue(d)
+	return nil
+}
+
+// secondsValue is a duration that may also be written as a number of
+// seconds (LangGraph Platform's BG_JOB_TIMEOUT_SECS).
+type secondsValue time.Duration
+
+func (v *secondsValue) Set(s string) error {
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		if secs < 0 {
+			return errors.New("must not be negative")
+		}
+		*v = secondsValue(secs * float64(time.Second))
+		return nil
+	}
+	return (*durationValue)(v).Set(s)
+}
+func (v *secondsValue) String() string { return (*durationValue)(v).String() }
+
+// String writes whole minutes and hours without zero parts ("10m", not
+// "10m0s").
+func (v *durationValue) String() string {
+	s := time.Duration(*v).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // Validate checks the configuration once, at start.
@@ -186,19 +339,4 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("run-stop-grace must be positive"))
 	}
 	return errors.Join(errs...)
-}
-
-// parseSeconds reads a duration ("90s", "1h") or a number of seconds.
-func parseSeconds(v string) (time.Duration, error) {
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs < 0 {
-			return 0, errors.New("must not be negative")
-		}
-		return time.Duration(secs * float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, errors.New("not a duration or a number of seconds")
-	}
-	return d, nil
 }

@@ -1,30 +1,36 @@
 package config
 
 import (
-	"io"
+	"bytes"
+	"errors"
+	"flag"
 	"strings"
 	"testing"
 	"time"
 )
 
+func noEnv(string) string { return "" }
+
 func TestParsePrecedence(t *testing.T) {
-	env := map[string]string{EnvAddr: "127.0.0.1:9999", EnvDataDir: "/from/env", EnvJobs: "3"}
-	c, err := Parse([]string{"--data-dir", "/from/flag"}, func(k string) string { return env[k] }, io.Discard)
+	env := map[string]string{EnvAddr: "127.0.0.1:9999", EnvDataDir: "/from/env", EnvJobs: "3",
+		EnvShutdownTimeout: "3s", EnvStreamRetention: "1h", EnvShell: "true", EnvMaxSub: "4"}
+	c, err := Parse([]string{"--data-dir", "/from/flag", "--stream-retention", "2m"}, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != "127.0.0.1:9999" || c.DataDir != "/from/flag" || c.Jobs != 3 || c.GraphsFile != "./langgraph.json" {
+	if c.Addr != "127.0.0.1:9999" || c.DataDir != "/from/flag" || c.Jobs != 3 || c.GraphsFile != "./langgraph.json" ||
+		c.ShutdownTimeout != 3*time.Second || c.StreamRetention != 2*time.Minute || !c.EnableShell || c.MaxSubagents != 4 {
 		t.Fatalf("config = %+v", c)
 	}
 }
 
 func TestParseDefaults(t *testing.T) {
-	c, err := Parse(nil, func(string) string { return "" }, io.Discard)
+	c, err := Parse(nil, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != "127.0.0.1:2024" || c.DataDir != "./data" || c.APIKey != "" {
-		t.Fatalf("defaults = %+v", c)
+	if c != Default() {
+		t.Fatalf("defaults = %+v, want %+v", c, Default())
 	}
 }
 
@@ -35,7 +41,7 @@ func TestParseRejects(t *testing.T) {
 		{"--log-level", "loud"},
 		{"extra"},
 	} {
-		if _, err := Parse(args, func(string) string { return "" }, io.Discard); err == nil {
+		if _, err := Parse(args, noEnv); err == nil {
 			t.Errorf("%s: accepted", strings.Join(args, " "))
 		}
 	}
@@ -53,17 +59,61 @@ func TestParseRunTimeout(t *testing.T) {
 		{map[string]string{EnvRunTimeout: "1.5"}, nil, 1500 * time.Millisecond},
 		{map[string]string{EnvRunTimeout: "2m"}, []string{"--run-timeout", "0"}, 0},
 	} {
-		c, err := Parse(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+		c, err := Parse(tc.args, func(k string) string { return tc.env[k] })
 		if err != nil || c.RunTimeout != tc.want {
 			t.Errorf("env %v args %v: %v, %v; want %v", tc.env, tc.args, c.RunTimeout, err, tc.want)
 		}
 	}
 	for _, v := range []string{"soon", "-5"} {
-		if _, err := Parse(nil, func(k string) string { return map[string]string{EnvBGJobTimeout: v}[k] }, io.Discard); err == nil {
+		if _, err := Parse(nil, func(k string) string { return map[string]string{EnvBGJobTimeout: v}[k] }); err == nil {
 			t.Errorf("%s=%q accepted", EnvBGJobTimeout, v)
 		}
 	}
-	if _, err := Parse([]string{"--run-stop-grace", "0s"}, func(string) string { return "" }, io.Discard); err == nil {
+	if _, err := Parse([]string{"--run-stop-grace", "0s"}, func(string) string { return "" }); err == nil {
 		t.Error("a zero stop grace was accepted")
+	}
+}
+
+func TestUsageErrorsSayWhatIsWanted(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--shutdown-timeout", "10"}, nil, `invalid value "10" for flag --shutdown-timeout: want a duration with a unit, such as 30s, 10m or 1h`},
+		{nil, map[string]string{EnvStreamRetention: "600"}, `AGENTSERVER_STREAM_RETENTION="600": want a duration with a unit, such as 30s, 10m or 1h`},
+		{nil, map[string]string{EnvJobs: "lots"}, `AGENTSERVER_N_JOBS="lots": want a whole number`},
+		{nil, map[string]string{EnvShell: "yes please"}, `AGENTSERVER_ENABLE_SHELL="yes please": want true or false`},
+		{[]string{"--nope"}, nil, "unknown flag --nope"},
+	} {
+		_, err := Parse(c.args, func(k string) string { return c.env[k] })
+		if !errors.Is(err, ErrUsage) || err.Error() != c.want {
+			t.Errorf("%v %v: error %v, want usage error %q", c.args, c.env, err, c.want)
+		}
+	}
+}
+
+func TestHelpAndVersionFlags(t *testing.T) {
+	if _, err := Parse([]string{"-h"}, noEnv); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+	if _, err := Parse([]string{"--version"}, noEnv); !errors.Is(err, ErrVersion) {
+		t.Errorf("--version: %v", err)
+	}
+	var help bytes.Buffer
+	Usage(&help)
+	for _, o := range options {
+		if !strings.Contains(help.String(), "--"+o.name) || !strings.Contains(help.String(), "env "+o.env) {
+			t.Errorf("help lacks --%s or its env %s", o.name, o.env)
+		}
+	}
+}
+
+func TestDurationsReadAsWritten(t *testing.T) {
+	for d, want := range map[time.Duration]string{10 * time.Minute: "10m", time.Hour: "1h", 90 * time.Minute: "1h30m", 10 * time.Second: "10s", 1500 * time.Millisecond: "1.5s"} {
+		v := durationValue(d)
+		if got := v.String(); got != want {
+			t.Errorf("%v: %q, want %q", d, got, want)
+		}
 	}
 }

@@ -71,6 +71,11 @@ type Graph struct {
 	Nodes map[string]Node
 	// Edges maps a node to its router; a node without one leads to End.
 	Edges map[string]Router
+	// Initial holds channel values a thread has before any write to them:
+	// a run that applies an input first sets each channel of Initial that
+	// the state lacks, so the input's checkpoint already carries it (e.g.
+	// async_tasks = {}).
+	Initial State
 }
 
 // Sink receives what a run produces. Implementations must not block for long:
@@ -248,7 +253,7 @@ func (rs *runState) start(ctx context.Context) ([]Task, bool, error) {
 		if !ok {
 			return nil, false, fmt.Errorf("%w: input must be an object", channels.ErrInvalidUpdate)
 		}
-		values, err := rs.ex.Reducers.Apply(rs.values, m)
+		values, err := rs.ex.Reducers.Apply(withInitial(rs.values, rs.g.Initial), m)
 		if err != nil {
 			return nil, false, err
 		}
@@ -264,6 +269,28 @@ func (rs *runState) start(ctx context.Context) ([]Task, bool, error) {
 		return nil, false, err
 	}
 	return next, false, nil
+}
+
+// withInitial returns values with the channels of initial it lacks set;
+// values itself is not modified.
+func withInitial(values, initial State) State {
+	var out State
+	for k, v := range initial {
+		if _, ok := values[k]; ok {
+			continue
+		}
+		if out == nil {
+			out = make(State, len(values)+len(initial))
+			for k, v := range values {
+				out[k] = v
+			}
+		}
+		out[k] = jsonx.Clone(v)
+	}
+	if out == nil {
+		return values
+	}
+	return out
 }
 
 // commandUpdate accepts an object or a list of [key, value] pairs.

@@ -175,6 +175,9 @@ func resolveSource(dir, id, src string, resolve SourceResolver) (*Definition, er
 		d.ID, d.Source = id, src
 		return d, nil
 	}
+	if lang := codeLanguage(src); lang != "" {
+		return nil, fmt.Errorf("%w: %q points to %s graph code; this server runs agent specs (YAML or JSON files) and the built-in graphs, not Python or JavaScript code: see docs/configuration.md#langgraphjson", ErrInvalidConfig, src, lang)
+	}
 	if resolve == nil {
 		return nil, fmt.Errorf("%w: source %q is not a built-in graph (use %s<name>)", ErrInvalidConfig, src, BuiltinPrefix)
 	}
@@ -196,6 +199,22 @@ func compileSpec(id, src, path string, resolve SourceResolver) (*Definition, err
 	}
 	d.ID, d.Source, d.File, d.stamp = id, src, path, stamp
 	return d, nil
+}
+
+// codeLanguage names the language of a LangGraph graph-code source such as
+// "./agent.py:graph" or "./src/agent.ts:graph", or returns "".
+func codeLanguage(src string) string {
+	file := src
+	if i := strings.LastIndex(src, ":"); i > 0 {
+		file = src[:i]
+	}
+	switch strings.ToLower(filepath.Ext(file)) {
+	case ".py":
+		return "Python"
+	case ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx":
+		return "JavaScript"
+	}
+	return ""
 }
 
 // loadEnv applies the "env" entry: a .env file path or an inline object.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -50,6 +51,19 @@ func TestLoadRejects(t *testing.T) {
 		p := write(t, dir, name+".json", body)
 		if _, err := Load(p, nil); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%s: err = %v, want ErrInvalidConfig", name, err)
+		}
+	}
+}
+
+// TestLoadExplainsGraphCode checks that LangGraph's Python and JavaScript
+// graph sources get one message naming what this server runs instead.
+func TestLoadExplainsGraphCode(t *testing.T) {
+	for src, lang := range map[string]string{"./agent.py:graph": "Python", "./src/agent.ts:graph": "JavaScript", "./graph.mjs": "JavaScript", "agent.PY:app": "Python"} {
+		dir := t.TempDir()
+		path := write(t, dir, "langgraph.json", `{"graphs": {"agent": "`+src+`"}}`)
+		_, err := Load(path, func(id, path string) (*Definition, error) { return nil, errors.New("resolver must not be called") })
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), lang+" graph code") || !strings.Contains(err.Error(), "agent specs (YAML or JSON files)") {
+			t.Errorf("%s: %v", src, err)
 		}
 	}
 }

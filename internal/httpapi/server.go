@@ -15,10 +15,8 @@ import (
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
 	"agentserver/internal/threads"
+	"agentserver/internal/version"
 )
-
-// Version is the server version reported by GET /info.
-const Version = "0.1.0"
 
 // Deps are the services the HTTP layer calls.
 type Deps struct {
@@ -69,7 +67,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
-	e.Use(cors(), apiKeyAuth(d.APIKey), lenientJSON(), validator.middleware())
+	e.Use(accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), validator.middleware())
 	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	if err := registerContractRoutes(e); err != nil {
@@ -94,13 +92,16 @@ func (h *Handler) GetOk(ctx context.Context, req api.GetOkRequestObject) (api.Ge
 
 // GetInfo implements GET /info.
 func (h *Handler) GetInfo(ctx context.Context, req api.GetInfoRequestObject) (api.GetInfoResponseObject, error) {
-	version := Version
+	build := version.Get()
 	return api.GetInfo200JSONResponse{
-		Version: &version,
+		Version: &build.Version,
 		Flags:   map[string]any{"assistants": true, "crons": false, "langsmith": false, "store": true},
 		Metadata: map[string]any{
-			"server": "agentserver",
-			"graphs": h.graphs.IDs(),
+			"server":     "agentserver",
+			"graphs":     h.graphs.IDs(),
+			"commit":     build.Commit,
+			"modified":   build.Modified,
+			"go_version": build.GoVersion,
 		},
 	}, nil
 }

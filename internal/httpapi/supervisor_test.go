@@ -289,3 +289,31 @@ func TestSupervisorTasksOutliveTheSupervisor(t *testing.T) {
 		})
 	}
 }
+
+// TestSupervisorAsyncTasksStartsEmpty checks that a supervisor thread's
+// async_tasks is {} (never null or absent) from its first checkpoint on,
+// before any task was started, so clients can iterate it at once.
+func TestSupervisorAsyncTasksStartsEmpty(t *testing.T) {
+	model := scripted.New()
+	t.Cleanup(model.Close)
+	model.SetResponder(func(scripted.ChatRequest) scripted.Step { return scripted.Text("nothing to delegate") })
+	sup := testutil.StartServer(t, testutil.Options{
+		Graphs: `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated"}}`,
+		Files:  map[string]string{"boss.yaml": supervisorSpec(model.URL(), "")},
+	})
+	tid := newThread(t, sup)
+	values := sup.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": userInput("hello")}).Object(t)
+	if tasks, ok := values["async_tasks"].(map[string]any); !ok || len(tasks) != 0 {
+		t.Fatalf("run values async_tasks = %#v, want {}", values["async_tasks"])
+	}
+	history := sup.Must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 10}).List(t)
+	if len(history) < 2 {
+		t.Fatalf("history has %d checkpoints", len(history))
+	}
+	for i, cp := range history {
+		vals := cp.(map[string]any)["values"].(map[string]any)
+		if tasks, ok := vals["async_tasks"].(map[string]any); !ok || len(tasks) != 0 {
+			t.Fatalf("checkpoint %d (newest first) async_tasks = %#v, want {}", i, vals["async_tasks"])
+		}
+	}
+}

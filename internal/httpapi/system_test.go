@@ -19,6 +19,9 @@ func TestOkAndInfo(t *testing.T) {
 	if info["version"] == nil || info["flags"].(map[string]any)["assistants"] != true {
 		t.Fatalf("info = %v", info)
 	}
+	if meta := info["metadata"].(map[string]any); meta["commit"] == nil || meta["commit"] == "" || meta["go_version"] == nil {
+		t.Fatalf("info metadata %v: want the build's commit and Go version", meta)
+	}
 }
 
 func TestAPIKeyAuth(t *testing.T) {

@@ -132,6 +132,6 @@ func New(cfg Config, log *slog.Logger) Model {
 		return NewOpenAI(cfg, log)
 	}
 	log.Warn("no model is configured; answering with the offline model",
-		"hint", "set OPENAI_API_KEY or OPENAI_BASE_URL")
+		"hint", "set OPENAI_API_KEY or OPENAI_BASE_URL; cmd/scriptedllm is a demo model that needs no key (docs/supervisor.md)")
 	return Offline{}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"agentserver/internal/agent"
@@ -56,12 +58,14 @@ func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry
 		Workspace: workspaces.Dir,
 		Reducers:  reducers,
 		Extend:    rt.middlewaresFor,
+		Log:       log,
 	})
 	reg, err := graphs.Load(cfg.GraphsFile, rt.resolve)
 	if err != nil {
 		return nil, nil, err
 	}
-	for graph, spec := range rt.localGraphs {
+	for _, graph := range slices.Sorted(maps.Keys(rt.localGraphs)) { // sorted: the same error every start
+		spec := rt.localGraphs[graph]
 		if _, ok := reg.Get(graph); !ok {
 			return nil, nil, notServed(spec, graph)
 		}

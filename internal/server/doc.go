@@ -2,13 +2,17 @@
 // storage, loads the graphs, builds the services and the HTTP handler, and
 // owns every background goroutine. Tests embed it and listen on port 0.
 //
-// Start-up order: storage → graphs → services → system assistants →
-// run recovery and the worker pool → the thread TTL sweeper → listener.
-// Shutdown: stop the run engine (running runs go back to pending and
-// resume at the next start), end long-lived requests (SSE streams, waits),
-// stop accepting and finish the other in-flight requests, stop background
-// workers (the store and thread TTL sweepers, the event broker) and wait
-// for them, then close storage (which commits every queued write first).
+// Start-up order: New binds the listen address first (a port in use stops
+// it before any file is created), then storage → graphs → services →
+// system assistants; Start runs recovery and the worker pool, then serves.
+// If Start fails, Shutdown still releases everything (it never waits for a
+// Serve that was not started). Shutdown: stop the run
+// engine (running runs go back to pending and resume at the next start),
+// end long-lived requests (SSE streams, waits), stop accepting and finish
+// the other in-flight requests, stop background workers and wait for them,
+// then close storage (which commits every queued write first). The thread
+// TTL sweeper starts after run recovery and stops with the other background
+// workers (the store sweeper, the event broker).
 //
 // Agent spec files are reloaded while the server runs: a background worker
 // checks them every Options.ReloadInterval, and ReloadGraphs (SIGHUP in the

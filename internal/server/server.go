@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"agentserver/internal/assistants"
@@ -69,11 +70,40 @@ type Options struct {
 // changes; a check is one stat call per spec file.
 const DefaultReloadInterval = time.Second
 
-// New builds a server from cfg without listening yet.
+// New builds a server from cfg. It binds cfg.Addr first (so a port in use
+// stops it before any file is created) but serves only after Start.
 func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	ln, err := listen(cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	s, err := build(cfg, log, opts, ln)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// listen binds addr. A port in use is reported in one sentence, before the
+// server touches any file.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("listen on %s: the address is already in use (is another server running there? choose another with --addr)", addr)
+	}
+	if err != nil {
+		return nil, err // net's error already reads "listen tcp <addr>: …"
+	}
+	return ln, nil
+}
+
+// build assembles the services over the data directory; ln is bound but
+// not yet served.
+func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (*Server, error) {
 	db, err := storage.Open(cfg.DataDir, storage.Options{NoSync: opts.NoSync})
 	if err != nil {
 		return nil, err
@@ -89,7 +119,7 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 		db.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, db: db, Graphs: reg, Reducers: reducers, reloadEvery: opts.ReloadInterval}
+	s := &Server{cfg: cfg, log: log, db: db, ln: ln, Graphs: reg, Reducers: reducers, reloadEvery: opts.ReloadInterval}
 	if s.reloadEvery == 0 {
 		s.reloadEvery = DefaultReloadInterval
 	}
@@ -127,13 +157,10 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Start starts background workers and begins serving on cfg.Addr.
+// Start starts background workers and begins serving on cfg.Addr. When it
+// fails, the caller still calls Shutdown to release what was started.
 func (s *Server) Start() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", s.cfg.Addr, err)
-	}
-	s.ln = ln
+	ln := s.ln
 	bgCtx, cancel := context.WithCancel(context.Background())
 	s.bgCancel = cancel
 	s.bg.Add(2)
@@ -153,13 +180,11 @@ func (s *Server) Start() error {
 		}()
 	}
 	if n, err := subagents.RecoverInterrupted(bgCtx, s.db); err != nil {
-		ln.Close()
 		return fmt.Errorf("recover subagents: %w", err)
 	} else if n > 0 {
 		s.log.Warn("subagents cut off by a restart are reported as interrupted", "count", n)
 	}
 	if err := s.Runs.Start(bgCtx); err != nil {
-		ln.Close()
 		return fmt.Errorf("recover runs: %w", err)
 	}
 	s.bg.Add(1)
@@ -213,13 +238,15 @@ func (s *Server) shutdown(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	s.reqCancel()
-	if s.ln != nil {
+	if s.serveErr != nil { // serving: stop it and wait for Serve to return
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
 		if err := <-s.serveErr; err != nil {
 			errs = append(errs, fmt.Errorf("serve: %w", err))
 		}
+	} else {
+		s.ln.Close() // bound by New, never served (Start failed or was not called)
 	}
 	if s.bgCancel != nil {
 		s.bgCancel()

@@ -33,6 +33,8 @@ var (
 	ErrClosed = errors.New("storage closed")
 	// ErrSchemaTooNew reports a file written by a newer build.
 	ErrSchemaTooNew = errors.New("database schema is newer than this build")
+	// ErrLocked reports a database file another process holds open.
+	ErrLocked = errors.New("database is in use by another process")
 )
 
 var bucketNames = [][]byte{
@@ -98,8 +100,11 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	b, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{
-		Timeout: 5 * time.Second,
+	path := filepath.Join(dir, FileName)
+	b, err := bolt.Open(path, 0o600, &bolt.Options{
+		// The file lock is exclusive: another process holding it is a
+		// server already running on this directory, so give up at once.
+		Timeout: lockWait,
 		// Address space only: avoids remapping (which blocks writers) as the
 		// file grows.
 		InitialMmapSize: 1 << 30,
@@ -107,12 +112,15 @@ func Open(dir string, opts Options) (*DB, error) {
 		NoFreelistSync:  true,
 		FreelistType:    bolt.FreelistMapType,
 	})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s (is another server running with --data-dir %s?)", ErrLocked, path, dir)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("open bbolt: %w", err)
+		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	if err := initSchema(b); err != nil {
 		b.Close()
-		return nil, err
+		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	db := &DB{
 		bolt:     b,
@@ -123,6 +131,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	go db.writeLoop()
 	return db, nil
 }
+
+// lockWait is how long Open tries to take the file lock.
+const lockWait = 100 * time.Millisecond
 
 func initSchema(b *bolt.DB) error {
 	return b.Update(func(tx *bolt.Tx) error {

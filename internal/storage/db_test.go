@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -398,5 +401,34 @@ func TestActiveThreadRuns(t *testing.T) {
 	}
 	if got, want := active(), []uuid.UUID{runs[3].RunID}; !slices.Equal(got, want) {
 		t.Fatalf("after the pending run ended: %v, want %v", got, want)
+	}
+}
+
+// TestOpenNamesTheFileWhenItCannot checks that a database another process
+// (here: another open) holds is reported at once as in use, and that a
+// file that is not a database is reported with its path.
+func TestOpenNamesTheFileWhenItCannot(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	start := time.Now()
+	_, err = Open(dir, Options{})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), filepath.Join(dir, FileName)) {
+		t.Fatalf("second open: %v", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("the lock was reported after %v", took)
+	}
+
+	junk := t.TempDir()
+	path := filepath.Join(junk, FileName)
+	if err := os.WriteFile(path, []byte(strings.Repeat("not a database ", 2000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(junk, Options{}); err == nil || !strings.Contains(err.Error(), "open database "+path+": ") {
+		t.Fatalf("open of a corrupt file: %v", err)
 	}
 }

@@ -6,7 +6,9 @@
 // Invariants:
 //   - async_tasks is a map keyed by task id (the subagent's thread id),
 //     merged per key by MergeTasks; no record is ever dropped, and
-//     compaction, which rewrites only "messages", never touches it.
+//     compaction, which rewrites only "messages", never touches it. It is
+//     {} from the first checkpoint of a run on the thread (InitialValues),
+//     never null.
 //   - Tool failures are tool messages, never run errors.
 //   - Fixed on purpose, unlike deepagents: list_async_tasks refreshes live
 //     statuses before filtering (#5243); cancel_async_task records

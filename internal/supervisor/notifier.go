@@ -180,7 +180,14 @@ func (n *Notifier) writeBatches(thread uuid.UUID) {
 		}
 		n.batches[thread] = batch[:0:0]
 		n.batchMu.Unlock()
-		if err := n.apply(thread, batch); err != nil && n.ctx.Err() == nil {
+		err := n.apply(thread, batch)
+		switch {
+		case err == nil || n.ctx.Err() != nil:
+		case errors.Is(err, errdefs.ErrNotFound):
+			// The supervisor thread is gone (deleted, or the temporary
+			// thread of a stateless run): nobody is left to tell.
+			n.log.Debug("async task completions for a deleted thread", "thread_id", thread, "count", len(batch))
+		default:
 			n.log.Warn("deliver async task completions", "thread_id", thread, "count", len(batch), "err", err)
 		}
 	}

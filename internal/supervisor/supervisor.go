@@ -104,6 +104,12 @@ func (s *Supervisor) Channels() map[string]channels.Reducer {
 	return map[string]channels.Reducer{Channel: MergeTasks}
 }
 
+// InitialValues makes async_tasks an empty object from a supervisor
+// thread's first input on, so clients never read it as null or absent.
+func (s *Supervisor) InitialValues() map[string]any {
+	return map[string]any{Channel: map[string]any{}}
+}
+
 // Tools returns the five async task tools.
 func (s *Supervisor) Tools() []tools.Tool {
 	return []tools.Tool{&startTool{s}, &checkTool{s}, &updateTool{s}, &cancelTool{s}, &listTool{s}}
