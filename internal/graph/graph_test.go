@@ -136,10 +136,11 @@ func TestParallelNodesAndDeterministicOrder(t *testing.T) {
 	gate := make(chan struct{})
 	slow := func(name string) Node {
 		return func(ctx context.Context, rt *Runtime, st State) (Update, error) {
-			if n := running.Add(1); n > peak.Load() {
+			n := running.Add(1)
+			if n > peak.Load() {
 				peak.Store(n)
 			}
-			if running.Load() == 2 {
+			if n == 2 { // only the second arrival sees 2: the gate closes once
 				close(gate)
 			}
 			<-gate
