@@ -38,6 +38,11 @@ type Config struct {
 	// StreamRetention is how long a finished run's stream events (and, for
 	// resumable streams, their stored copy) stay available to joins.
 	StreamRetention time.Duration
+
+	// Limits on hostile or runaway input.
+
+	// MaxBodyBytes bounds a request body; larger ones get 413.
+	MaxBodyBytes int64
 }
 
 // Default returns the configuration used when nothing is set.
@@ -51,6 +56,7 @@ func Default() Config {
 		ShutdownTimeout: 10 * time.Second,
 		StreamRetention: 10 * time.Minute,
 		MaxSubagents:    32,
+		MaxBodyBytes:    DefaultMaxBodyBytes,
 	}
 }
 
@@ -63,6 +69,9 @@ func DefaultJobs() int {
 	return max(64, 16*runtime.NumCPU())
 }
 
+// DefaultMaxBodyBytes is the default request body limit (10 MiB).
+const DefaultMaxBodyBytes = 10 << 20
+
 // env names, each the fallback of the flag of the same meaning.
 const (
 	EnvAddr     = "AGENTSERVER_ADDR"
@@ -73,6 +82,7 @@ const (
 	EnvLogLevel = "AGENTSERVER_LOG_LEVEL"
 	EnvShell    = "AGENTSERVER_ENABLE_SHELL"
 	EnvMaxSub   = "AGENTSERVER_MAX_SUBAGENTS"
+	EnvMaxBody  = "AGENTSERVER_MAX_BODY_SIZE"
 )
 
 // Parse reads args (without the program name) with getenv as the fallback.
@@ -117,6 +127,9 @@ func Parse(args []string, getenv func(string) string, stderr io.Writer) (Config,
 	}
 	fs.IntVar(&c.MaxSubagents, "max-subagents", c.MaxSubagents, fmt.Sprintf("task-tool subagents running at once; more wait in line (env %s)", EnvMaxSub))
 	fs.DurationVar(&c.StreamRetention, "stream-retention", c.StreamRetention, "how long a finished run's stream events stay joinable")
+	if err := limitFlags(fs, &c, getenv); err != nil {
+		return c, err
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -155,5 +168,21 @@ func (c Config) Validate() error {
 	if c.StreamRetention <= 0 {
 		errs = append(errs, errors.New("stream-retention must be positive"))
 	}
+	if c.MaxBodyBytes < 1 {
+		errs = append(errs, fmt.Errorf("max-body-size must be at least 1 byte, got %d", c.MaxBodyBytes))
+	}
 	return errors.Join(errs...)
+}
+
+// limitFlags declares the flags of the input limits.
+func limitFlags(fs *flag.FlagSet, c *Config, getenv func(string) string) error {
+	if v := getenv(EnvMaxBody); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s=%q: not a number", EnvMaxBody, v)
+		}
+		c.MaxBodyBytes = n
+	}
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-size", c.MaxBodyBytes, fmt.Sprintf("largest request body in bytes; larger ones get 413 (env %s)", EnvMaxBody))
+	return nil
 }

@@ -56,6 +56,9 @@ type Server struct {
 type Options struct {
 	// NoSync turns off fsync on commit (never in production).
 	NoSync bool
+	// BodyReadTimeout bounds reading a request body (0: the default of
+	// httpapi.Limits).
+	BodyReadTimeout time.Duration
 }
 
 // New builds a server from cfg without listening yet.
@@ -90,7 +93,7 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	}
 	e, err := httpapi.New(httpapi.Deps{
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs,
-		Log: log, APIKey: cfg.APIKey, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
+		Log: log, APIKey: cfg.APIKey, Limits: httpapi.Limits{MaxBodyBytes: cfg.MaxBodyBytes, BodyReadTimeout: opts.BodyReadTimeout}, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
 	})
 	if err != nil {
 		db.Close()
@@ -98,9 +101,29 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	}
 	reqCtx, reqCancel := context.WithCancel(context.Background())
 	s.reqCancel = reqCancel
-	s.http = &http.Server{Handler: e, BaseContext: func(net.Listener) context.Context { return reqCtx }, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	s.http = &http.Server{
+		Handler:           e,
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		ReadHeaderTimeout: readHeaderTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	return s, nil
 }
+
+// Connection limits of the HTTP server. There is no whole-request read
+// timeout: net/http would cancel a stream's context when it expired; the
+// body's read deadline is set by httpapi while it reads the body. Streams
+// and waits move their write deadline forward with every write they make,
+// so only a response that stalls is cut by writeTimeout.
+const (
+	readHeaderTimeout = 10 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
 
 // Start starts background workers and begins serving on cfg.Addr.
 func (s *Server) Start() error {

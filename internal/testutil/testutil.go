@@ -47,6 +47,11 @@ type Options struct {
 	Shell bool
 	// MaxSubagents is the task-tool admission limit (0: the default).
 	MaxSubagents int
+	// Configure, when set, adjusts the configuration before the server is
+	// built (limits, timeouts).
+	Configure func(*config.Config)
+	// Server tunes the server beyond its configuration.
+	Server server.Options
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
@@ -103,8 +108,13 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 	if opts.MaxSubagents > 0 {
 		cfg.MaxSubagents = opts.MaxSubagents
 	}
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return server.New(cfg, log, server.Options{NoSync: opts.NoSync})
+	sopts := opts.Server
+	sopts.NoSync = sopts.NoSync || opts.NoSync
+	return server.New(cfg, log, sopts)
 }
 
 // StartServer starts a server and stops it when the test ends.
