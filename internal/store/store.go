@@ -187,7 +187,11 @@ func (s *Service) Put(ctx context.Context, namespace []string, key string, value
 		exp := deadline(now, ttl)
 		it.TTLMinutes, it.ExpiresAt = &ttl, &exp
 	}
-	return s.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutStoreItem(it) })
+	prepared, err := storage.PrepareStoreItem(it)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutStoreItem(prepared) })
 }
 
 // storable reports whether namespace and key could address a stored item;
