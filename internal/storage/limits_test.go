@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,5 +132,24 @@ func TestBigStoreValueDoesNotStarveSmallWrites(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFullDiskIsErrNoSpace checks that a write failing with ENOSPC is
+// reported as ErrNoSpace (507 at the HTTP edge), with a text that does not
+// name the file. TestDiskFullAnswers507 (cmd/server) fills a real disk.
+func TestFullDiskIsErrNoSpace(t *testing.T) {
+	db := openTest(t)
+	full := &fs.PathError{Op: "write", Path: "/data/agentserver.db", Err: syscall.ENOSPC}
+	err := db.Update(context.Background(), func(tx *Tx) error { return full })
+	if !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("err = %v, want ErrNoSpace wrapping ENOSPC", err)
+	}
+	if strings.Contains(err.Error(), "/data") {
+		t.Fatalf("the text names the file: %q", err)
+	}
+	other := errors.New("other")
+	if err := db.Update(context.Background(), func(tx *Tx) error { return other }); err != other {
+		t.Fatalf("another error became %v", err)
 	}
 }
