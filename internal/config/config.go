@@ -43,6 +43,9 @@ type Config struct {
 
 	// MaxBodyBytes bounds a request body; larger ones get 413.
 	MaxBodyBytes int64
+	// WorkspaceQuota bounds the bytes of files the file tools may keep in
+	// one thread's workspace.
+	WorkspaceQuota int64
 }
 
 // Default returns the configuration used when nothing is set.
@@ -57,6 +60,7 @@ func Default() Config {
 		StreamRetention: 10 * time.Minute,
 		MaxSubagents:    32,
 		MaxBodyBytes:    DefaultMaxBodyBytes,
+		WorkspaceQuota:  DefaultWorkspaceQuota,
 	}
 }
 
@@ -69,8 +73,13 @@ func DefaultJobs() int {
 	return max(64, 16*runtime.NumCPU())
 }
 
-// DefaultMaxBodyBytes is the default request body limit (10 MiB).
-const DefaultMaxBodyBytes = 10 << 20
+// Defaults of the input limits.
+const (
+	// DefaultMaxBodyBytes is the default request body limit (10 MiB).
+	DefaultMaxBodyBytes = 10 << 20
+	// DefaultWorkspaceQuota is the default workspace quota (100 MiB).
+	DefaultWorkspaceQuota = 100 << 20
+)
 
 // env names, each the fallback of the flag of the same meaning.
 const (
@@ -83,6 +92,7 @@ const (
 	EnvShell    = "AGENTSERVER_ENABLE_SHELL"
 	EnvMaxSub   = "AGENTSERVER_MAX_SUBAGENTS"
 	EnvMaxBody  = "AGENTSERVER_MAX_BODY_SIZE"
+	EnvQuota    = "AGENTSERVER_WORKSPACE_QUOTA"
 )
 
 // Parse reads args (without the program name) with getenv as the fallback.
@@ -171,18 +181,27 @@ func (c Config) Validate() error {
 	if c.MaxBodyBytes < 1 {
 		errs = append(errs, fmt.Errorf("max-body-size must be at least 1 byte, got %d", c.MaxBodyBytes))
 	}
+	if c.WorkspaceQuota < 1 {
+		errs = append(errs, fmt.Errorf("workspace-quota must be at least 1 byte, got %d", c.WorkspaceQuota))
+	}
 	return errors.Join(errs...)
 }
 
 // limitFlags declares the flags of the input limits.
 func limitFlags(fs *flag.FlagSet, c *Config, getenv func(string) string) error {
-	if v := getenv(EnvMaxBody); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%s=%q: not a number", EnvMaxBody, v)
+	bytesFlag := func(p *int64, name, env, usage string) error {
+		if v := getenv(env); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s=%q: not a number", env, v)
+			}
+			*p = n
 		}
-		c.MaxBodyBytes = n
+		fs.Int64Var(p, name, *p, fmt.Sprintf("%s (env %s)", usage, env))
+		return nil
 	}
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-size", c.MaxBodyBytes, fmt.Sprintf("largest request body in bytes; larger ones get 413 (env %s)", EnvMaxBody))
-	return nil
+	return errors.Join(
+		bytesFlag(&c.MaxBodyBytes, "max-body-size", EnvMaxBody, "largest request body in bytes; larger ones get 413"),
+		bytesFlag(&c.WorkspaceQuota, "workspace-quota", EnvQuota, "bytes of files the file tools may keep in one thread's workspace"),
+	)
 }

@@ -19,6 +19,7 @@ import (
 	"agentserver/internal/server"
 	"agentserver/internal/storage"
 	"agentserver/internal/testutil"
+	"agentserver/internal/tools"
 )
 
 // nested returns a value with depth levels of objects around a string.
@@ -154,7 +155,7 @@ func TestBodyLimit(t *testing.T) {
 	}
 }
 
-// TestMaxBodySizeFlag checks the flag and its environment fallback.
+// TestMaxBodySizeFlag checks the limit flags and their environment fallback.
 func TestMaxBodySizeFlag(t *testing.T) {
 	env := map[string]string{config.EnvMaxBody: "2048"}
 	c, err := config.Parse(nil, func(k string) string { return env[k] }, io.Discard)
@@ -170,6 +171,14 @@ func TestMaxBodySizeFlag(t *testing.T) {
 	}
 	if config.Default().MaxBodyBytes != httpapi.DefaultMaxBodyBytes {
 		t.Fatal("the config default and the HTTP layer's default differ")
+	}
+	env = map[string]string{config.EnvQuota: "12345"}
+	c, err = config.Parse(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil || c.WorkspaceQuota != 12345 {
+		t.Fatalf("quota env: %d, %v", c.WorkspaceQuota, err)
+	}
+	if config.Default().WorkspaceQuota != tools.DefaultWorkspaceQuota {
+		t.Fatal("the config default and the tools' default quota differ")
 	}
 }
 
