@@ -42,13 +42,17 @@ const (
 )
 
 func (l Limits) withDefaults() Limits {
-	if l.MaxBodyBytes <= 0 {
-		l.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if l.BodyReadTimeout <= 0 {
-		l.BodyReadTimeout = DefaultBodyReadTimeout
-	}
+	l.MaxBodyBytes = positiveOr(l.MaxBodyBytes, DefaultMaxBodyBytes)
+	l.BodyReadTimeout = positiveOr(l.BodyReadTimeout, DefaultBodyReadTimeout)
 	return l
+}
+
+// positiveOr returns v when it is positive, def otherwise.
+func positiveOr[T int64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // bodyGuard reads a request body whole, within the size limit and the read
