@@ -48,6 +48,7 @@ var codeForStatus = map[int]string{
 	http.StatusUnprocessableEntity:         "invalid_request",
 	http.StatusRequestHeaderFieldsTooLarge: "headers_too_large",
 	http.StatusInternalServerError:         "internal_error",
+	http.StatusNotImplemented:              "not_implemented",
 	http.StatusServiceUnavailable:          "unavailable",
 }
 

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -320,5 +321,51 @@ func TestRunFieldChecks(t *testing.T) {
 	} {
 		body["assistant_id"] = "echo"
 		s.Must(200, "POST", "/threads/"+tid+"/runs", body)
+	}
+}
+
+// rawExchange sends raw bytes on a new connection and reads the answer.
+func rawExchange(t *testing.T, s *testutil.Server, request string) (*http.Response, map[string]any) {
+	t.Helper()
+	conn, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, request); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var body map[string]any
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatalf("status %d: body is not JSON: %q", resp.StatusCode, raw)
+	}
+	return resp, body
+}
+
+// TestFramingErrorsAreJSON sends requests net/http refuses before any
+// handler runs: a header block over the limit (431) and a malformed request
+// line (400). Both answers carry the JSON error body; a normal request on
+// the same server is unaffected.
+func TestFramingErrorsAreJSON(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{})
+	huge := "GET /ok HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("v", 80<<10) + "\r\n\r\n"
+	resp, body := rawExchange(t, s, huge)
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || body["code"] != "headers_too_large" || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("huge headers: %d %v", resp.StatusCode, body)
+	}
+	resp, body = rawExchange(t, s, "GET /threads/%zz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp.StatusCode != http.StatusBadRequest || body["code"] != "bad_request" {
+		t.Fatalf("malformed request line: %d %v", resp.StatusCode, body)
+	}
+	resp, body = rawExchange(t, s, "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	if resp.StatusCode != 200 || body["ok"] != true {
+		t.Fatalf("normal request: %d %v", resp.StatusCode, body)
 	}
 }

@@ -155,7 +155,7 @@ func (s *Server) Start() error {
 	}
 	s.serveErr = make(chan error, 1)
 	go func() {
-		err := s.http.Serve(ln)
+		err := s.http.Serve(httpapi.JSONFramingErrors(ln))
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
