@@ -19,16 +19,21 @@ import (
 type Limits struct {
 	// MaxBodyBytes bounds a request body; a larger one is answered 413.
 	MaxBodyBytes int64
-	// BodyReadTimeout bounds how long reading a request body may take; a
+	// BodyStallTimeout bounds how long a request body may send nothing; a
 	// client that stalls longer is cut off.
+	BodyStallTimeout time.Duration
+	// BodyReadTimeout bounds how long reading a whole request body may
+	// take, however steadily it trickles in.
 	BodyReadTimeout time.Duration
 }
 
 const (
 	// DefaultMaxBodyBytes is the default of Limits.MaxBodyBytes (10 MiB).
 	DefaultMaxBodyBytes = 10 << 20
+	// DefaultBodyStallTimeout is the default of Limits.BodyStallTimeout.
+	DefaultBodyStallTimeout = 10 * time.Second
 	// DefaultBodyReadTimeout is the default of Limits.BodyReadTimeout.
-	DefaultBodyReadTimeout = 30 * time.Second
+	DefaultBodyReadTimeout = 2 * time.Minute
 	// MaxJSONDepth is how deeply arrays and objects may nest in a request
 	// body. Stored records wrap what a client sent in a few more levels, so
 	// the cap sits far below the JSON decoder's own limit (10,000): whatever
@@ -43,6 +48,7 @@ const (
 
 func (l Limits) withDefaults() Limits {
 	l.MaxBodyBytes = positiveOr(l.MaxBodyBytes, DefaultMaxBodyBytes)
+	l.BodyStallTimeout = positiveOr(l.BodyStallTimeout, DefaultBodyStallTimeout)
 	l.BodyReadTimeout = positiveOr(l.BodyReadTimeout, DefaultBodyReadTimeout)
 	return l
 }
@@ -86,16 +92,18 @@ func bodyGuard(l Limits) echo.MiddlewareFunc {
 	}
 }
 
-// readBody reads the body of c's request under l. The read deadline it sets
-// is cleared afterwards, so that a long-lived response (a stream) is not cut
-// by it.
+// readBody reads the body of c's request under l. The read deadlines it
+// sets are cleared afterwards, so that a long-lived response (a stream) is
+// not cut by them.
 func readBody(c echo.Context, l Limits) ([]byte, error) {
 	r := c.Request()
+	body := http.MaxBytesReader(c.Response().Writer, r.Body, l.MaxBodyBytes)
 	rc := http.NewResponseController(c.Response().Writer)
-	if err := rc.SetReadDeadline(time.Now().Add(l.BodyReadTimeout)); err == nil {
+	if rc.SetReadDeadline(time.Now().Add(l.BodyStallTimeout)) == nil {
 		defer rc.SetReadDeadline(time.Time{})
+		body = &deadlineReader{r: body, rc: rc, stall: l.BodyStallTimeout, end: time.Now().Add(l.BodyReadTimeout)}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, r.Body, l.MaxBodyBytes))
+	data, err := io.ReadAll(body)
 	var tooLarge *http.MaxBytesError
 	var netErr net.Error
 	switch {
@@ -103,15 +111,35 @@ func readBody(c echo.Context, l Limits) ([]byte, error) {
 		return nil, bodyTooLarge(l.MaxBodyBytes)
 	case errors.As(err, &netErr) && netErr.Timeout():
 		c.Response().Header().Set("Connection", "close")
-		return nil, echo.NewHTTPError(http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s", l.BodyReadTimeout))
+		return nil, echo.NewHTTPError(http.StatusRequestTimeout, fmt.Sprintf("the request body stalled for %s or took longer than %s", l.BodyStallTimeout, l.BodyReadTimeout))
 	case err != nil:
 		// What is left of the body must not be read as the next request,
 		// nor waited for.
 		c.Response().Header().Set("Connection", "close")
 		return nil, invalidf("could not read the request body: " + err.Error())
 	}
-	return body, nil
+	return data, nil
 }
+
+// deadlineReader moves the connection's read deadline before each read:
+// stall from now, but never past end.
+type deadlineReader struct {
+	r     io.ReadCloser
+	rc    *http.ResponseController
+	stall time.Duration
+	end   time.Time
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	next := time.Now().Add(d.stall)
+	if next.After(d.end) {
+		next = d.end
+	}
+	_ = d.rc.SetReadDeadline(next)
+	return d.r.Read(p)
+}
+
+func (d *deadlineReader) Close() error { return d.r.Close() }
 
 func bodyTooLarge(limit int64) error {
 	return tooLargef("request body is larger than the limit of %d bytes", limit)

@@ -184,25 +184,55 @@ func TestMaxBodySizeFlag(t *testing.T) {
 }
 
 // TestStalledBodyIsCut sends the headers of a request and part of its body,
-// then stalls: the server must stop waiting for the rest within the body
-// read timeout.
+// then stalls (or trickles the rest byte by byte): the server must stop
+// waiting within the stall timeout (or the whole-body timeout) and answer
+// 408 with a JSON error.
 func TestStalledBodyIsCut(t *testing.T) {
-	s := testutil.StartServer(t, testutil.Options{Server: server.Options{BodyReadTimeout: 300 * time.Millisecond}})
-	conn, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /threads HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"metadata\":")
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("no answer to a stalled body: %v", err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(raw), "request_timeout") {
-		t.Fatalf("stalled body: status %d: %s", resp.StatusCode, raw)
+	for _, tc := range []struct {
+		name    string
+		opts    server.Options
+		trickle bool
+	}{
+		{"stall", server.Options{BodyStallTimeout: 300 * time.Millisecond}, false},
+		{"trickle", server.Options{BodyStallTimeout: 5 * time.Second, BodyReadTimeout: 500 * time.Millisecond}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testutil.StartServer(t, testutil.Options{Server: tc.opts})
+			conn, err := net.Dial("tcp", s.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "POST /threads HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"metadata\":")
+			done := make(chan struct{})
+			defer close(done)
+			if tc.trickle {
+				go func() {
+					tick := time.NewTicker(50 * time.Millisecond)
+					defer tick.Stop()
+					for {
+						select {
+						case <-done:
+							return
+						case <-tick.C:
+							if _, err := conn.Write([]byte(" ")); err != nil {
+								return
+							}
+						}
+					}
+				}()
+			}
+			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer to a stalled body: %v", err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(raw), "request_timeout") {
+				t.Fatalf("status %d: %s", resp.StatusCode, raw)
+			}
+		})
 	}
 }
 

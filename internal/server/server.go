@@ -56,9 +56,9 @@ type Server struct {
 type Options struct {
 	// NoSync turns off fsync on commit (never in production).
 	NoSync bool
-	// BodyReadTimeout bounds reading a request body (0: the default of
-	// httpapi.Limits).
-	BodyReadTimeout time.Duration
+	// BodyStallTimeout and BodyReadTimeout bound reading a request body
+	// (0: the defaults of httpapi.Limits).
+	BodyStallTimeout, BodyReadTimeout time.Duration
 }
 
 // New builds a server from cfg without listening yet.
@@ -93,7 +93,7 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	}
 	e, err := httpapi.New(httpapi.Deps{
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs,
-		Log: log, APIKey: cfg.APIKey, Limits: httpapi.Limits{MaxBodyBytes: cfg.MaxBodyBytes, BodyReadTimeout: opts.BodyReadTimeout}, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
+		Log: log, APIKey: cfg.APIKey, Limits: httpapi.Limits{MaxBodyBytes: cfg.MaxBodyBytes, BodyStallTimeout: opts.BodyStallTimeout, BodyReadTimeout: opts.BodyReadTimeout}, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
 	})
 	if err != nil {
 		db.Close()
