@@ -42,10 +42,10 @@ type Config struct {
 	// Limits on hostile or runaway input.
 
 	// MaxBodyBytes bounds a request body; larger ones get 413.
-	MaxBodyBytes int64
+	MaxBodyBytes int
 	// WorkspaceQuota bounds the bytes of files the file tools may keep in
 	// one thread's workspace.
-	WorkspaceQuota int64
+	WorkspaceQuota int
 }
 
 // Default returns the configuration used when nothing is set.
@@ -189,15 +189,15 @@ func (c Config) Validate() error {
 
 // limitFlags declares the flags of the input limits.
 func limitFlags(fs *flag.FlagSet, c *Config, getenv func(string) string) error {
-	bytesFlag := func(p *int64, name, env, usage string) error {
+	bytesFlag := func(p *int, name, env, usage string) error {
 		if v := getenv(env); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
+			n, err := strconv.Atoi(v)
 			if err != nil {
 				return fmt.Errorf("%s=%q: not a number", env, v)
 			}
 			*p = n
 		}
-		fs.Int64Var(p, name, *p, fmt.Sprintf("%s (env %s)", usage, env))
+		fs.IntVar(p, name, *p, fmt.Sprintf("%s (env %s)", usage, env))
 		return nil
 	}
 	return errors.Join(

@@ -156,27 +156,11 @@ func TestBodyLimit(t *testing.T) {
 	}
 }
 
-// TestMaxBodySizeFlag checks the limit flags and their environment fallback.
-func TestMaxBodySizeFlag(t *testing.T) {
-	env := map[string]string{config.EnvMaxBody: "2048"}
-	c, err := config.Parse(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil || c.MaxBodyBytes != 2048 {
-		t.Fatalf("env: %d, %v", c.MaxBodyBytes, err)
-	}
-	c, err = config.Parse([]string{"--max-body-size", "4096"}, func(k string) string { return env[k] }, io.Discard)
-	if err != nil || c.MaxBodyBytes != 4096 {
-		t.Fatalf("flag: %d, %v", c.MaxBodyBytes, err)
-	}
-	if _, err := config.Parse([]string{"--max-body-size", "0"}, func(string) string { return "" }, io.Discard); err == nil {
-		t.Fatal("a zero limit was accepted")
-	}
+// TestLimitDefaultsAgree checks that the configuration's defaults are the
+// ones the HTTP layer and the tools fall back to.
+func TestLimitDefaultsAgree(t *testing.T) {
 	if config.Default().MaxBodyBytes != httpapi.DefaultMaxBodyBytes {
-		t.Fatal("the config default and the HTTP layer's default differ")
-	}
-	env = map[string]string{config.EnvQuota: "12345"}
-	c, err = config.Parse(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil || c.WorkspaceQuota != 12345 {
-		t.Fatalf("quota env: %d, %v", c.WorkspaceQuota, err)
+		t.Fatal("the config default and the HTTP layer's default body limit differ")
 	}
 	if config.Default().WorkspaceQuota != tools.DefaultWorkspaceQuota {
 		t.Fatal("the config default and the tools' default quota differ")
