@@ -44,22 +44,13 @@ func freeAddr(t *testing.T) string {
 
 func startProcess(t *testing.T, bin, dataDir string) *serverProcess {
 	t.Helper()
-	return startWrapped(t, nil, bin, dataDir)
-}
-
-// startWrapped starts the server binary as the last arguments of wrapper
-// (a command that sets up an environment and runs its arguments), or
-// directly when wrapper is empty, and waits until it is ready.
-func startWrapped(t *testing.T, wrapper []string, bin, dataDir string) *serverProcess {
-	t.Helper()
 	addr := freeAddr(t)
 	graphs := filepath.Join(t.TempDir(), "langgraph.json")
 	if err := os.WriteFile(graphs, []byte(`{"graphs":{"echo":"builtin:echo"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := &serverProcess{url: "http://" + addr, logs: &bytes.Buffer{}}
-	args := append(append([]string(nil), wrapper...), bin, "--addr", addr, "--data-dir", dataDir, "--config", graphs)
-	p.cmd = exec.Command(args[0], args[1:]...)
+	p.cmd = exec.Command(bin, "--addr", addr, "--data-dir", dataDir, "--config", graphs)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

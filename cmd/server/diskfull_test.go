@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,10 +26,8 @@ func TestDiskFullAnswers507(t *testing.T) {
 	if err := exec.Command("unshare", "-Urm", "true").Run(); err != nil {
 		t.Skipf("no user and mount namespaces here: %v", err)
 	}
-	bin := buildServer(t)
 	dataDir := t.TempDir()
-	mountTiny := []string{"unshare", "-Urm", "sh", "-c", `mount -t tmpfs -o size=4m tmpfs "$1" && shift && exec "$@"`, "sh", dataDir}
-	p := startWrapped(t, mountTiny, bin, dataDir)
+	p := startProcess(t, onTinyDisk(t, buildServer(t), dataDir), dataDir)
 	client := &http.Client{Timeout: 10 * time.Second}
 	put := func(key string) (int, []byte) {
 		body, _ := json.Marshal(map[string]any{"namespace": []string{"fill"}, "key": key, "value": map[string]any{"blob": strings.Repeat("x", 256<<10)}})
@@ -71,4 +71,17 @@ func TestDiskFullAnswers507(t *testing.T) {
 	if resp.StatusCode != 200 || len(item["value"].(map[string]any)["blob"].(string)) != 256<<10 {
 		t.Fatalf("an item written before the disk filled: status %d", resp.StatusCode)
 	}
+}
+
+// onTinyDisk writes a script that runs bin with its arguments in a private
+// user and mount namespace where dataDir is a 4 MiB tmpfs, and returns the
+// script's path, to be started in place of bin.
+func onTinyDisk(t *testing.T, bin, dataDir string) string {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "tiny-disk-server")
+	body := fmt.Sprintf("#!/bin/sh\nexec unshare -Urm sh -c 'mount -t tmpfs -o size=4m tmpfs \"$1\" && shift && exec \"$@\"' sh %q %q \"$@\"\n", dataDir, bin)
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script
 }
