@@ -8,12 +8,4 @@
 // end long-lived requests (SSE streams, waits), stop accepting and finish
 // the other in-flight requests, stop background workers and wait for them,
 // then close storage (which commits every queued write first).
-//
-// Connections are bounded: headers within 10 s and 64 KiB, idle keep-alive
-// connections closed after 120 s, a response written within 60 s unless it
-// moves its own write deadline (streams and waits do, per write). There is
-// no whole-request read timeout, because net/http would cancel a stream's
-// context when it expired; httpapi bounds the reading of request bodies
-// itself. Errors net/http answers before any handler runs are rewritten to
-// the JSON error body by the listener (httpapi.JSONFramingErrors).
 package server

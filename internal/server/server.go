@@ -54,11 +54,11 @@ type Server struct {
 
 // Options tune a server beyond its config; tests and benchmarks use them.
 type Options struct {
-	// NoSync turns off fsync on commit (never in production).
-	NoSync bool
 	// BodyStallTimeout and BodyReadTimeout bound reading a request body
 	// (0: the defaults of httpapi.Limits).
 	BodyStallTimeout, BodyReadTimeout time.Duration
+	// NoSync turns off fsync on commit (never in production).
+	NoSync bool
 }
 
 // New builds a server from cfg without listening yet.
@@ -112,18 +112,6 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	}
 	return s, nil
 }
-
-// Connection limits of the HTTP server. There is no whole-request read
-// timeout: net/http would cancel a stream's context when it expired; the
-// body's read deadline is set by httpapi while it reads the body. Streams
-// and waits move their write deadline forward with every write they make,
-// so only a response that stalls is cut by writeTimeout.
-const (
-	readHeaderTimeout = 10 * time.Second
-	writeTimeout      = 60 * time.Second
-	idleTimeout       = 120 * time.Second
-	maxHeaderBytes    = 64 << 10
-)
 
 // Start starts background workers and begins serving on cfg.Addr.
 func (s *Server) Start() error {
@@ -214,3 +202,17 @@ func (s *Server) shutdown(ctx context.Context) error {
 func (s *Server) Handler() http.Handler {
 	return s.http.Handler
 }
+
+// Connection limits of the HTTP server. There is no whole-request read
+// timeout: net/http would cancel a stream's context when it expired; the
+// body's read deadline is set by httpapi while it reads the body. Streams
+// and waits move their write deadline forward with every write they make,
+// so only a response that stalls is cut by writeTimeout. Errors net/http
+// answers before any handler runs are rewritten to the JSON error body by
+// the listener (httpapi.JSONFramingErrors).
+const (
+	readHeaderTimeout = 10 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
