@@ -33,6 +33,12 @@ type Server struct {
 
 // Options tune StartServer.
 type Options struct {
+	// Configure, when set, adjusts the configuration before the server is
+	// built (limits, timeouts).
+	Configure func(*config.Config)
+	// Server tunes the server beyond its configuration.
+	Server server.Options
+
 	Graphs string
 	APIKey string
 	// DataDir reuses a directory (for restart tests); empty means a new one.
@@ -47,11 +53,6 @@ type Options struct {
 	Shell bool
 	// MaxSubagents is the task-tool admission limit (0: the default).
 	MaxSubagents int
-	// Configure, when set, adjusts the configuration before the server is
-	// built (limits, timeouts).
-	Configure func(*config.Config)
-	// Server tunes the server beyond its configuration.
-	Server server.Options
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
