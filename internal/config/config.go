@@ -45,6 +45,14 @@ type Config struct {
 	// RunStopGrace is how long a cancelled or timed-out run may take to
 	// stop before it is ended without waiting and its thread moves on.
 	RunStopGrace time.Duration
+
+	// Limits on hostile or runaway input.
+
+	// MaxBodyBytes bounds a request body; larger ones get 413.
+	MaxBodyBytes int
+	// WorkspaceQuota bounds the bytes of files the file tools may keep in
+	// one thread's workspace.
+	WorkspaceQuota int
 }
 
 // Default returns the configuration used when nothing is set.
@@ -60,6 +68,8 @@ func Default() Config {
 		MaxSubagents:    32,
 		RunTimeout:      time.Hour,
 		RunStopGrace:    10 * time.Second,
+		MaxBodyBytes:    DefaultMaxBodyBytes,
+		WorkspaceQuota:  DefaultWorkspaceQuota,
 	}
 }
 
@@ -71,6 +81,14 @@ func Default() Config {
 func DefaultJobs() int {
 	return max(64, 16*runtime.NumCPU())
 }
+
+// Defaults of the input limits.
+const (
+	// DefaultMaxBodyBytes is the default request body limit (10 MiB).
+	DefaultMaxBodyBytes = 10 << 20
+	// DefaultWorkspaceQuota is the default workspace quota (100 MiB).
+	DefaultWorkspaceQuota = 100 << 20
+)
 
 // env names, each the fallback of the flag of the same meaning.
 const (
@@ -89,6 +107,8 @@ const (
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
 	EnvBGJobTimeout = "BG_JOB_TIMEOUT_SECS"
+	EnvMaxBody      = "AGENTSERVER_MAX_BODY_SIZE"
+	EnvQuota        = "AGENTSERVER_WORKSPACE_QUOTA"
 )
 
 // ErrVersion is returned by Parse for --version: print the version, exit 0.
@@ -126,6 +146,8 @@ var options = []option{
 	{"stream-retention", EnvStreamRetention, "duration", "how long a finished run's stream events stay joinable (with a unit: 30s, 10m, 1h)", func(c *Config) flag.Value { return (*durationValue)(&c.StreamRetention) }},
 	{"run-timeout", EnvRunTimeout, "duration", "end runs that take longer with status timeout; 0: no limit (a bare number is seconds; also read from " + EnvBGJobTimeout + ")", func(c *Config) flag.Value { return (*secondsValue)(&c.RunTimeout) }},
 	{"run-stop-grace", EnvRunStopGrace, "duration", "how long a cancelled or timed-out run may take to stop before its thread moves on (with a unit: 10s)", func(c *Config) flag.Value { return (*durationValue)(&c.RunStopGrace) }},
+	{"max-body-size", EnvMaxBody, "bytes", "largest request body in bytes; larger ones get 413", func(c *Config) flag.Value { return (*intValue)(&c.MaxBodyBytes) }},
+	{"workspace-quota", EnvQuota, "bytes", "bytes of files the file tools may keep in one thread's workspace", func(c *Config) flag.Value { return (*intValue)(&c.WorkspaceQuota) }},
 }
 
 // envAliases are further environment variables of a flag, read when the
@@ -337,6 +359,12 @@ func (c Config) Validate() error {
 	}
 	if c.RunStopGrace <= 0 {
 		errs = append(errs, errors.New("run-stop-grace must be positive"))
+	}
+	if c.MaxBodyBytes < 1 {
+		errs = append(errs, fmt.Errorf("max-body-size must be at least 1 byte, got %d", c.MaxBodyBytes))
+	}
+	if c.WorkspaceQuota < 1 {
+		errs = append(errs, fmt.Errorf("workspace-quota must be at least 1 byte, got %d", c.WorkspaceQuota))
 	}
 	return errors.Join(errs...)
 }

@@ -15,4 +15,10 @@ var (
 	ErrInvalid = errors.New("invalid request")
 	// ErrUnauthorized: missing or wrong credentials (401).
 	ErrUnauthorized = errors.New("unauthorized")
+	// ErrTooLarge: the request, or one of its fields, is larger than the
+	// server accepts (413).
+	ErrTooLarge = errors.New("too large")
+	// ErrNoSpace: the disk holding the database is full; nothing was
+	// written (507).
+	ErrNoSpace = errors.New("insufficient storage")
 )

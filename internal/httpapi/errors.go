@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -29,21 +30,26 @@ var errorKinds = []struct {
 	{errdefs.ErrConflict, http.StatusConflict, "conflict"},
 	{errdefs.ErrInvalid, http.StatusUnprocessableEntity, "invalid_request"},
 	{errdefs.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
+	{errdefs.ErrTooLarge, http.StatusRequestEntityTooLarge, "payload_too_large"},
+	{errdefs.ErrNoSpace, http.StatusInsufficientStorage, "insufficient_storage"},
 	{context.Canceled, 499, "client_closed_request"},
 }
 
 // codeForStatus names statuses raised by echo itself (routing, binding).
 var codeForStatus = map[int]string{
-	http.StatusBadRequest:            "bad_request",
-	http.StatusUnauthorized:          "unauthorized",
-	http.StatusNotFound:              "not_found",
-	http.StatusMethodNotAllowed:      "method_not_allowed",
-	http.StatusConflict:              "conflict",
-	http.StatusRequestEntityTooLarge: "payload_too_large",
-	http.StatusUnsupportedMediaType:  "unsupported_media_type",
-	http.StatusUnprocessableEntity:   "invalid_request",
-	http.StatusInternalServerError:   "internal_error",
-	http.StatusServiceUnavailable:    "unavailable",
+	http.StatusBadRequest:                  "bad_request",
+	http.StatusUnauthorized:                "unauthorized",
+	http.StatusNotFound:                    "not_found",
+	http.StatusMethodNotAllowed:            "method_not_allowed",
+	http.StatusRequestTimeout:              "request_timeout",
+	http.StatusConflict:                    "conflict",
+	http.StatusRequestEntityTooLarge:       "payload_too_large",
+	http.StatusUnsupportedMediaType:        "unsupported_media_type",
+	http.StatusUnprocessableEntity:         "invalid_request",
+	http.StatusRequestHeaderFieldsTooLarge: "headers_too_large",
+	http.StatusInternalServerError:         "internal_error",
+	http.StatusNotImplemented:              "not_implemented",
+	http.StatusServiceUnavailable:          "unavailable",
 }
 
 // classify returns the status, code and client-facing message of err.
@@ -93,10 +99,19 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 
 // invalidf builds a 422 error for a request the handler rejects itself.
 func invalidf(msg string) error {
-	return &invalidError{msg}
+	return &kindError{msg: msg, kind: errdefs.ErrInvalid}
 }
 
-type invalidError struct{ msg string }
+// tooLargef builds a 413 error naming the limit that was exceeded.
+func tooLargef(format string, args ...any) error {
+	return &kindError{msg: fmt.Sprintf(format, args...), kind: errdefs.ErrTooLarge}
+}
 
-func (e *invalidError) Error() string { return e.msg }
-func (e *invalidError) Unwrap() error { return errdefs.ErrInvalid }
+// kindError is a client-facing message of one errdefs kind.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }

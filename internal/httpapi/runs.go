@@ -28,9 +28,18 @@ func withRequestHeaders(f api.StrictHandlerFunc, _ string) api.StrictHandlerFunc
 	}
 }
 
+// Limits of the request headers a run keeps in config.configurable.
+const (
+	// MaxForwardedHeaders bounds how many headers a run keeps.
+	MaxForwardedHeaders = 64
+	// MaxForwardedHeaderBytes bounds the value of each of them.
+	MaxForwardedHeaderBytes = 4096
+)
+
 // forwardedHeaders returns the x-* headers (but credentials) and user-agent,
-// which runs see in config.configurable as on LangGraph Platform.
-func forwardedHeaders(ctx context.Context) map[string]string {
+// which runs see in config.configurable as on LangGraph Platform. Too many
+// of them, or one too long, is an error: the run would store them all.
+func forwardedHeaders(ctx context.Context) (map[string]string, error) {
 	h, _ := ctx.Value(requestHeadersKey{}).(http.Header)
 	out := map[string]string{}
 	for k, v := range h {
@@ -39,9 +48,15 @@ func forwardedHeaders(ctx context.Context) map[string]string {
 		case lk == "x-api-key" || lk == "x-tenant-id" || lk == "x-service-key":
 		case strings.HasPrefix(lk, "x-") || lk == "user-agent":
 			out[lk] = strings.Join(v, ", ")
+			if len(out[lk]) > MaxForwardedHeaderBytes {
+				return nil, tooLargef("header %s is longer than the limit of %d bytes for headers copied into a run", lk, MaxForwardedHeaderBytes)
+			}
 		}
 	}
-	return out
+	if len(out) > MaxForwardedHeaders {
+		return nil, tooLargef("%d x-* headers: more than the limit of %d copied into a run", len(out), MaxForwardedHeaders)
+	}
+	return out, nil
 }
 
 // createParams converts a run-creating body. threadID is nil for stateless.
@@ -49,9 +64,13 @@ func (h *Handler) createParams(ctx context.Context, b *api.RunCreate, threadID *
 	if b == nil {
 		b = &api.RunCreate{}
 	}
+	headers, err := forwardedHeaders(ctx)
+	if err != nil {
+		return runs.CreateParams{}, err
+	}
 	p := runs.CreateParams{
 		ThreadID: threadID, Input: b.Input, Metadata: b.Metadata, Config: configMap(b.Config), Context: b.Context,
-		FeedbackKeys: b.FeedbackKeys, Webhook: deref(b.Webhook), Headers: forwardedHeaders(ctx),
+		FeedbackKeys: b.FeedbackKeys, Webhook: deref(b.Webhook), Headers: headers,
 	}
 	if ref := firstString(b.AssistantId, b.AgentId); ref != nil {
 		p.Assistant = *ref
@@ -64,6 +83,9 @@ func (h *Handler) createParams(ctx context.Context, b *api.RunCreate, threadID *
 		p.Input = input
 	}
 	if b.Command != nil {
+		if err := checkGoto(b.Command.Goto, true); err != nil {
+			return p, err
+		}
 		p.Command = commandMap(b.Command)
 	}
 	modes, err := modeList(b.StreamMode)
@@ -102,6 +124,35 @@ func (h *Handler) createParams(ctx context.Context, b *api.RunCreate, threadID *
 	}
 	return p, err
 }
+
+// checkGoto accepts what command.goto may hold: nothing, a node name, a
+// Send object {node, input}, or (when list is true) a list of those.
+func checkGoto(v any, list bool) error {
+	switch t := v.(type) {
+	case nil:
+		return nil
+	case string:
+		if t != "" {
+			return nil
+		}
+	case map[string]any:
+		if node, ok := t["node"].(string); ok && node != "" {
+			return nil
+		}
+	case []any:
+		if list {
+			for _, e := range t {
+				if e == nil || checkGoto(e, false) != nil {
+					return errBadGoto
+				}
+			}
+			return nil
+		}
+	}
+	return errBadGoto
+}
+
+var errBadGoto = invalidf("command.goto must be a node name, a Send object {node, input}, or a list of them")
 
 // mergeMessagesInput adds Agent Protocol messages to the input's messages.
 func mergeMessagesInput(input map[string]any, msgs []api.Message) map[string]any {

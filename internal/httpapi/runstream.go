@@ -227,6 +227,7 @@ func (wr *waitResponse) write(w http.ResponseWriter) error {
 				w.WriteHeader(http.StatusOK)
 				started = true
 			}
+			_ = rc.SetWriteDeadline(time.Now().Add(sse.DefaultWriteTimeout))
 			if _, err := w.Write([]byte("\n")); err != nil {
 				return err
 			}

@@ -35,6 +35,8 @@ type Deps struct {
 	ThreadDeleted func(ctx context.Context, graphID string, values map[string]any)
 	// CancelSubagent stops one running task-tool subagent of a run.
 	CancelSubagent func(run uuid.UUID, toolCallID string) error
+	// Limits bound request bodies.
+	Limits Limits
 }
 
 // Handler implements the generated strict server interface.
@@ -52,8 +54,8 @@ type Handler struct {
 var _ api.StrictServerInterface = (*Handler)(nil)
 
 // New returns the HTTP handler of the whole API: CORS, optional API-key
-// auth, lenient body decoding, OpenAPI request validation, then the
-// generated routes.
+// auth, lenient body decoding, body limits, OpenAPI request validation,
+// then the generated routes.
 func New(d Deps) (*echo.Echo, error) {
 	doc, err := api.GetSwagger()
 	if err != nil {
@@ -67,7 +69,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
-	e.Use(accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), validator.middleware())
+	e.Use(accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
 	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	if err := registerContractRoutes(e); err != nil {

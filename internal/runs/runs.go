@@ -425,15 +425,18 @@ func (s *Service) Start(ctx context.Context) error {
 // they are, running runs (a crash stopped them) back to pending, or error
 // once they used every attempt.
 func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
-	var queue []storage.Run
-	var failed []storage.Run
+	var queue, failed, unreadable []storage.Run
 	err := s.db.Update(ctx, func(tx *storage.Tx) error {
 		queue, failed = nil, nil
+		now := s.now()
+		var err error
+		if unreadable, err = tx.FailUnreadableActiveRuns(now); err != nil {
+			return err
+		}
 		active, err := tx.ActiveRuns()
 		if err != nil {
 			return err
 		}
-		now := s.now()
 		for _, r := range active {
 			if r.Status == storage.RunRunning {
 				if r.Attempt >= MaxAttempts {
@@ -453,13 +456,16 @@ func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 			}
 			queue = append(queue, r)
 		}
-		for _, r := range failed {
+		for _, r := range append(failed, unreadable...) {
 			if err := s.settleThread(tx, r.ThreadID, r, false); err != nil { // failed runs
 				return err
 			}
 		}
 		return nil
 	})
+	for _, r := range unreadable {
+		s.log.Warn("run record could not be read; the run was failed", "run_id", r.RunID, "thread_id", r.ThreadID, "err", r.Error)
+	}
 	for _, r := range failed {
 		s.log.Warn("run failed after repeated restarts", "run_id", r.RunID, "thread_id", r.ThreadID, "attempts", r.Attempt)
 	}

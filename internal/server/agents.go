@@ -49,7 +49,7 @@ func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry
 	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]string{}, supervisors: map[string]*supervisor.Supervisor{}}
 	workspaces := tools.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
 	models := agent.NewModelFactory(os.Getenv, log)
-	builtins := tools.Builtins(tools.Options{Shell: cfg.EnableShell})
+	builtins := tools.Builtins(tools.Options{Shell: cfg.EnableShell, WorkspaceQuota: int64(cfg.WorkspaceQuota)})
 	rt.env = subagents.Env{DB: db, Models: models, Tools: builtins, Workspace: workspaces.Dir,
 		Admission: subagents.NewAdmission(cfg.MaxSubagents), Live: &subagents.Live{}, Shell: cfg.EnableShell}
 	rt.resolve = agent.Resolver(agent.Options{

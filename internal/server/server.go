@@ -58,6 +58,9 @@ type Server struct {
 
 // Options tune a server beyond its config; tests and benchmarks use them.
 type Options struct {
+	// BodyStallTimeout and BodyReadTimeout bound reading a request body
+	// (0: the defaults of httpapi.Limits).
+	BodyStallTimeout, BodyReadTimeout time.Duration
 	// NoSync turns off fsync on commit (never in production).
 	NoSync bool
 	// ReloadInterval is how often agent spec files are checked for
@@ -145,7 +148,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	}
 	e, err := httpapi.New(httpapi.Deps{
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs,
-		Log: log, APIKey: cfg.APIKey, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
+		Log: log, APIKey: cfg.APIKey, Limits: httpapi.Limits{MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyStallTimeout: opts.BodyStallTimeout, BodyReadTimeout: opts.BodyReadTimeout}, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
 	})
 	if err != nil {
 		db.Close()
@@ -153,7 +156,15 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	}
 	reqCtx, reqCancel := context.WithCancel(context.Background())
 	s.reqCancel = reqCancel
-	s.http = &http.Server{Handler: e, BaseContext: func(net.Listener) context.Context { return reqCtx }, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	s.http = &http.Server{
+		Handler:           e,
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		ReadHeaderTimeout: readHeaderTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	return s, nil
 }
 
@@ -194,7 +205,7 @@ func (s *Server) Start() error {
 	}()
 	s.serveErr = make(chan error, 1)
 	go func() {
-		err := s.http.Serve(ln)
+		err := s.http.Serve(httpapi.JSONFramingErrors(ln))
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -262,3 +273,17 @@ func (s *Server) shutdown(ctx context.Context) error {
 func (s *Server) Handler() http.Handler {
 	return s.http.Handler
 }
+
+// Connection limits of the HTTP server. There is no whole-request read
+// timeout: net/http would cancel a stream's context when it expired; the
+// body's read deadline is set by httpapi while it reads the body. Streams
+// and waits move their write deadline forward with every write they make,
+// so only a response that stalls is cut by writeTimeout. Errors net/http
+// answers before any handler runs are rewritten to the JSON error body by
+// the listener (httpapi.JSONFramingErrors).
+const (
+	readHeaderTimeout = 10 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+)

@@ -16,6 +16,9 @@
 //     bytes (ids also NUL), and data is sent on one line when it is JSON
 //     (compacted); other data is split at its line breaks into several data
 //     lines, which the SDKs concatenate without a separator.
+//   - Every write and flush has a deadline (DefaultWriteTimeout unless set):
+//     a client that stops reading is dropped once its socket buffers are
+//     full, instead of holding the connection and the buffers for good.
 //   - Pump never starts a goroutine: it waits for the next event with a
 //     context that expires when a heartbeat is due.
 package sse

@@ -17,30 +17,51 @@ import (
 // comment, the cadence of LangGraph Platform.
 const DefaultHeartbeat = 5 * time.Second
 
+// DefaultWriteTimeout is how long one write to a client may block before
+// the client is dropped: a client that stops reading fills its socket
+// buffers, and the write that no longer fits then fails instead of holding
+// the connection and its buffers forever.
+const DefaultWriteTimeout = 30 * time.Second
+
 // maxKeptBuffer bounds the frame buffer a Writer keeps between frames.
 const maxKeptBuffer = 64 << 10
 
 // Writer writes SSE frames to an HTTP response and flushes each one. It is
 // not safe for concurrent use.
 type Writer struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	started bool
-	err     error // sticky: the first write or flush failure
-	buf     []byte
+	w            http.ResponseWriter
+	rc           *http.ResponseController
+	started      bool
+	err          error // sticky: the first write or flush failure
+	buf          []byte
+	writeTimeout time.Duration
 }
 
 // NewWriter prepares w for an event stream: it sets Content-Type:
 // text/event-stream, Cache-Control: no-store, X-Accel-Buffering: no and
 // Connection: keep-alive, and writes nothing until the first Start, Event or
-// Comment.
+// Comment. Each write may block for DefaultWriteTimeout.
 func NewWriter(w http.ResponseWriter) *Writer {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("Connection", "keep-alive")
-	return &Writer{w: w, rc: http.NewResponseController(w)}
+	return &Writer{w: w, rc: http.NewResponseController(w), writeTimeout: DefaultWriteTimeout}
+}
+
+// SetWriteTimeout sets how long each later write or flush may block; zero
+// or less means no limit.
+func (w *Writer) SetWriteTimeout(d time.Duration) {
+	w.writeTimeout = d
+}
+
+// armDeadline gives the next write its deadline. A response that cannot
+// take deadlines (a recorder in tests) goes without.
+func (w *Writer) armDeadline() {
+	if w.writeTimeout > 0 {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.writeTimeout))
+	}
 }
 
 // Start sends the status line 200 and the headers and flushes them, so that
@@ -145,6 +166,7 @@ func (w *Writer) write(frame []byte) error {
 // writeFrame writes frame to the response without flushing it.
 func (w *Writer) writeFrame(frame []byte) error {
 	w.begin()
+	w.armDeadline()
 	if _, err := w.w.Write(frame); err != nil {
 		w.err = err
 		return err
@@ -155,6 +177,7 @@ func (w *Writer) writeFrame(frame []byte) error {
 // flush pushes buffered bytes to the client. A writer that cannot flush is
 // tolerated: its bytes go out when its buffer fills or the handler returns.
 func (w *Writer) flush() error {
+	w.armDeadline()
 	if err := w.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		w.err = err
 		return err

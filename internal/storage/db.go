@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -31,6 +32,8 @@ var (
 	ErrConflict = errdefs.ErrConflict
 	// ErrClosed reports use of a database after Close.
 	ErrClosed = errors.New("storage closed")
+	// ErrNoSpace reports a write refused because the disk is full.
+	ErrNoSpace = errdefs.ErrNoSpace
 	// ErrSchemaTooNew reports a file written by a newer build.
 	ErrSchemaTooNew = errors.New("database schema is newer than this build")
 	// ErrLocked reports a database file another process holds open.
@@ -304,6 +307,7 @@ func (db *DB) commit(batch []*writeRequest) {
 		}
 		if failed < 0 || len(batch) == 1 {
 			// The commit itself failed (disk error) or the lone member failed.
+			err = writeError(err)
 			for _, req := range batch {
 				req.afterCommit = nil
 				req.done <- err
@@ -317,6 +321,25 @@ func (db *DB) commit(batch []*writeRequest) {
 		return
 	}
 }
+
+// writeError marks a failed write caused by a full disk with ErrNoSpace,
+// keeping the cause for errors.Is; other errors are returned as they are.
+func writeError(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return &noSpaceError{cause: err}
+	}
+	return err
+}
+
+// noSpaceError is a write refused because the disk is full. Its text names
+// the cause but not the file, since it reaches clients.
+type noSpaceError struct{ cause error }
+
+func (e *noSpaceError) Error() string {
+	return "the disk holding the database is full (no space left on device): nothing was written"
+}
+
+func (e *noSpaceError) Unwrap() []error { return []error{ErrNoSpace, e.cause} }
 
 // Tx is a bbolt transaction seen through the record accessors of this
 // package. It must not be used after the function it was passed to returns.

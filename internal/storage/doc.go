@@ -58,6 +58,17 @@
 //   - Transactions are short: no network, no model calls and no channel waits
 //     happen inside them. Work that must follow a commit is registered with
 //     Tx.AfterCommit and runs once the batch is durable.
+//   - The work one write does inside the single writer is bounded, so that a
+//     large write does not hold up the small ones queued behind it: a
+//     thread's metadata has at most MaxThreadMetadataKeys keys (each is an
+//     index entry; index changes are computed in linear time), a store
+//     value is encoded before the transaction (PrepareStoreItem), and the
+//     copy it replaces is not decoded into maps.
+//   - A pending or running run whose record no longer decodes (an earlier
+//     build accepted input nested deeper than the decoder reads back) is
+//     rewritten at start-up as an error run from its readable top-level
+//     fields (FailUnreadableActiveRuns), so that one bad record cannot keep
+//     the server from starting.
 //   - The schema version is checked at Open: a file written by a newer schema
 //     is refused rather than misread.
 package storage

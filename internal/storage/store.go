@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -44,6 +45,52 @@ type StoreItem struct {
 	// Index is the index directive the client sent (false, a list of field
 	// paths, or nil). It is kept but not acted on: there is no vector index.
 	Index any `json:"index,omitempty"`
+
+	// encodedValue is Value encoded by PrepareStoreItem, outside the
+	// transaction.
+	encodedValue []byte
+}
+
+// PrepareStoreItem encodes the item's value ahead of PutStoreItem, so that
+// the work proportional to the value's size happens before the write
+// transaction rather than inside the single writer.
+func PrepareStoreItem(it StoreItem) (StoreItem, error) {
+	raw, err := json.Marshal(it.Value)
+	if err != nil {
+		return it, fmt.Errorf("encode store value: %w", err)
+	}
+	it.encodedValue = raw
+	return it, nil
+}
+
+// storeItemHead is a StoreItem without its value, for encoding the rest of
+// a prepared item.
+type storeItemHead struct {
+	StoreItem
+	Value *struct{} `json:"value,omitempty"`
+}
+
+// encodeStoreItem encodes it, reusing the value PrepareStoreItem encoded.
+func encodeStoreItem(it StoreItem) ([]byte, error) {
+	if it.encodedValue == nil {
+		return encode(it)
+	}
+	head, err := encode(storeItemHead{StoreItem: it})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(`{"value":,`)+len(it.encodedValue)+len(head))
+	out = append(out, `{"value":`...)
+	out = append(out, it.encodedValue...)
+	out = append(out, ',')
+	return append(out, head[1:]...), nil
+}
+
+// storeItemDates is the part of a stored item a replacement carries over,
+// decoded without building the old value.
+type storeItemDates struct {
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at"`
 }
 
 // ExpiredAt reports whether the item has expired at now.
@@ -200,7 +247,7 @@ func (t *Tx) PutStoreItem(it StoreItem) error {
 	}
 	b := t.bucket(bucketStoreItems)
 	if raw := b.Get(k); raw != nil {
-		var old StoreItem
+		var old storeItemDates
 		if err := decode(raw, &old); err != nil {
 			return err
 		}
@@ -209,14 +256,14 @@ func (t *Tx) PutStoreItem(it StoreItem) error {
 				return err
 			}
 		}
-		if !old.ExpiredAt(it.UpdatedAt) {
+		if !(storeExpiry{old.ExpiresAt}).expiredAt(it.UpdatedAt) {
 			it.CreatedAt = old.CreatedAt
 		}
 	}
 	if it.CreatedAt.IsZero() {
 		it.CreatedAt = it.UpdatedAt
 	}
-	raw, err := encode(it)
+	raw, err := encodeStoreItem(it)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
+	"agentserver/internal/errdefs"
 	"agentserver/internal/jsonx"
 )
 
@@ -69,8 +69,18 @@ func (t *Tx) ThreadExists(id uuid.UUID) bool {
 	return t.bucket(bucketThreads).Get(id[:]) != nil
 }
 
-// PutThread creates or replaces a thread and keeps its indexes in step.
+// MaxThreadMetadataKeys bounds the keys of a thread's metadata: each
+// top-level key is a secondary-index entry, written in the single writer's
+// transaction, so the bound keeps one thread's update from holding up
+// every other write.
+const MaxThreadMetadataKeys = 1024
+
+// PutThread creates or replaces a thread and keeps its indexes in step. It
+// refuses (ErrInvalid) metadata with more than MaxThreadMetadataKeys keys.
 func (t *Tx) PutThread(th Thread) error {
+	if n := len(th.Metadata); n > MaxThreadMetadataKeys {
+		return fmt.Errorf("thread metadata has %d keys, more than the limit of %d: %w", n, MaxThreadMetadataKeys, errdefs.ErrInvalid)
+	}
 	b := t.bucket(bucketThreads)
 	var old *Thread
 	if raw := b.Get(th.ThreadID[:]); raw != nil {
@@ -140,22 +150,37 @@ func (t *Tx) reindexThread(old, cur *Thread) error {
 	for _, name := range [][]byte{bucketThreadsByCreated, bucketThreadsByStatus, bucketThreadsByMeta, bucketThreadsByExpiry} {
 		was, is := before[string(name)], after[string(name)]
 		b := t.bucket(name)
-		for _, k := range was {
-			if !slices.Contains(is, k) {
-				if err := b.Delete([]byte(k)); err != nil {
-					return err
-				}
+		for _, k := range missingFrom(was, is) {
+			if err := b.Delete([]byte(k)); err != nil {
+				return err
 			}
 		}
-		for _, k := range is {
-			if !slices.Contains(was, k) {
-				if err := b.Put([]byte(k), nil); err != nil {
-					return err
-				}
+		for _, k := range missingFrom(is, was) {
+			if err := b.Put([]byte(k), nil); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// missingFrom returns the elements of a that are not in b, in time linear
+// in their lengths.
+func missingFrom(a, b []string) []string {
+	if len(b) == 0 {
+		return a
+	}
+	in := make(map[string]struct{}, len(b))
+	for _, k := range b {
+		in[k] = struct{}{}
+	}
+	var out []string
+	for _, k := range a {
+		if _, ok := in[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func statusPrefix(status string) []byte {

@@ -113,10 +113,37 @@ func invalidf(format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, errdefs.ErrInvalid)...)
 }
 
+// Size limits of item addresses. Together they keep every stored key far
+// below the database's key size limit (32 KiB).
+const (
+	// MaxKeyBytes bounds an item key.
+	MaxKeyBytes = 1024
+	// MaxNamespaceBytes bounds the labels of a namespace, together.
+	MaxNamespaceBytes = 4096
+)
+
+// validateKey checks an item key.
+func validateKey(key string) error {
+	switch {
+	case key == "":
+		return invalidf("key must not be empty")
+	case len(key) > MaxKeyBytes:
+		return invalidf("key is %d bytes long, more than the limit of %d", len(key), MaxKeyBytes)
+	}
+	return nil
+}
+
 // validateNamespace checks a namespace an item is written under.
 func validateNamespace(namespace []string) error {
 	if len(namespace) == 0 {
 		return invalidf("namespace must not be empty")
+	}
+	total := 0
+	for _, l := range namespace {
+		total += len(l)
+	}
+	if total > MaxNamespaceBytes {
+		return invalidf("namespace labels are %d bytes long together, more than the limit of %d", total, MaxNamespaceBytes)
 	}
 	for i, l := range namespace {
 		switch {
@@ -180,8 +207,8 @@ func (s *Service) Put(ctx context.Context, namespace []string, key string, value
 	if err := validateNamespace(namespace); err != nil {
 		return err
 	}
-	if key == "" {
-		return invalidf("key must not be empty")
+	if err := validateKey(key); err != nil {
+		return err
 	}
 	if value == nil {
 		return invalidf("value must be an object")
@@ -211,7 +238,11 @@ func (s *Service) Put(ctx context.Context, namespace []string, key string, value
 		exp := deadline(now, ttl)
 		it.TTLMinutes, it.ExpiresAt = &ttl, &exp
 	}
-	return s.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutStoreItem(it) })
+	prepared, err := storage.PrepareStoreItem(it)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutStoreItem(prepared) })
 }
 
 // storable reports whether namespace and key could address a stored item;
@@ -220,7 +251,7 @@ func storable(namespace []string, key string) (bool, error) {
 	if key == "" {
 		return false, invalidf("key must not be empty")
 	}
-	return validateNamespace(namespace) == nil, nil
+	return validateNamespace(namespace) == nil && validateKey(key) == nil, nil
 }
 
 // Get returns the item at namespace and key, or nil when there is none (or

@@ -33,6 +33,12 @@ type Server struct {
 
 // Options tune StartServer.
 type Options struct {
+	// Configure, when set, adjusts the configuration before the server is
+	// built (limits, timeouts).
+	Configure func(*config.Config)
+	// Server tunes the server beyond its configuration.
+	Server server.Options
+
 	Graphs string
 	APIKey string
 	// DataDir reuses a directory (for restart tests); empty means a new one.
@@ -115,12 +121,17 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 	if opts.MaxSubagents > 0 {
 		cfg.MaxSubagents = opts.MaxSubagents
 	}
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
 	out := opts.Log
 	if out == nil {
 		out = io.Discard
 	}
 	log := slog.New(slog.NewTextHandler(out, nil))
-	return server.New(cfg, log, server.Options{NoSync: opts.NoSync})
+	sopts := opts.Server
+	sopts.NoSync = sopts.NoSync || opts.NoSync
+	return server.New(cfg, log, sopts)
 }
 
 // StartServer starts a server and stops it when the test ends.

@@ -35,6 +35,14 @@
 //   - Directory walks (glob, grep) neither follow nor report symlinks.
 //   - Sizes are bounded: files larger than MaxFileSize are neither read nor
 //     written, listings and search results stop at fixed caps and say so.
+//     write_file and edit_file refuse (ErrQuotaExceeded) a write that would
+//     take the regular files of the workspace over its quota
+//     (Options.WorkspaceQuota, DefaultWorkspaceQuota when unset).
+//   - An absolute path that reads like a host location ("/tmp/x": its first
+//     directory exists on the host) is still rooted at the workspace, and
+//     the answer of write_file and edit_file says so, naming the file's real
+//     host path, so that the model is not led to believe it wrote the host's
+//     file.
 //
 // The bash tool is not confined: it runs with the workspace as its working
 // directory and a minimal environment, but the command can reach anything

@@ -51,6 +51,8 @@ const emptyFileReminder = "System reminder: File exists but has empty contents"
 type fileTool struct {
 	spec llm.ToolSpec
 	run  func(ctx context.Context, ws *Workspace, a args) (string, error)
+	// quota bounds the workspace's files (0: DefaultWorkspaceQuota).
+	quota int64
 }
 
 func (t *fileTool) Spec() llm.ToolSpec { return t.spec }
@@ -67,6 +69,7 @@ func (t *fileTool) Call(ctx context.Context, call Call) (Result, error) {
 		return Result{}, err
 	}
 	defer ws.Close()
+	ws.quota = t.quota
 	out, err := t.run(ctx, ws, args(call.Args))
 	if err != nil {
 		return Result{}, err
@@ -274,6 +277,9 @@ func runWriteFile(ctx context.Context, ws *Workspace, a args) (string, error) {
 			return "", fsError("directory", Display(dir), err)
 		}
 	}
+	if err := ws.checkQuota(rel, int64(len(content)), ws.quota); err != nil {
+		return "", err
+	}
 	f, _, err := ws.openRegular(rel, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return "", err
@@ -281,7 +287,7 @@ func runWriteFile(ctx context.Context, ws *Workspace, a args) (string, error) {
 	if err := writeAll(f, []byte(content)); err != nil {
 		return "", fsError("file", disp, err)
 	}
-	return "Updated file " + disp, nil
+	return "Updated file " + disp + ws.hostPathNote(p, rel), nil
 }
 
 // writeAll replaces f's content and closes it.
@@ -370,10 +376,14 @@ func runEditFile(ctx context.Context, ws *Workspace, a args) (string, error) {
 		f.Close()
 		return "", fmt.Errorf("edit would make %s too large (%d bytes; the limit is %d)", disp, len(updated), MaxFileSize)
 	}
+	if err := ws.checkQuota(rel, int64(len(updated)), ws.quota); err != nil {
+		f.Close()
+		return "", err
+	}
 	if err := writeAll(f, []byte(updated)); err != nil {
 		return "", fsError("file", disp, err)
 	}
-	return fmt.Sprintf("Successfully replaced %d instance(s) of the string in '%s'", n, disp), nil
+	return fmt.Sprintf("Successfully replaced %d instance(s) of the string in '%s'", n, disp) + ws.hostPathNote(p, rel), nil
 }
 
 // isBinary reports whether data looks binary: a NUL byte in its first 8000

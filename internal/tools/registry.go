@@ -12,6 +12,10 @@ type Options struct {
 	// to the workspace.
 	Shell bool
 	Bash  BashOptions
+	// WorkspaceQuota bounds the bytes of regular files in one workspace
+	// that write_file and edit_file may reach (0: DefaultWorkspaceQuota).
+	// bash is not bound by it.
+	WorkspaceQuota int64
 }
 
 // Builtins returns the built-in tools by name: ls, read_file, write_file,
@@ -22,6 +26,9 @@ func Builtins(opts Options) map[string]Tool {
 		NewLs(), NewReadFile(), NewWriteFile(), NewEditFile(),
 		NewGlob(), NewGrep(), NewWriteTodos(),
 	} {
+		if ft, ok := t.(*fileTool); ok {
+			ft.quota = opts.WorkspaceQuota
+		}
 		m[t.Spec().Name] = t
 	}
 	if opts.Shell {

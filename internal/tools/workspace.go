@@ -38,6 +38,7 @@ type Workspace struct {
 	dir   string // canonical absolute path (symlinks resolved)
 	alias string // absolute path as given, before symlink resolution
 	root  *os.Root
+	quota int64 // bound on its files' bytes for writes (0: the default)
 }
 
 // OpenWorkspace creates dir (0o755) if needed and opens it.
