@@ -528,7 +528,7 @@ func (rs *runState) writeCheckpoint(ctx context.Context, source string, writes m
 			"values": rs.values, "metadata": meta, "next": cp.Next,
 			"config":        map[string]any{"configurable": map[string]any{"thread_id": rs.in.ThreadID.String(), "checkpoint_ns": "", "checkpoint_id": id.String()}},
 			"parent_config": parentConfig(rs.in.ThreadID, cp.ParentID),
-			"tasks":         cp.Tasks,
+			"tasks":         streamTasks(cp.Tasks),
 		}
 		if rs.sink.Wants("checkpoints") {
 			rs.sink.Emit("checkpoints", payload)
@@ -536,6 +536,21 @@ func (rs *runState) writeCheckpoint(ctx context.Context, source string, writes m
 		rs.debug("checkpoint", payload)
 	}
 	return nil
+}
+
+// streamTasks writes a checkpoint's tasks as LangGraph's checkpoints
+// events carry them: id, name, error, interrupts (a list, empty when none)
+// and state, each always present.
+func streamTasks(tasks []storage.CheckpointTask) []map[string]any {
+	out := make([]map[string]any, len(tasks))
+	for i, t := range tasks {
+		interrupts := t.Interrupts
+		if interrupts == nil {
+			interrupts = []any{}
+		}
+		out[i] = map[string]any{"id": t.ID, "name": t.Name, "error": t.Error, "interrupts": interrupts, "state": nil}
+	}
+	return out
 }
 
 func parentConfig(thread uuid.UUID, parent *uuid.UUID) any {

@@ -172,8 +172,25 @@ func TestRunStreamModes(t *testing.T) {
 			if pair[0].(map[string]any)["content"] != "echo: stream me" || pair[1].(map[string]any)["langgraph_node"] != "echo" {
 				t.Errorf("messages event = %s", e.Raw)
 			}
+		case "checkpoints":
+			// Each task has every field LangGraph clients read, interrupts a list.
+			for _, task := range e.Data.(map[string]any)["tasks"].([]any) {
+				m := task.(map[string]any)
+				if _, ok := m["interrupts"].([]any); !ok || m["id"] == nil || m["name"] == nil || !hasKeys(m, "error", "state") {
+					t.Errorf("checkpoints task = %s", e.Raw)
+				}
+			}
 		}
 	}
+}
+
+func hasKeys(m map[string]any, keys ...string) bool {
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func TestResumableStreamAndLastEventID(t *testing.T) {
