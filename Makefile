@@ -4,13 +4,22 @@ GO ?= go
 .PHONY: help run build generate check-generated vet test test-go test-sdk bench fuzz
 
 help:
-	@echo "run              serve ./langgraph.json on 127.0.0.1:2024 (data in ./data)"
+	@echo "run              build and serve ./langgraph.json on 127.0.0.1:2024 (data in ./data)"
+	@echo "build            build bin/server and bin/loadgen (version and commit stamped in)"
 	@echo "test             everything CI runs: generated code, vet, Go tests (-race), SDK suite"
+	@echo "test-go          the Go tests alone, with -race"
+	@echo "test-sdk         the Node suite alone (real @langchain/langgraph-sdk against the server)"
+	@echo "vet              go vet and gofmt"
 	@echo "generate         regenerate api/*.gen.go from api/openapi.yaml"
-	@echo "bench            storage and HTTP benchmarks (see docs/benchmarks.md)"
+	@echo "check-generated  fail when api/*.gen.go does not match api/openapi.yaml"
+	@echo "bench            storage and HTTP benchmarks, then the load generator (see docs/benchmarks.md)"
+	@echo "fuzz             fuzz request decoding for 60 s"
 
+# run builds first and then starts the binary itself, so that Ctrl-C reaches
+# the server alone and a clean stop ends make without an error line.
 run:
-	$(GO) run ./cmd/server
+	@$(GO) build -o bin/server ./cmd/server
+	./bin/server
 
 # The commit --version and /info report (the go command's VCS stamp is the
 # fallback when this is empty).
