@@ -69,6 +69,90 @@ func (e CancelAction) Valid() bool {
 	}
 }
 
+// Defines values for CronOnRunCompleted.
+const (
+	CronOnRunCompletedDelete CronOnRunCompleted = "delete"
+	CronOnRunCompletedKeep   CronOnRunCompleted = "keep"
+)
+
+// Valid indicates whether the value is a known member of the CronOnRunCompleted enum.
+func (e CronOnRunCompleted) Valid() bool {
+	switch e {
+	case CronOnRunCompletedDelete:
+		return true
+	case CronOnRunCompletedKeep:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CronCreateOnRunCompleted.
+const (
+	CronCreateOnRunCompletedDelete CronCreateOnRunCompleted = "delete"
+	CronCreateOnRunCompletedKeep   CronCreateOnRunCompleted = "keep"
+)
+
+// Valid indicates whether the value is a known member of the CronCreateOnRunCompleted enum.
+func (e CronCreateOnRunCompleted) Valid() bool {
+	switch e {
+	case CronCreateOnRunCompletedDelete:
+		return true
+	case CronCreateOnRunCompletedKeep:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CronPatchOnRunCompleted.
+const (
+	CronPatchOnRunCompletedDelete CronPatchOnRunCompleted = "delete"
+	CronPatchOnRunCompletedKeep   CronPatchOnRunCompleted = "keep"
+)
+
+// Valid indicates whether the value is a known member of the CronPatchOnRunCompleted enum.
+func (e CronPatchOnRunCompleted) Valid() bool {
+	switch e {
+	case CronPatchOnRunCompletedDelete:
+		return true
+	case CronPatchOnRunCompletedKeep:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CronSearchRequestSortBy.
+const (
+	CronSearchRequestSortByAssistantId CronSearchRequestSortBy = "assistant_id"
+	CronSearchRequestSortByCreatedAt   CronSearchRequestSortBy = "created_at"
+	CronSearchRequestSortByCronId      CronSearchRequestSortBy = "cron_id"
+	CronSearchRequestSortByNextRunDate CronSearchRequestSortBy = "next_run_date"
+	CronSearchRequestSortByThreadId    CronSearchRequestSortBy = "thread_id"
+	CronSearchRequestSortByUpdatedAt   CronSearchRequestSortBy = "updated_at"
+)
+
+// Valid indicates whether the value is a known member of the CronSearchRequestSortBy enum.
+func (e CronSearchRequestSortBy) Valid() bool {
+	switch e {
+	case CronSearchRequestSortByAssistantId:
+		return true
+	case CronSearchRequestSortByCreatedAt:
+		return true
+	case CronSearchRequestSortByCronId:
+		return true
+	case CronSearchRequestSortByNextRunDate:
+		return true
+	case CronSearchRequestSortByThreadId:
+		return true
+	case CronSearchRequestSortByUpdatedAt:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Durability.
 const (
 	DurabilityAsync Durability = "async"
@@ -572,6 +656,111 @@ type Config struct {
 	Tags                 []string               `json:"tags,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
+
+// Cron defines model for Cron.
+type Cron struct {
+	AssistantId    openapi_types.UUID     `json:"assistant_id"`
+	CreatedAt      time.Time              `json:"created_at"`
+	CronId         openapi_types.UUID     `json:"cron_id"`
+	Enabled        bool                   `json:"enabled"`
+	EndTime        *time.Time             `json:"end_time"`
+	Metadata       map[string]interface{} `json:"metadata"`
+	NextRunDate    *time.Time             `json:"next_run_date"`
+	OnRunCompleted *CronOnRunCompleted    `json:"on_run_completed,omitempty"`
+	Payload        map[string]interface{} `json:"payload"`
+	Schedule       string                 `json:"schedule"`
+	ThreadId       *openapi_types.UUID    `json:"thread_id"`
+	Timezone       *string                `json:"timezone"`
+	UpdatedAt      time.Time              `json:"updated_at"`
+	UserId         *string                `json:"user_id"`
+}
+
+// CronOnRunCompleted defines model for Cron.OnRunCompleted.
+type CronOnRunCompleted string
+
+// CronCountRequest defines model for CronCountRequest.
+type CronCountRequest struct {
+	AssistantId          *string                `json:"assistant_id,omitempty"`
+	Enabled              *bool                  `json:"enabled,omitempty"`
+	Metadata             map[string]interface{} `json:"metadata,omitempty"`
+	ThreadId             *openapi_types.UUID    `json:"thread_id,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CronCreate Body of both cron-creating routes: the schedule and the fields of the run each firing makes
+// (as in RunCreate).
+type CronCreate struct {
+	AssistantId       *string                   `json:"assistant_id,omitempty"`
+	CheckpointDuring  *bool                     `json:"checkpoint_during,omitempty"`
+	Config            *Config                   `json:"config,omitempty"`
+	Context           map[string]interface{}    `json:"context,omitempty"`
+	Durability        *Durability               `json:"durability,omitempty"`
+	Enabled           *bool                     `json:"enabled,omitempty"`
+	EndTime           *time.Time                `json:"end_time,omitempty"`
+	Input             interface{}               `json:"input,omitempty"`
+	InterruptAfter    interface{}               `json:"interrupt_after,omitempty"`
+	InterruptBefore   interface{}               `json:"interrupt_before,omitempty"`
+	Metadata          map[string]interface{}    `json:"metadata,omitempty"`
+	MultitaskStrategy *MultitaskStrategy        `json:"multitask_strategy,omitempty"`
+	OnRunCompleted    *CronCreateOnRunCompleted `json:"on_run_completed,omitempty"`
+
+	// Schedule Five-field cron expression (a leading seconds field when the server allows it).
+	Schedule        string      `json:"schedule"`
+	StreamMode      interface{} `json:"stream_mode,omitempty"`
+	StreamResumable *bool       `json:"stream_resumable,omitempty"`
+	StreamSubgraphs *bool       `json:"stream_subgraphs,omitempty"`
+
+	// Timezone IANA time zone the schedule is read in; UTC when absent.
+	Timezone             *string                `json:"timezone,omitempty"`
+	Webhook              *string                `json:"webhook,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CronCreateOnRunCompleted defines model for CronCreate.OnRunCompleted.
+type CronCreateOnRunCompleted string
+
+// CronPatch Fields to change; absent fields stay. end_time null clears the end time.
+type CronPatch struct {
+	Config     *Config                `json:"config,omitempty"`
+	Context    map[string]interface{} `json:"context,omitempty"`
+	Durability *Durability            `json:"durability,omitempty"`
+	Enabled    *bool                  `json:"enabled,omitempty"`
+
+	// EndTime An RFC 3339 date-time, or null to clear it.
+	EndTime              json.RawMessage          `json:"end_time,omitempty"`
+	Input                interface{}              `json:"input,omitempty"`
+	InterruptAfter       interface{}              `json:"interrupt_after,omitempty"`
+	InterruptBefore      interface{}              `json:"interrupt_before,omitempty"`
+	Metadata             map[string]interface{}   `json:"metadata,omitempty"`
+	OnRunCompleted       *CronPatchOnRunCompleted `json:"on_run_completed,omitempty"`
+	Schedule             *string                  `json:"schedule,omitempty"`
+	StreamMode           interface{}              `json:"stream_mode,omitempty"`
+	StreamResumable      *bool                    `json:"stream_resumable,omitempty"`
+	StreamSubgraphs      *bool                    `json:"stream_subgraphs,omitempty"`
+	Timezone             *string                  `json:"timezone,omitempty"`
+	Webhook              *string                  `json:"webhook,omitempty"`
+	AdditionalProperties map[string]interface{}   `json:"-"`
+}
+
+// CronPatchOnRunCompleted defines model for CronPatch.OnRunCompleted.
+type CronPatchOnRunCompleted string
+
+// CronSearchRequest defines model for CronSearchRequest.
+type CronSearchRequest struct {
+	AssistantId          *string                  `json:"assistant_id,omitempty"`
+	Enabled              *bool                    `json:"enabled,omitempty"`
+	Limit                *int                     `json:"limit,omitempty"`
+	Metadata             map[string]interface{}   `json:"metadata,omitempty"`
+	Offset               *int                     `json:"offset,omitempty"`
+	Select               []string                 `json:"select,omitempty"`
+	SortBy               *CronSearchRequestSortBy `json:"sort_by,omitempty"`
+	SortOrder            *SortOrder               `json:"sort_order,omitempty"`
+	ThreadId             *openapi_types.UUID      `json:"thread_id,omitempty"`
+	AdditionalProperties map[string]interface{}   `json:"-"`
+}
+
+// CronSearchRequestSortBy defines model for CronSearchRequest.SortBy.
+type CronSearchRequestSortBy string
 
 // Durability defines model for Durability.
 type Durability string
@@ -1109,6 +1298,9 @@ type InternalError = ErrorResponse
 // NotFound Error body; detail and message carry the same text.
 type NotFound = ErrorResponse
 
+// TooManyRequests Error body; detail and message carry the same text.
+type TooManyRequests = ErrorResponse
+
 // ValidationError Error body; detail and message carry the same text.
 type ValidationError = ErrorResponse
 
@@ -1292,6 +1484,18 @@ type CreateRunBatchJSONRequestBody = CreateRunBatchJSONBody
 // CancelRunsJSONRequestBody defines body for CancelRuns for application/json ContentType.
 type CancelRunsJSONRequestBody = RunsCancelRequest
 
+// CreateCronJSONRequestBody defines body for CreateCron for application/json ContentType.
+type CreateCronJSONRequestBody = CronCreate
+
+// CountCronsJSONRequestBody defines body for CountCrons for application/json ContentType.
+type CountCronsJSONRequestBody = CronCountRequest
+
+// SearchCronsJSONRequestBody defines body for SearchCrons for application/json ContentType.
+type SearchCronsJSONRequestBody = CronSearchRequest
+
+// UpdateCronJSONRequestBody defines body for UpdateCron for application/json ContentType.
+type UpdateCronJSONRequestBody = CronPatch
+
 // SearchRunsJSONRequestBody defines body for SearchRuns for application/json ContentType.
 type SearchRunsJSONRequestBody = RunSearchRequest
 
@@ -1336,6 +1540,9 @@ type SearchThreadHistoryJSONRequestBody = ThreadHistoryRequest
 
 // CreateThreadRunJSONRequestBody defines body for CreateThreadRun for application/json ContentType.
 type CreateThreadRunJSONRequestBody = RunCreate
+
+// CreateThreadCronJSONRequestBody defines body for CreateThreadCron for application/json ContentType.
+type CreateThreadCronJSONRequestBody = CronCreate
 
 // StreamThreadRunJSONRequestBody defines body for StreamThreadRun for application/json ContentType.
 type StreamThreadRunJSONRequestBody = RunCreate
@@ -2507,6 +2714,918 @@ func (a Config) MarshalJSON() ([]byte, error) {
 		object["tags"], err = json.Marshal(a.Tags)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'tags': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CronCountRequest. Returns the specified
+// element and whether it was found
+func (a CronCountRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CronCountRequest
+func (a *CronCountRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CronCountRequest to handle AdditionalProperties
+func (a *CronCountRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["assistant_id"]; found {
+		err = json.Unmarshal(raw, &a.AssistantId)
+		if err != nil {
+			return fmt.Errorf("error reading 'assistant_id': %w", err)
+		}
+		delete(object, "assistant_id")
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &a.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+		delete(object, "metadata")
+	}
+
+	if raw, found := object["thread_id"]; found {
+		err = json.Unmarshal(raw, &a.ThreadId)
+		if err != nil {
+			return fmt.Errorf("error reading 'thread_id': %w", err)
+		}
+		delete(object, "thread_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CronCountRequest to handle AdditionalProperties
+func (a CronCountRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.AssistantId != nil {
+		object["assistant_id"], err = json.Marshal(a.AssistantId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'assistant_id': %w", err)
+		}
+	}
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	if a.Metadata != nil {
+		object["metadata"], err = json.Marshal(a.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
+		}
+	}
+
+	if a.ThreadId != nil {
+		object["thread_id"], err = json.Marshal(a.ThreadId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'thread_id': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CronCreate. Returns the specified
+// element and whether it was found
+func (a CronCreate) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CronCreate
+func (a *CronCreate) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CronCreate to handle AdditionalProperties
+func (a *CronCreate) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["assistant_id"]; found {
+		err = json.Unmarshal(raw, &a.AssistantId)
+		if err != nil {
+			return fmt.Errorf("error reading 'assistant_id': %w", err)
+		}
+		delete(object, "assistant_id")
+	}
+
+	if raw, found := object["checkpoint_during"]; found {
+		err = json.Unmarshal(raw, &a.CheckpointDuring)
+		if err != nil {
+			return fmt.Errorf("error reading 'checkpoint_during': %w", err)
+		}
+		delete(object, "checkpoint_during")
+	}
+
+	if raw, found := object["config"]; found {
+		err = json.Unmarshal(raw, &a.Config)
+		if err != nil {
+			return fmt.Errorf("error reading 'config': %w", err)
+		}
+		delete(object, "config")
+	}
+
+	if raw, found := object["context"]; found {
+		err = json.Unmarshal(raw, &a.Context)
+		if err != nil {
+			return fmt.Errorf("error reading 'context': %w", err)
+		}
+		delete(object, "context")
+	}
+
+	if raw, found := object["durability"]; found {
+		err = json.Unmarshal(raw, &a.Durability)
+		if err != nil {
+			return fmt.Errorf("error reading 'durability': %w", err)
+		}
+		delete(object, "durability")
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["end_time"]; found {
+		err = json.Unmarshal(raw, &a.EndTime)
+		if err != nil {
+			return fmt.Errorf("error reading 'end_time': %w", err)
+		}
+		delete(object, "end_time")
+	}
+
+	if raw, found := object["input"]; found {
+		err = json.Unmarshal(raw, &a.Input)
+		if err != nil {
+			return fmt.Errorf("error reading 'input': %w", err)
+		}
+		delete(object, "input")
+	}
+
+	if raw, found := object["interrupt_after"]; found {
+		err = json.Unmarshal(raw, &a.InterruptAfter)
+		if err != nil {
+			return fmt.Errorf("error reading 'interrupt_after': %w", err)
+		}
+		delete(object, "interrupt_after")
+	}
+
+	if raw, found := object["interrupt_before"]; found {
+		err = json.Unmarshal(raw, &a.InterruptBefore)
+		if err != nil {
+			return fmt.Errorf("error reading 'interrupt_before': %w", err)
+		}
+		delete(object, "interrupt_before")
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &a.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+		delete(object, "metadata")
+	}
+
+	if raw, found := object["multitask_strategy"]; found {
+		err = json.Unmarshal(raw, &a.MultitaskStrategy)
+		if err != nil {
+			return fmt.Errorf("error reading 'multitask_strategy': %w", err)
+		}
+		delete(object, "multitask_strategy")
+	}
+
+	if raw, found := object["on_run_completed"]; found {
+		err = json.Unmarshal(raw, &a.OnRunCompleted)
+		if err != nil {
+			return fmt.Errorf("error reading 'on_run_completed': %w", err)
+		}
+		delete(object, "on_run_completed")
+	}
+
+	if raw, found := object["schedule"]; found {
+		err = json.Unmarshal(raw, &a.Schedule)
+		if err != nil {
+			return fmt.Errorf("error reading 'schedule': %w", err)
+		}
+		delete(object, "schedule")
+	}
+
+	if raw, found := object["stream_mode"]; found {
+		err = json.Unmarshal(raw, &a.StreamMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream_mode': %w", err)
+		}
+		delete(object, "stream_mode")
+	}
+
+	if raw, found := object["stream_resumable"]; found {
+		err = json.Unmarshal(raw, &a.StreamResumable)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream_resumable': %w", err)
+		}
+		delete(object, "stream_resumable")
+	}
+
+	if raw, found := object["stream_subgraphs"]; found {
+		err = json.Unmarshal(raw, &a.StreamSubgraphs)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream_subgraphs': %w", err)
+		}
+		delete(object, "stream_subgraphs")
+	}
+
+	if raw, found := object["timezone"]; found {
+		err = json.Unmarshal(raw, &a.Timezone)
+		if err != nil {
+			return fmt.Errorf("error reading 'timezone': %w", err)
+		}
+		delete(object, "timezone")
+	}
+
+	if raw, found := object["webhook"]; found {
+		err = json.Unmarshal(raw, &a.Webhook)
+		if err != nil {
+			return fmt.Errorf("error reading 'webhook': %w", err)
+		}
+		delete(object, "webhook")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CronCreate to handle AdditionalProperties
+func (a CronCreate) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.AssistantId != nil {
+		object["assistant_id"], err = json.Marshal(a.AssistantId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'assistant_id': %w", err)
+		}
+	}
+
+	if a.CheckpointDuring != nil {
+		object["checkpoint_during"], err = json.Marshal(a.CheckpointDuring)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'checkpoint_during': %w", err)
+		}
+	}
+
+	if a.Config != nil {
+		object["config"], err = json.Marshal(a.Config)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'config': %w", err)
+		}
+	}
+
+	if a.Context != nil {
+		object["context"], err = json.Marshal(a.Context)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'context': %w", err)
+		}
+	}
+
+	if a.Durability != nil {
+		object["durability"], err = json.Marshal(a.Durability)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'durability': %w", err)
+		}
+	}
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	if a.EndTime != nil {
+		object["end_time"], err = json.Marshal(a.EndTime)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'end_time': %w", err)
+		}
+	}
+
+	object["input"], err = json.Marshal(a.Input)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'input': %w", err)
+	}
+
+	object["interrupt_after"], err = json.Marshal(a.InterruptAfter)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'interrupt_after': %w", err)
+	}
+
+	object["interrupt_before"], err = json.Marshal(a.InterruptBefore)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'interrupt_before': %w", err)
+	}
+
+	if a.Metadata != nil {
+		object["metadata"], err = json.Marshal(a.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
+		}
+	}
+
+	if a.MultitaskStrategy != nil {
+		object["multitask_strategy"], err = json.Marshal(a.MultitaskStrategy)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'multitask_strategy': %w", err)
+		}
+	}
+
+	if a.OnRunCompleted != nil {
+		object["on_run_completed"], err = json.Marshal(a.OnRunCompleted)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'on_run_completed': %w", err)
+		}
+	}
+
+	object["schedule"], err = json.Marshal(a.Schedule)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'schedule': %w", err)
+	}
+
+	object["stream_mode"], err = json.Marshal(a.StreamMode)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'stream_mode': %w", err)
+	}
+
+	if a.StreamResumable != nil {
+		object["stream_resumable"], err = json.Marshal(a.StreamResumable)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'stream_resumable': %w", err)
+		}
+	}
+
+	if a.StreamSubgraphs != nil {
+		object["stream_subgraphs"], err = json.Marshal(a.StreamSubgraphs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'stream_subgraphs': %w", err)
+		}
+	}
+
+	if a.Timezone != nil {
+		object["timezone"], err = json.Marshal(a.Timezone)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'timezone': %w", err)
+		}
+	}
+
+	if a.Webhook != nil {
+		object["webhook"], err = json.Marshal(a.Webhook)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'webhook': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CronPatch. Returns the specified
+// element and whether it was found
+func (a CronPatch) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CronPatch
+func (a *CronPatch) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CronPatch to handle AdditionalProperties
+func (a *CronPatch) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["config"]; found {
+		err = json.Unmarshal(raw, &a.Config)
+		if err != nil {
+			return fmt.Errorf("error reading 'config': %w", err)
+		}
+		delete(object, "config")
+	}
+
+	if raw, found := object["context"]; found {
+		err = json.Unmarshal(raw, &a.Context)
+		if err != nil {
+			return fmt.Errorf("error reading 'context': %w", err)
+		}
+		delete(object, "context")
+	}
+
+	if raw, found := object["durability"]; found {
+		err = json.Unmarshal(raw, &a.Durability)
+		if err != nil {
+			return fmt.Errorf("error reading 'durability': %w", err)
+		}
+		delete(object, "durability")
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["end_time"]; found {
+		err = json.Unmarshal(raw, &a.EndTime)
+		if err != nil {
+			return fmt.Errorf("error reading 'end_time': %w", err)
+		}
+		delete(object, "end_time")
+	}
+
+	if raw, found := object["input"]; found {
+		err = json.Unmarshal(raw, &a.Input)
+		if err != nil {
+			return fmt.Errorf("error reading 'input': %w", err)
+		}
+		delete(object, "input")
+	}
+
+	if raw, found := object["interrupt_after"]; found {
+		err = json.Unmarshal(raw, &a.InterruptAfter)
+		if err != nil {
+			return fmt.Errorf("error reading 'interrupt_after': %w", err)
+		}
+		delete(object, "interrupt_after")
+	}
+
+	if raw, found := object["interrupt_before"]; found {
+		err = json.Unmarshal(raw, &a.InterruptBefore)
+		if err != nil {
+			return fmt.Errorf("error reading 'interrupt_before': %w", err)
+		}
+		delete(object, "interrupt_before")
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &a.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+		delete(object, "metadata")
+	}
+
+	if raw, found := object["on_run_completed"]; found {
+		err = json.Unmarshal(raw, &a.OnRunCompleted)
+		if err != nil {
+			return fmt.Errorf("error reading 'on_run_completed': %w", err)
+		}
+		delete(object, "on_run_completed")
+	}
+
+	if raw, found := object["schedule"]; found {
+		err = json.Unmarshal(raw, &a.Schedule)
+		if err != nil {
+			return fmt.Errorf("error reading 'schedule': %w", err)
+		}
+		delete(object, "schedule")
+	}
+
+	if raw, found := object["stream_mode"]; found {
+		err = json.Unmarshal(raw, &a.StreamMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream_mode': %w", err)
+		}
+		delete(object, "stream_mode")
+	}
+
+	if raw, found := object["stream_resumable"]; found {
+		err = json.Unmarshal(raw, &a.StreamResumable)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream_resumable': %w", err)
+		}
+		delete(object, "stream_resumable")
+	}
+
+	if raw, found := object["stream_subgraphs"]; found {
+		err = json.Unmarshal(raw, &a.StreamSubgraphs)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream_subgraphs': %w", err)
+		}
+		delete(object, "stream_subgraphs")
+	}
+
+	if raw, found := object["timezone"]; found {
+		err = json.Unmarshal(raw, &a.Timezone)
+		if err != nil {
+			return fmt.Errorf("error reading 'timezone': %w", err)
+		}
+		delete(object, "timezone")
+	}
+
+	if raw, found := object["webhook"]; found {
+		err = json.Unmarshal(raw, &a.Webhook)
+		if err != nil {
+			return fmt.Errorf("error reading 'webhook': %w", err)
+		}
+		delete(object, "webhook")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CronPatch to handle AdditionalProperties
+func (a CronPatch) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Config != nil {
+		object["config"], err = json.Marshal(a.Config)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'config': %w", err)
+		}
+	}
+
+	if a.Context != nil {
+		object["context"], err = json.Marshal(a.Context)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'context': %w", err)
+		}
+	}
+
+	if a.Durability != nil {
+		object["durability"], err = json.Marshal(a.Durability)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'durability': %w", err)
+		}
+	}
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	object["end_time"], err = json.Marshal(a.EndTime)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'end_time': %w", err)
+	}
+
+	object["input"], err = json.Marshal(a.Input)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'input': %w", err)
+	}
+
+	object["interrupt_after"], err = json.Marshal(a.InterruptAfter)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'interrupt_after': %w", err)
+	}
+
+	object["interrupt_before"], err = json.Marshal(a.InterruptBefore)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'interrupt_before': %w", err)
+	}
+
+	if a.Metadata != nil {
+		object["metadata"], err = json.Marshal(a.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
+		}
+	}
+
+	if a.OnRunCompleted != nil {
+		object["on_run_completed"], err = json.Marshal(a.OnRunCompleted)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'on_run_completed': %w", err)
+		}
+	}
+
+	if a.Schedule != nil {
+		object["schedule"], err = json.Marshal(a.Schedule)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'schedule': %w", err)
+		}
+	}
+
+	object["stream_mode"], err = json.Marshal(a.StreamMode)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'stream_mode': %w", err)
+	}
+
+	if a.StreamResumable != nil {
+		object["stream_resumable"], err = json.Marshal(a.StreamResumable)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'stream_resumable': %w", err)
+		}
+	}
+
+	if a.StreamSubgraphs != nil {
+		object["stream_subgraphs"], err = json.Marshal(a.StreamSubgraphs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'stream_subgraphs': %w", err)
+		}
+	}
+
+	if a.Timezone != nil {
+		object["timezone"], err = json.Marshal(a.Timezone)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'timezone': %w", err)
+		}
+	}
+
+	if a.Webhook != nil {
+		object["webhook"], err = json.Marshal(a.Webhook)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'webhook': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CronSearchRequest. Returns the specified
+// element and whether it was found
+func (a CronSearchRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CronSearchRequest
+func (a *CronSearchRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CronSearchRequest to handle AdditionalProperties
+func (a *CronSearchRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["assistant_id"]; found {
+		err = json.Unmarshal(raw, &a.AssistantId)
+		if err != nil {
+			return fmt.Errorf("error reading 'assistant_id': %w", err)
+		}
+		delete(object, "assistant_id")
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["limit"]; found {
+		err = json.Unmarshal(raw, &a.Limit)
+		if err != nil {
+			return fmt.Errorf("error reading 'limit': %w", err)
+		}
+		delete(object, "limit")
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &a.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+		delete(object, "metadata")
+	}
+
+	if raw, found := object["offset"]; found {
+		err = json.Unmarshal(raw, &a.Offset)
+		if err != nil {
+			return fmt.Errorf("error reading 'offset': %w", err)
+		}
+		delete(object, "offset")
+	}
+
+	if raw, found := object["select"]; found {
+		err = json.Unmarshal(raw, &a.Select)
+		if err != nil {
+			return fmt.Errorf("error reading 'select': %w", err)
+		}
+		delete(object, "select")
+	}
+
+	if raw, found := object["sort_by"]; found {
+		err = json.Unmarshal(raw, &a.SortBy)
+		if err != nil {
+			return fmt.Errorf("error reading 'sort_by': %w", err)
+		}
+		delete(object, "sort_by")
+	}
+
+	if raw, found := object["sort_order"]; found {
+		err = json.Unmarshal(raw, &a.SortOrder)
+		if err != nil {
+			return fmt.Errorf("error reading 'sort_order': %w", err)
+		}
+		delete(object, "sort_order")
+	}
+
+	if raw, found := object["thread_id"]; found {
+		err = json.Unmarshal(raw, &a.ThreadId)
+		if err != nil {
+			return fmt.Errorf("error reading 'thread_id': %w", err)
+		}
+		delete(object, "thread_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CronSearchRequest to handle AdditionalProperties
+func (a CronSearchRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.AssistantId != nil {
+		object["assistant_id"], err = json.Marshal(a.AssistantId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'assistant_id': %w", err)
+		}
+	}
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	if a.Limit != nil {
+		object["limit"], err = json.Marshal(a.Limit)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'limit': %w", err)
+		}
+	}
+
+	if a.Metadata != nil {
+		object["metadata"], err = json.Marshal(a.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
+		}
+	}
+
+	if a.Offset != nil {
+		object["offset"], err = json.Marshal(a.Offset)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'offset': %w", err)
+		}
+	}
+
+	if a.Select != nil {
+		object["select"], err = json.Marshal(a.Select)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'select': %w", err)
+		}
+	}
+
+	if a.SortBy != nil {
+		object["sort_by"], err = json.Marshal(a.SortBy)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sort_by': %w", err)
+		}
+	}
+
+	if a.SortOrder != nil {
+		object["sort_order"], err = json.Marshal(a.SortOrder)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sort_order': %w", err)
+		}
+	}
+
+	if a.ThreadId != nil {
+		object["thread_id"], err = json.Marshal(a.ThreadId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'thread_id': %w", err)
 		}
 	}
 
@@ -5047,6 +6166,24 @@ type ServerInterface interface {
 	// CancelRuns Cancel many runs
 	// (POST /runs/cancel)
 	CancelRuns(ctx echo.Context, params CancelRunsParams) error
+	// CreateCron Create a stateless cron job (each firing runs on a new thread)
+	// (POST /runs/crons)
+	CreateCron(ctx echo.Context) error
+	// CountCrons Count cron jobs
+	// (POST /runs/crons/count)
+	CountCrons(ctx echo.Context) error
+	// SearchCrons Search cron jobs
+	// (POST /runs/crons/search)
+	SearchCrons(ctx echo.Context) error
+	// DeleteCron Delete a cron job (its runs stay)
+	// (DELETE /runs/crons/{cron_id})
+	DeleteCron(ctx echo.Context, cronId openapi_types.UUID) error
+	// GetCron Get a cron job
+	// (GET /runs/crons/{cron_id})
+	GetCron(ctx echo.Context, cronId openapi_types.UUID) error
+	// UpdateCron Change a cron job (metadata is merged)
+	// (PATCH /runs/crons/{cron_id})
+	UpdateCron(ctx echo.Context, cronId openapi_types.UUID) error
 	// SearchRuns Search runs
 	// (POST /runs/search)
 	SearchRuns(ctx echo.Context) error
@@ -5122,6 +6259,9 @@ type ServerInterface interface {
 	// CreateThreadRun Start a background run on a thread
 	// (POST /threads/{thread_id}/runs)
 	CreateThreadRun(ctx echo.Context, threadId ThreadId) error
+	// CreateThreadCron Create a cron job that runs on this thread
+	// (POST /threads/{thread_id}/runs/crons)
+	CreateThreadCron(ctx echo.Context, threadId ThreadId) error
 	// StreamThreadRun Start a run on a thread and stream its output
 	// (POST /threads/{thread_id}/runs/stream)
 	StreamThreadRun(ctx echo.Context, threadId ThreadId) error
@@ -5502,6 +6642,81 @@ func (w *ServerInterfaceWrapper) CancelRuns(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CancelRuns(ctx, params)
+	return err
+}
+
+// CreateCron converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateCron(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateCron(ctx)
+	return err
+}
+
+// CountCrons converts echo context to params.
+func (w *ServerInterfaceWrapper) CountCrons(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CountCrons(ctx)
+	return err
+}
+
+// SearchCrons converts echo context to params.
+func (w *ServerInterfaceWrapper) SearchCrons(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SearchCrons(ctx)
+	return err
+}
+
+// DeleteCron converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteCron(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "cron_id" -------------
+	var cronId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cron_id", ctx.Param("cron_id"), &cronId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cron_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteCron(ctx, cronId)
+	return err
+}
+
+// GetCron converts echo context to params.
+func (w *ServerInterfaceWrapper) GetCron(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "cron_id" -------------
+	var cronId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cron_id", ctx.Param("cron_id"), &cronId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cron_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetCron(ctx, cronId)
+	return err
+}
+
+// UpdateCron converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateCron(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "cron_id" -------------
+	var cronId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cron_id", ctx.Param("cron_id"), &cronId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cron_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateCron(ctx, cronId)
 	return err
 }
 
@@ -5952,6 +7167,22 @@ func (w *ServerInterfaceWrapper) CreateThreadRun(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateThreadRun(ctx, threadId)
+	return err
+}
+
+// CreateThreadCron converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateThreadCron(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "thread_id" -------------
+	var threadId ThreadId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "thread_id", ctx.Param("thread_id"), &threadId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter thread_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateThreadCron(ctx, threadId)
 	return err
 }
 
@@ -6518,6 +7749,13 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/runs/:run_id/wait", wrapper.WaitRunById, options.OperationMiddlewares["waitRunById"]...)
 	router.GET(options.BaseURL+"/runs/:run_id/stream", wrapper.JoinRunStream, options.OperationMiddlewares["joinRunStream"]...)
 	router.POST(options.BaseURL+"/runs/:run_id/cancel", wrapper.CancelRun, options.OperationMiddlewares["cancelRun"]...)
+	router.POST(options.BaseURL+"/threads/:thread_id/runs/crons", wrapper.CreateThreadCron, options.OperationMiddlewares["createThreadCron"]...)
+	router.POST(options.BaseURL+"/runs/crons", wrapper.CreateCron, options.OperationMiddlewares["createCron"]...)
+	router.POST(options.BaseURL+"/runs/crons/search", wrapper.SearchCrons, options.OperationMiddlewares["searchCrons"]...)
+	router.POST(options.BaseURL+"/runs/crons/count", wrapper.CountCrons, options.OperationMiddlewares["countCrons"]...)
+	router.DELETE(options.BaseURL+"/runs/crons/:cron_id", wrapper.DeleteCron, options.OperationMiddlewares["deleteCron"]...)
+	router.GET(options.BaseURL+"/runs/crons/:cron_id", wrapper.GetCron, options.OperationMiddlewares["getCron"]...)
+	router.PATCH(options.BaseURL+"/runs/crons/:cron_id", wrapper.UpdateCron, options.OperationMiddlewares["updateCron"]...)
 	router.DELETE(options.BaseURL+"/store/items", wrapper.DeleteStoreItem, options.OperationMiddlewares["deleteStoreItem"]...)
 	router.GET(options.BaseURL+"/store/items", wrapper.GetStoreItem, options.OperationMiddlewares["getStoreItem"]...)
 	router.PUT(options.BaseURL+"/store/items", wrapper.PutStoreItem, options.OperationMiddlewares["putStoreItem"]...)
@@ -6548,6 +7786,8 @@ type RunEventStreamTexteventStreamResponse struct {
 	Headers       RunEventStreamResponseHeaders
 	ContentLength int64
 }
+
+type TooManyRequestsJSONResponse ErrorResponse
 
 type ValidationErrorJSONResponse ErrorResponse
 
@@ -7603,6 +8843,287 @@ func (response CancelRuns404JSONResponse) VisitCancelRunsResponse(w http.Respons
 type CancelRuns422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response CancelRuns422JSONResponse) VisitCancelRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCronRequestObject struct {
+	Body *CreateCronJSONRequestBody
+}
+
+type CreateCronResponseObject interface {
+	VisitCreateCronResponse(w http.ResponseWriter) error
+}
+
+type CreateCron200JSONResponse Cron
+
+func (response CreateCron200JSONResponse) VisitCreateCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCron404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateCron404JSONResponse) VisitCreateCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCron422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response CreateCron422JSONResponse) VisitCreateCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCron429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateCron429JSONResponse) VisitCreateCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CountCronsRequestObject struct {
+	Body *CountCronsJSONRequestBody
+}
+
+type CountCronsResponseObject interface {
+	VisitCountCronsResponse(w http.ResponseWriter) error
+}
+
+type CountCrons200JSONResponse int
+
+func (response CountCrons200JSONResponse) VisitCountCronsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CountCrons422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response CountCrons422JSONResponse) VisitCountCronsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SearchCronsRequestObject struct {
+	Body *SearchCronsJSONRequestBody
+}
+
+type SearchCronsResponseObject interface {
+	VisitSearchCronsResponse(w http.ResponseWriter) error
+}
+
+type SearchCrons200JSONResponse []Cron
+
+func (response SearchCrons200JSONResponse) VisitSearchCronsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SearchCrons422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response SearchCrons422JSONResponse) VisitSearchCronsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCronRequestObject struct {
+	CronId openapi_types.UUID `json:"cron_id"`
+}
+
+type DeleteCronResponseObject interface {
+	VisitDeleteCronResponse(w http.ResponseWriter) error
+}
+
+type DeleteCron204Response struct {
+}
+
+func (response DeleteCron204Response) VisitDeleteCronResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteCron404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteCron404JSONResponse) VisitDeleteCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCron422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response DeleteCron422JSONResponse) VisitDeleteCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCronRequestObject struct {
+	CronId openapi_types.UUID `json:"cron_id"`
+}
+
+type GetCronResponseObject interface {
+	VisitGetCronResponse(w http.ResponseWriter) error
+}
+
+type GetCron200JSONResponse Cron
+
+func (response GetCron200JSONResponse) VisitGetCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCron404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCron404JSONResponse) VisitGetCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCron422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response GetCron422JSONResponse) VisitGetCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCronRequestObject struct {
+	CronId openapi_types.UUID `json:"cron_id"`
+	Body   *UpdateCronJSONRequestBody
+}
+
+type UpdateCronResponseObject interface {
+	VisitUpdateCronResponse(w http.ResponseWriter) error
+}
+
+type UpdateCron200JSONResponse Cron
+
+func (response UpdateCron200JSONResponse) VisitUpdateCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCron404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateCron404JSONResponse) VisitUpdateCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCron422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response UpdateCron422JSONResponse) VisitUpdateCronResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -8973,6 +10494,71 @@ func (response CreateThreadRun422JSONResponse) VisitCreateThreadRunResponse(w ht
 	return err
 }
 
+type CreateThreadCronRequestObject struct {
+	ThreadId ThreadId `json:"thread_id"`
+	Body     *CreateThreadCronJSONRequestBody
+}
+
+type CreateThreadCronResponseObject interface {
+	VisitCreateThreadCronResponse(w http.ResponseWriter) error
+}
+
+type CreateThreadCron200JSONResponse Cron
+
+func (response CreateThreadCron200JSONResponse) VisitCreateThreadCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThreadCron404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThreadCron404JSONResponse) VisitCreateThreadCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThreadCron422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response CreateThreadCron422JSONResponse) VisitCreateThreadCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThreadCron429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThreadCron429JSONResponse) VisitCreateThreadCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StreamThreadRunRequestObject struct {
 	ThreadId ThreadId `json:"thread_id"`
 	Body     *StreamThreadRunJSONRequestBody
@@ -10025,6 +11611,24 @@ type StrictServerInterface interface {
 	// CancelRuns Cancel many runs
 	// (POST /runs/cancel)
 	CancelRuns(ctx context.Context, request CancelRunsRequestObject) (CancelRunsResponseObject, error)
+	// CreateCron Create a stateless cron job (each firing runs on a new thread)
+	// (POST /runs/crons)
+	CreateCron(ctx context.Context, request CreateCronRequestObject) (CreateCronResponseObject, error)
+	// CountCrons Count cron jobs
+	// (POST /runs/crons/count)
+	CountCrons(ctx context.Context, request CountCronsRequestObject) (CountCronsResponseObject, error)
+	// SearchCrons Search cron jobs
+	// (POST /runs/crons/search)
+	SearchCrons(ctx context.Context, request SearchCronsRequestObject) (SearchCronsResponseObject, error)
+	// DeleteCron Delete a cron job (its runs stay)
+	// (DELETE /runs/crons/{cron_id})
+	DeleteCron(ctx context.Context, request DeleteCronRequestObject) (DeleteCronResponseObject, error)
+	// GetCron Get a cron job
+	// (GET /runs/crons/{cron_id})
+	GetCron(ctx context.Context, request GetCronRequestObject) (GetCronResponseObject, error)
+	// UpdateCron Change a cron job (metadata is merged)
+	// (PATCH /runs/crons/{cron_id})
+	UpdateCron(ctx context.Context, request UpdateCronRequestObject) (UpdateCronResponseObject, error)
 	// SearchRuns Search runs
 	// (POST /runs/search)
 	SearchRuns(ctx context.Context, request SearchRunsRequestObject) (SearchRunsResponseObject, error)
@@ -10100,6 +11704,9 @@ type StrictServerInterface interface {
 	// CreateThreadRun Start a background run on a thread
 	// (POST /threads/{thread_id}/runs)
 	CreateThreadRun(ctx context.Context, request CreateThreadRunRequestObject) (CreateThreadRunResponseObject, error)
+	// CreateThreadCron Create a cron job that runs on this thread
+	// (POST /threads/{thread_id}/runs/crons)
+	CreateThreadCron(ctx context.Context, request CreateThreadCronRequestObject) (CreateThreadCronResponseObject, error)
 	// StreamThreadRun Start a run on a thread and stream its output
 	// (POST /threads/{thread_id}/runs/stream)
 	StreamThreadRun(ctx context.Context, request StreamThreadRunRequestObject) (StreamThreadRunResponseObject, error)
@@ -10896,6 +12503,248 @@ func (sh *strictHandler) CancelRuns(ctx echo.Context, params CancelRunsParams) e
 		return err
 	} else if validResponse, ok := response.(CancelRunsResponseObject); ok {
 		return validResponse.VisitCancelRunsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateCron operation middleware
+func (sh *strictHandler) CreateCron(ctx echo.Context) error {
+	var request CreateCronRequestObject
+
+	var body CreateCronJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateCron(ctx.Request().Context(), request.(CreateCronRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateCron")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateCronResponseObject); ok {
+		return validResponse.VisitCreateCronResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CountCrons operation middleware
+func (sh *strictHandler) CountCrons(ctx echo.Context) error {
+	var request CountCronsRequestObject
+
+	var body CountCronsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CountCrons(ctx.Request().Context(), request.(CountCronsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CountCrons")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CountCronsResponseObject); ok {
+		return validResponse.VisitCountCronsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SearchCrons operation middleware
+func (sh *strictHandler) SearchCrons(ctx echo.Context) error {
+	var request SearchCronsRequestObject
+
+	var body SearchCronsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SearchCrons(ctx.Request().Context(), request.(SearchCronsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SearchCrons")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SearchCronsResponseObject); ok {
+		return validResponse.VisitSearchCronsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteCron operation middleware
+func (sh *strictHandler) DeleteCron(ctx echo.Context, cronId openapi_types.UUID) error {
+	var request DeleteCronRequestObject
+
+	request.CronId = cronId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteCron(ctx.Request().Context(), request.(DeleteCronRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteCron")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteCronResponseObject); ok {
+		return validResponse.VisitDeleteCronResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetCron operation middleware
+func (sh *strictHandler) GetCron(ctx echo.Context, cronId openapi_types.UUID) error {
+	var request GetCronRequestObject
+
+	request.CronId = cronId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCron(ctx.Request().Context(), request.(GetCronRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCron")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetCronResponseObject); ok {
+		return validResponse.VisitGetCronResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateCron operation middleware
+func (sh *strictHandler) UpdateCron(ctx echo.Context, cronId openapi_types.UUID) error {
+	var request UpdateCronRequestObject
+
+	request.CronId = cronId
+
+	var body UpdateCronJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateCron(ctx.Request().Context(), request.(UpdateCronRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateCron")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateCronResponseObject); ok {
+		return validResponse.VisitUpdateCronResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -11879,6 +13728,54 @@ func (sh *strictHandler) CreateThreadRun(ctx echo.Context, threadId ThreadId) er
 	return nil
 }
 
+// CreateThreadCron operation middleware
+func (sh *strictHandler) CreateThreadCron(ctx echo.Context, threadId ThreadId) error {
+	var request CreateThreadCronRequestObject
+
+	request.ThreadId = threadId
+
+	var body CreateThreadCronJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThreadCron(ctx.Request().Context(), request.(CreateThreadCronRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThreadCron")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateThreadCronResponseObject); ok {
+		return validResponse.VisitCreateThreadCronResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // StreamThreadRun operation middleware
 func (sh *strictHandler) StreamThreadRun(ctx echo.Context, threadId ThreadId) error {
 	var request StreamThreadRunRequestObject
@@ -12416,146 +14313,159 @@ func (sh *strictHandler) JoinThreadStream(ctx echo.Context, threadId ThreadId, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37b9s41ui/QvheYJMLJ+nM7n7AbfH9MNPpzGRupy2S7s4Cm8KgpWObjUxqSCqJEeR/v+AhJVES9XLs",
-	"OPm2PyW2Jb7O4Xk/7ieRWKeCA9dq8vp+sgIag8R/3wqugev3IqKaCW6+ikFFkqX24+QT1SsiFkSvgEQS",
-	"qIaYyIyTozO9kkBjdXZv/5mx+OFMZlyd3cuMm09ESFL95vh0Mp2oaAVrambSmxQmrydKS8aXk4eH6eQ3",
-	"wXjPWvSKaiJBZ5IrXJWiayASVJZoQpeUcXJkvpYZ/4siXwXjJKV6dfyGRAkzJ2BelhvCNLldAcch5iLe",
-	"EKZIlGkiFou+VfatUBAJOLFeMUWUlkDX5JbpFXlPlT55dwNcn5z/1DfNvz7RJeM40we4083ZPi4WCnQO",
-	"HQ53mqR0CW8InSvgmgi7u4Qq+0NwQsY1LEHWZ/wsNE2aU+LXhGfrOUgz8ZrqaAWqZ+SH6SSlkq5BO7T7",
-	"ITLjfTLfmY/MDP1nBnIzmU44XZu3KT5SGfd/S1hMXk/+11mJzmf2V3X2lvIIEjsu7uWHJXB9Hje3gD8Q",
-	"FpMjqhRTmnJN/vGP858Mui4lTVfErABRFddlsMdblnl7xuLJdCLhz4xJiCevtcygG5Y/5FMFV9SxjrZl",
-	"5K+MX4o9qY/8J6YiwTlEuoBDdVk/CpEA5ScJu4Y3JMLXiLta+d0xlwavFVkKUITe0k2x4hpA7QAzwWdx",
-	"MXPfRaNK4205j39FmtVc5AWobA2ELjRIux64sfB9Q06+IxLShG4UWUixttRCU6mLJVpKWK6xcj/7FsfW",
-	"THeicGKeqIwSw4JmiZ68/u7VdLKmd2ydrc2HV+Yj4/bjq2nobtrL3jmfwEfCE/ZPcAFUeXeyesw/S4AT",
-	"bSiMxMfIQkjLExCqCdKMNsjbV3qO8wKiTCoYhIvmN+AxYVwLwkEZpqSyOd4a1b4KnKBvGRm3VzRw6SwX",
-	"67xuCyHXVE9eT7IMn2xOcAlJ+5X7mUESK8tBDId7YxDYMl0hCSW/XX78QKiUdEPskGazcJcmIoZ8MaG9",
-	"K5y0snWmYa0CZ1CsGacxn5XeJOYLszfz+RIZ2u8ibgOWfYCsRQxuLxGwGyg3Mw1tZWq2KDiQG5pkMHRj",
-	"ONXMTLWr3eV4NAgTGY+SLIYC+wx90dCKgwWS9mDhZxSpWhGxkLgeiYt/UDaM+M8TEV2TjGtWcoAVNbKN",
-	"SFOI27Z7S1k3iX8w61ep4ApycXSRsAhlnciKpuZfmqYJszLX2VdlBa9hYsE7KYW8cFPYCWsCjdkN/JmB",
-	"0iRysysrrCF5y6Q07ATBemrwA7mDxfDaKg15PEPuc6KK3zv3Xrs2IG9AnqDohsOoNwRotCIx1ZQkjIOR",
-	"Uc0NwbvjrsnDdHLONUhOE9zs0x6dwjWbm8s0ooOkS1wmF5qsgCZ6tcE1fhD6Z5Hx+Kkhq0QmIyCxkU7M",
-	"muCOKY0rusj4U8KyFNNvzfUZAtppQFM78ZWP0Pm4V87qml1Nb+l6tXzHbOyfNGExfj4AfuVXkymypomh",
-	"aIbamGfdMKhNLN1iUilSkJpZYlKI6iE2ENGUzlnCiofjmJl5afLJG8SS1BqPBqozCWSR0KUi17CBmMw3",
-	"RMINSAUnP324RMFdEZVFK0IVoekpE6drUIoujYzMY/eVxSzHxd0Kxfyr4dT1w7if8CxJ6DwpuGFjR2vQ",
-	"1KBT324aE1liHWJDJW/5t6/44Au1I/wSGBjhclkgwxjoCL5gy1mJSNXdPxh2k2a66wGR6Z4nkKa3P9C+",
-	"/8rc9ZnaDwKojFYXFqH7gFQ9K6tIDNUfvmuK98OxowXNmtjSi49OGxmnhDSPLld0Axjk68D98k6OVb2W",
-	"BPuUfV47w8uoC+XsZDOqK8uKqYYTzfDuNNY29rajGNl2fXZNCqaTLI1Hb8nQQ7edAKQrd6tqzSj2VoCs",
-	"hEXldCvr8rZdzl0QK/98v3Th2VuRcb3VLfVBsjNqvav72Hm33uKRjttt3+3rPYE93cbeA9vpTWOLGUqU",
-	"qm8f54t39rnDwN6/bcWGOu/Be6PHbncRui9++5SfqI5W46Z6iUj0smjDI8SWUZt+jjJOVfB/SxWcMK6A",
-	"K6bZDRp97PqtG+R0CNUbLxVNc+vdOLOWkHo23/TdjBLMQuofyzeFdNb2rpfNOx/xwR4UsmO/vp8AN5vs",
-	"Yvi5btHC5L8EjrSY55+W7qgXL2PvRnSuuMT8sfA1KbPUHG4OEv87KZJkTqPr4HG/XUF0nQrGAx7J8xi4",
-	"ZgsG1pgRFY8SsSCUWLuluSc1Kl4816oQlk+safroA/aG4y33qTCx9mrGvjW2OvC0trMQwy2P823By4Yb",
-	"I8q3iaUSQhI0Os03ub/7DYEbkBuyYJDERKR24AFA6Jfg9gyU3gVUgLQFk3sr1mtqbZIjjlxwLUVC0AqA",
-	"fjBqIyKkc0VyUtylKbG0y9qPp+Rrtk6JFoQSLmLrY66xTKFF81p9EDGgUWlKLoHHxO5gan1CCVN5DMC6",
-	"yYKshT0L8bN/0iQDsqI8htgsSq+ApMBjw9CKHRyp4+Cgdl+BmARcmllZvq5/X8Nmak2aX0hKmVSBAcPQ",
-	"GX8fLjLOzbDECoZvSMavubjl5Bo2ilAJ5BpSHUB+fDyTdkkjtWbrWWSCzwom0mQOmi7VGBYeOpGfzAJZ",
-	"wnSFmaoNjybTCXV/4Y6F+WTV4NqAHP6MoTBvSAyasgRNlc5uSSIq5aYMuDFSdOgY47D9wA7YYqzACcJ0",
-	"tnEEvxhRoWkLgngJ1ePtElxwkHfxEkKSk7mZI4cy9zMIQZ9N2HGnbqlf2vaGy2rsLxI8R0jvoObWSYcH",
-	"7OSOppUTHSBhhKNyCbqfwbkhihda1/7Bgb+69nxpAZqW0k0iaEyODHFzfmB0A+O4YcrzSJtXLxuyX/Sd",
-	"SQs3x2O49MIvGg4zizdWHkK5N+fP14AxaKkEZOBHZqFliJr1Lq+oIlxYz4Id6XhKqCLvKV/i1ORTQvVC",
-	"yLWRAmJVMIUQteuyjTs9ueuRbrvIU5vnPRWi0zxfG7fuamjsPATkwpbjEWFJGcaWxGLGhV6ZYwjR4PPF",
-	"B6Gbb1t1B735OEnwVb4QQcKQGzQab6CHajQ3Syhf2tP8qmZNU46nsRcPppvOB7c2R7cPGmIN54UGM0rx",
-	"a8FgFFjCeNeY2Vw/tWZ69VnSyOrNw+eHO7pOE2i7SakUZppZu5eusZzfS446RpOgumD2R1IkcObcvIYg",
-	"mx2+XVHGiZkt/+X4DaF8Q+BOS2olrFy6aq4pSzTTVF1fakk1LCsSjMN6T/Gc1nTUPzPIIHgtPl77Ik31",
-	"aMV1iFnWKIe4Dl7yj/ytMHDJted8rTEkgFf1GiANr8gLraxcctTHHYlhvGU/Fxkf6Swd7wfbwj8Fue8/",
-	"JDQiM1tQluTB4cM4+fUtlVsQqK3JyTrHwZnykLBLumtirUEeGwY45KQNr8l6ZciLjF/aB+s6be8E4/1y",
-	"NewvYhp9K0bNPNfucXP7q7jeHFSDxx26aBcZH+Z/qgeoxRuDeFZ4khk/wWUatJMi00CO7I7MT2pqExHc",
-	"nzMbeJF/uqVM5//PqY5WVxxF/+NT8g/OBHfK9RUvpSyUIRJQqpBgjapk5DQbXf5JCi0ikZQCbnG8U5Jf",
-	"5ukVz4NCjqtGGqYKO00xsNHTE5DWpqZIJNZzF6qvTq94Q8TDgOiZAqM4qCpuiMxcwqo9sUUqtoH+SGQ8",
-	"ChSKpy92TBPmxFsPiQaZxut0bFyQ/AhrFZ5PknxcTF7/u8dxVDfOPXwJ0DHPcBVnOF27OcpT2bYwuHn2",
-	"qmHrdy+El13aVwYO1nEEu/KrVSwcXavxbCFG1AWIjeAwM1JIt5mlZQ2F/s8WRoIf7NYt5flc7WniriUa",
-	"+KOVmH67/PjhlKCGlwsDXo5CLeg0pAPnwtEM73lzxqvJ/7maVO2DPDciqp4h57AQEnYxZpLLxTNdCsaD",
-	"cK0uUQeRLqeeg401uWA8AAt2Zk7YkdAh+CyqyKNdI1RkV/tyXBFJu1/2xFeUYcoQ+6a5lwMp8wGslbdp",
-	"ln5juZYNlNRF2HAQZ9x0aLTOrbH9tNS9VcbXD32LRXpWGsj7X6mIZ12M8A1KwsIlSTlZhHGlzV/rDYN1",
-	"KiSVGyI4XvPRITS3MF8Jq+Ss6d174Eu9mrz+r7///a//Nd3GH2IE0e3d/b6IMJrZv6j4gK2c+DtWBbYE",
-	"b7GKXCt1Hp8J6jXc/qeyKAKFxmpU+6YTo0uITPt6OcRt+usflOl2pfwxVLtOpWXGB5xoYc5RoYwrI2Qj",
-	"p7XUa6h36iLjynrYB16WmuLM9AoksViBnrwC2kSLJeCvmIZiNTTVtOK6Hyrn2Ksw9vG9wWjqNr9XbK3O",
-	"0YO0NEmCCFlGqVQCUCIXFBp+RwsJP6GlZytSeA2bsOxpRKWUWn/MtiJqTYM3c4X0atzDuYZ1wGi8hQHo",
-	"kVtq4FnkZMymXtqri24VjJybc0dYjOoOvGKn9jTyQYdEKwXA8lF+yJJAiv0PpHgE6ULVD2ROuJHN1Dwz",
-	"wWGAlF2iyMOXfGnvmdIf8p3uLpRqNK+md7MYUo2+3gGWCu/VbbhzKmHB7h6nOKps8cgxHtrwpQ6UNt5a",
-	"oGiVKwy/lt0e7HL0Vsz+lG0XM8x4DHfNy7CgiYKpp05YA1lK9QpTi/G14pqErcy7JVxaB+7s74xnGpTL",
-	"kIW7lMlNRaIfTtz2SKhagfYIoX/BEt3v8eqVqHcg3Re7nu3iMm9DRGz28xBlRsJCglrNHDL1qZ0PfYBr",
-	"owdNCjCQHfRQAjtcGJ9yY4Avbjnp2zPZlP+e6CzFq2EZJ2odmDGLAto8w+yfTGmxxggUdV2NqzSftBCJ",
-	"Cgty2RzV0nd3EGXhmj0fORC14dFKCi4yRZR7xZYKsTYL6soJmemJma0pjdcyApoONB5v63JrOtRFDOFg",
-	"qpRKo4SPcFHZyknBwdwBjFq0GiSrO1MWmBVZvyHmk2IpEfzfDB/PhmmcSkOqWqJtHCz/okiRf3v0wzmp",
-	"JOMaeLoCUup4Shj3vN1m01jdIL8/oxyOTeVKpDNXDSV44G65s5YYpLHeQbOzWUSTpM11nA2JE+hmNlWM",
-	"q/oRK/PXt1fViD1food2QQrj2/jC6x4QsuditJqJ+3khj4KdoJihVR65FYxusPU6gtE549KTdueZf0+V",
-	"JvibVR7s8RKm3JcDffTF5RuZJf+pHkjspcojFbVOwYBzv7QOdfoZbxjcFoXpBL8BqcoiRI80K20dYWBj",
-	"y7bRT4fZXSyebRssEBRdP39+TxRozfhSTYngycbii6u8ALG1QrlCN/+tddIRD76FTh6A9Fvf/+WscuTI",
-	"C3pHZWDh/jmxj1macBy23rWmawzJJS4IUyHFeJfiSys1eCvSzVamwY+563/uQhwoiUS6ySHyhrgAQ3OX",
-	"8411UKXtE5p3Zi/fDrlL9HjE5A/t57JF0vNh031VloIspJ1BRM6daf7iEM3nMXbcHvWYKkJd8Ui8x/da",
-	"J1OS+0UfBlre7Z5+ZUoLudkKsds83F42FYuLsmS0ksdWUqF7P2nk9X0lnOPhIUglqzEo4yJPnpMLrB0s",
-	"2+RwP+pQXkQQwI5vRTvrrPug1yCX4AoluvKXGtyMcOsh9qi790lmfDvHiB8DUeajFjG1wSDbWYKlCIK6",
-	"X0GsRrrB1vTu3D5sb02ntcOb5EvfmbRZYlLzczyLDDMeUBGl8nj7pI8w3O3cc/jiHfQDsux7XQDDsu4d",
-	"8B6Xcv9Mxapmsr8vcBeydHdMcUWHCt37clOhZLlHRXq2BDhWNPNeMaiqNg/iS2X6SlAjfclqMXehocO9",
-	"LM6qtA9IWhPyOAH6M1XXoWW2seHLvWiuhf7JbSWs3Bju6aqVa+WdXuhEB+qxuJfyULdiNo8T8UZF9dXO",
-	"zJu5Z4tbSK5bXojaEotRehb4jyLlfkyVrhl3vpiRAfJjgTQ+mr3t8nx01yV3+drDUF1e3ochJ9cunG2z",
-	"8+0xreoeYTE6v+aZ2tR8Hblpt4v/hZxtMuMYrWtIQ8IWEG0inMJnrF2DFsaCxjnlHrotrQ8Ogfuci/ks",
-	"HadYG3HbK7HnBIsSwXtKi7oVtW8Y+U8gUigv14EWdbQU2pwB8q6aTUSTW7oJ5ZZf8Ywr0AOyyP3+KRRT",
-	"kmxPE5Fpl5MUSkPaBwMvHB79UlhbcvpuhbPWqplYtb1pcTfAMj+Ro5zE2VfUGeO6pd5K6aYNJ8oPP15f",
-	"dA6cb7POQVGUyxWhz2OCvWOsyRp2RcWim3j9gFBYBErd/Pr58yfMiZE0slWjjHzr8gWIV3JcpUCvFdG3",
-	"gsSMGtVNEcGx7JTK5IJG8PqKGyk4gNU/fDonmSrTEcpHLn/6f8prDKOmxM8ivOJzKoEsMGbYSXeYtYM5",
-	"hOhMPvsqGD9uSwfEzER1xY/srqZEi/QkgRtIcIK87nweCMzK9kRTUgusPj694lfcSWNFWQmzvBgSNgdJ",
-	"NSQbkoJcM6XYDbwuauGgX2FhW02YF2gUgeE40yuOISzECVP21zShjOcYSo6+O3s1JQZTzlxs1gbUGRd2",
-	"y0W3Chznipddf+xE5sYo28LJy2lUZJFJGw6dJkyfEswqtq/8dvnxwxWvlK4x62eg3hgIuMrkmHycSVAG",
-	"rORv339vaZFmOima9ji8QQT74dO5VyT29eTV6Xenr9BwkAKnKZu8nvz19NXpXx3SI3k4s6OcKbS5IHMU",
-	"Vg42BA+XcR5j6XfzOwJeuf4MoPSPIt7srHR6oJ70Q7OZwvevXo2acRAhtLXWmyy84Uj/3YjThjfZY6tV",
-	"s//XSdlq6iTvbtVVk77eDOthWh2j6Fc1cBD7PK77b6/+1vZicZ5nRf8C88L33/e/UC+bjzXrs/Wayk2B",
-	"JO5syFGLEl/SoeNJXkHq3xOHWl/MiDlS3ufJNw9YRQwCePkLaAu8R6LJAOwI1/LHJWLrhUOc+C9gCLRd",
-	"ROgwqy3KWnho+chZ3l8MI6ebYDjz+hN0guPSPbdvqOQBL03YWOQrwlsOBB9sfOFXR9ofrIpb1U7ErXO4",
-	"LD6/JzpeK8D9UJW+StFvT3hRbK/lxuYNH4+EnLowkNwB/t9loaMp8nL8mvHlcUm1tsSlV/+3/4WiUdBu",
-	"kM+eP+JcUWbAVnZEw5OPgyXyOAJcfHFWOHdacMr87L2/b5zy4z52IB6EujrWSrpV20Ii8y+2e7orUJlt",
-	"eeMOhM1Aqe3JoHMg6a288WMkOA+Iz1eK251QNha37v1k5ger06L/uoFlNqXQZys1RlaFwB+Y9SUzvdpM",
-	"CU2UIHZgpyIqcrsSCkhuQD7110Ew65wpnxyHu7TZMWduzM5+bV92haR9xU8byHgeFx207HrjBm05gNBi",
-	"4VnhG204M20XAytSxqF4/WO59u4k9P6THCn9eb13DQanuaOnCgn0/zyZxGe9Tc9N4HNe92eADNayX5XI",
-	"jqw8mgcvOfPN8VZU+myZFxLuvZa/OBGwk1T7FjEjONoi4EuQBLNY0cibuzGJFgTuUspbG2feGSq4T0Lc",
-	"mx8RlO+woSvlMcEaxoejupLeYpFvm6nhlMX9ko1uZHIRaka6fBxpcrJp82Y6ZCeRWPulolBrtjW7zUdr",
-	"vi0mQNePM+7aoL8FtQU2DeLVBWDX8qfeTqOJ+SGMLRtudWgMX/ZMVKs9i3YgVO+GoxJn7o6MtMZzUB7s",
-	"+vxOr8E2WnY45dccExy2o6dD7F2F8rN/m1clyasJH1fG8RnavPIz+ovqtj3sk5xVAm76oek1tR63pkrP",
-	"973ytHKNQUU39flzR+rfobwFJYroFXiCxHPEmbP74vwexuHPj5sPXuWCb6j0pKiU8Rhs/32/fMTu0Wh6",
-	"PyjjFpOAUc4pZORqD3x/le098BtyczcSO46odifJVdH+PWvKV3s3Ndbboj1LY6NbJAGuJYNv7uLqrTV4",
-	"k4trDao/NdowKE0WTCrdJb3lITdtJBlbTOyRdOL4rd3yiVmeXLtw9V2ZdHHkXNI1uuvC79/undblRmlY",
-	"u5OyRTXbzunj9XjLLQZI2dAXpYWkS7D5uzRaGV22zRKAr83i+cGsAV5/hRY9xwXWMEWy9BFwm07+bpfd",
-	"/R5G4nGahK/JDXCsyi7FHNpgKzNe8fzWIOdiGr1yjCvAWq5MeXXfDSYtQatKHdeyv2HIm3yR8T2R+rKE",
-	"/hMbFLG4ZrfvWGa8Rszf2plP3gs7Zx8Zds8Xj29JhQ/gVr5EIYaSOY2ul9KsxByHh5cXBhVLrLTtB/qi",
-	"Ei4y/iM+tz0yDeLfHlZh7lyeMBli5rtFuaHLGyJY1HBRYYEfd24Ec+5eTpiCxScFNyDzorVIjKr4pToQ",
-	"zPWgaaV+rixt0VTDRn3Qap1awNQMd56YocGhnfbZGrl2WSNlamxd66t0eyGdtTK+QfH4+1A7aCxXZeNP",
-	"i2opiEzfW2RqtKZUpKhxdTAF0C6brCnf9CHLsJgJB9o9AecwcRIDaUsRIWGO65vKEgqm6EMxzGDqQDH8",
-	"/XlJTt2ncpHxdzfAtV355KWJKobmG9nWAgZNVraBYgcQbynT7SylTK7IE4iWYP0hjWSKN/V8Cf8NWs+A",
-	"aPIa/PVFStkB4vKzn2VydH81mc0w82Y2u5q8vj89PX14IGXmw7HtuhE4ol1K3tPJ0Fd/E4y/YIk9vwaY",
-	"17MQEi+CS2dqvwj3tgrigBCwHEsrGBMQGuzT8csRUfOIKHOvmVpBi8bTHg0VPJkn0VhRUz1k7BNi3XxD",
-	"bP2V+oGN9IdkvHDaVHDTVwG2GrHNtl0I+qPlfEOxnJQ/HacUTAf4haiq6hDbyfXkCEkBUwSDfI475Xyi",
-	"tEhT/yXDIo4PLfN3IlgTUUrZLHhXDYXHjjL41FiYv6dKo5x0Hv+KLGMIMMt898Hwt1v3e1p1uwi7j/nR",
-	"kt0OYgaEywrFItm5nIa53y2UdleEIxfzgtjgRK8fN+fxnsl3pbtQCyn3mY9LXNGqImoe7C7+kUsU9jZq",
-	"4Ra7W8gpLSScFbputzBS1n3fj+Ac6KYzSILeuTy0y4BvZs+r8DCYPfqCTb1UA2Zh86Vt4MIUoVzdgszL",
-	"637/6hXKm9RG9GF9hrmIN00d5xfQPrwGhObZFhDDfeQND/1FntWd0Dkk1gooOJBY6JOvgnEoa2UiXuMW",
-	"0Gjivje7gLs0wbIbdvrQQn2X/vicgelE6Q2mey+EtLwhNInfeuFQPrV6D6AWKsb8FkCHDstvxXfX8bQW",
-	"TJ/pJ6EqXruZbUkKjhOf7jaTUEgiIU1o1EUraoR6oL21OFe1z4Pdud118IztnL0wt+Jxne7WUIljuigo",
-	"6sUiuWYyXdCrdl1qj/zBN8s2TvsEX7iL11OAsaVVVSidoHjqdJdhMtw/4BDQ8kS3Hjer6+mwHyBVSpDv",
-	"GSxuIzvN8c69fQfO13br8AD92QG3AupBmdmfi/zHPQL8OeRku0PZbUJ2mT3aDQksbNzuLHAv2TipWJRN",
-	"Dg1HXdEbA/O86JnhsbajkDXXSiDqmqHdxYjS5lWEOwS80lit+SkgXimV/cTROaHC1AEU+VXcWndwkVUM",
-	"0vC9jO9OLPqpkrds9QSj4mTWE+QCGP06+wsCNFr14tMwmekpIH0YT3VO3Ec4q4v7/x+Qyz+ULN0X4X4D",
-	"nDeeZPBS7BV5GbvCFoahO4ZM1jrpNU6p3VNTHENnJOy7Oy1pXm0OO3ZiIyFyBKfLU6J1cjzQOuBe3Ilt",
-	"4MvBxK2K4HQoP1OH1DTW6GjfHJBZ/wTi9EFy6rvBnSfUPwrsBxCwXfq9oxp5gRFyRHk8rQdp4NWaOrv6",
-	"8RhSexaJdDPeE1nFuRaJPt08hQLn9fg6qBbH4fbQpMWcRUFbpo7OW2uN8rnMtDSywG3VFdmPMCvb9akr",
-	"OaPSHmq8X5KtfWd0vVVssiESdCa5vyMiErMhvaLcltyJ/D5SbZkdrgnVk5TbGVwPuF+MxAcP5z77RJVr",
-	"DGjzoAp8a8mB2hVn61UuSoTbH7mp9Tx7Wh3jhWOIFX1tu3I1AF3aKFCePRQkP++ZcvRnq4D3GvHpefoj",
-	"NjkqHw8RmbKp7uCAa9coaEg4BnZM2lHK9S7jsi8wz8MH8bfg7KahPM/eaNUHyJaBCEPkM8/E/i0v7lte",
-	"HFpwBe/HxS6y7GcT7JzV49DPEWH/x6cjeGjRm5owAlmKrIVdo8oflOmXTNlacxH8fty2U2kwKQHbh+dJ",
-	"0wvKEuuA+ZaHsCP8r+Qk+DGN292D4UkLVaT+j0tdqAtF3QaI//Q8hv0KltNR0bC9uL91UsQ2K+pOoPCx",
-	"51saxfNNoxiC38Nw76tgvDPLYnuUGJv98HxEhKfk7zsP6retsNBMPJhHPx9aOCDvp8DIb9k/zzT759ki",
-	"Vza3vZI8/KoHDECUOa4RCRnbii1mz1itxVUuZJJoIRIS0SQhzDyE9l2g0YoIDn9RRckSm7U7JZmiS3AK",
-	"JKTqlFzY4TFw7BpSnXffg+IOL0UeMNGMIMOA3mIzT2H8zGcrDmho+RuZcXMe7nUC+fuKHME61RtLjpm2",
-	"RRchJlzwA7JZNE5iccoNj1ZScJGVq1eOxOZLLQJasAWqQYmXdAnO7s2KZwaJ+3q35dCf7Le0aR3DwhgF",
-	"tTt6UH0DW34GUMVb5XMgkA1v8ueCfrmqgBaj2zC/pQ6qj0DjS6Fuj6tPqTI9u6PrVuHar+q4MlIH1HFa",
-	"7xTjisXQc5vaMKvoVNxtOrl07YPH4VVRl/kJakBXPOItVTGxEffBeCh2QnDqWJeq+gQxf5dFN+i9hV6b",
-	"GUZE/wXMDfj2S7JW/g5yWbb+IoxrgfSv+MZV+G6E1rehQJCg2TjAJ4Wj6+l/kDBObwF9JQa8GC/kQbdU",
-	"kVvJtAb+cpDoD8kKc02JQs7XYIkHzdst9WBQJ80/817eh8utyjp+3LwtpjMHxpb7x9pyxoMm+zxjlvS5",
-	"glWaUP8KLdkNcItrEUKMiPlXiLZBtfty2D6dyjuzH/RbH7+/iR77gTPbtQSSx71VJfsKCuxGK2pYRRtB",
-	"jxtFRGqwOJJCuQybjGuW2AZLWMqQxIUlUjVtSqVpdad21epKjWK3FjGoKUnYAqJNlGC9AgTYzCYsvCHS",
-	"1fyYhup5FBVAkHMMzN+xB4hT76q+RxP1y2KTnxKqzYNEpZAkmC+6IN4azBZpbE1f3tdYmmWunNI4bltq",
-	"n7lJz940/bNIEnHrlY72g2+pcm0CThRaZm6gPd9sa+nArMcNeJ+Dx1X+N9jivvG6YvjfWjuu902+pMZX",
-	"Vsv1vq5/tsUGHr48/P8AAAD//w==",
+	"7H1rb+O22uBfIbwLNFk4yXR6eoA3wfkwzUzbdOcSJNPTAzQDg5ZomxOZVEkqiTfIf1/wIUVREnVz7Dg5",
+	"nU8zsSRen/v1fhTxZcoZYUqOju9HC4JjIuC/p5wpwtR7HmFFOdM/xURGgqbmz9E5VgvEZ0gtCIoEwYrE",
+	"SGQM7R2phSA4lkf35j8TGj8ciYzJo3uRMf0X4gKVf9k/HI1HMlqQJdYzqVVKRscjqQRl89HDw3j0G6es",
+	"Yy1qgRUSRGWCSViVxEuCBJFZohCeY8rQnv5ZZOw7ib5yylCK1WL/BEUJ1SegPxYrRBW6XRAGQ0x5vEJU",
+	"oihTiM9mXavsWiFHgsDEakElkkoQvES3VC3QeyzVwbsbwtTB2duuaf5zjueUwUwfyZ2qz/ZpNpNE5bfD",
+	"yJ1CKZ6TE4SnkjCFuNldgqV5EJyQMkXmRFRn/MwVTupTws+IZcspEXriJVbRgsiOkR/GoxQLvCTKgt2b",
+	"SI93rn/Tf1I99F8ZEavReMTwUn+N4ZXSuP9bkNnoePS/jgpwPjJP5dEpZhFJzLiwlzdzwtRZXN8CPEA0",
+	"RntYSioVZgr9/vvZWw2uc4HTBdIrAFCFdWno8Zalv57QeDQeCfJXRgWJR8dKZKT9Lt/kUwVX1LKOpmXk",
+	"nwxfijmpT+wtlRFnjETK3UN5WT9xnhDMDhJ6TU5QBJ8hi1o57mikAbRCc04kwrd45VZcuVAzwISzSexm",
+	"7kI0LBVgy1n8K9Cs+iIviMyWBOGZIsKsh9yY+z1BB98jQdIErySaCb401EJhodwSDSUs1ljCz67F0SVV",
+	"rSCc6DdKo8RkhrNEjY6/fzUeLfEdXWZL/ccr/Sdl5s9X4xBuGmRvnY/DK+EJuye4IFh6OFk+5p8FIQdK",
+	"UxgBr6EZF4YnwK0mQDOabt580nGcFyTKhCS9YFE/IyxGlCmOGJGaKclsClgjm1cBE3QtI2MGRQNIZ7hY",
+	"K7rNuFhiNToeZRm8WZ/gkiTNKPczJUksDQfRHO5EA7BhulwgjH67/PQRYSHwCpkh9WbJXZrwmOSLCe1d",
+	"wqSlrVNFljJwBm7NMI3+W6pVon/Qe9N/XwJD+8DjpssyL6Alj4ndS0ToDSk2Mw5tZay3yBlBNzjJSN+N",
+	"wVQTPdWmdpfDUS9IpCxKspg46NP0RZFGGHRA2gGFn0GkagREJ3E9Ehb/wLQf8Z8mPLpGGVO04AALrGUb",
+	"nqYkbtruLabtJP5Br1+mnEmSi6OzhEYg60RGNNX/xWmaUCNzHX2VRvDqJxa8E4KLCzuFmbAi0OjdkL8y",
+	"IhWK7OzSCGtA3jIhNDuBaz3U8AHcwUB4ZZWaPB4B9zmQ7nnr3itoQ8QNEQcgusEw8gQRHC1QjBVGCWVE",
+	"y6gaQwB3LJo8jEdnTBHBcAKbfdqjk7BmjblUATgIPIdlMq7QguBELVawxo9c/cwzFj/1zUqeiYigWEsn",
+	"ek3kjkoFK7rI2FPeZSGm32r06XO144CmduArH6HzsZ8cVTW7it7S9mnxDdAizj9gtrowSCKf7gLfAELS",
+	"eSZIjECW0oeUSRKjLIUr/DdOaAxz7wD0c6pBJVriRBNbTQj1u3YYUHTmdjGp4CkRiho657SIEIeKcIqn",
+	"NKHu5Timel6cnHuDGGpfER8IVpkgaJbguUTXZEViNF0hQW6IkOTg7cdL0Ckkklm0QFginB5SfrgkUuK5",
+	"Ft9ZbH8yQG8FDLtCPv2qhYjqYdyPWJYkeJo4Rl3b0ZIorCG9aze1iQwfCXHIgu396etk8EHlCL8EBoZ7",
+	"uXTAMOR2ACYnBSCVd/+gOWGaqbYXeKY63gB20/xC8/5Lc1dnaj4IgkW0sBjedUnlszI6Tl/V5vu65tEf",
+	"OhrArA4tnfBoFaVh+lH96HIdPABBvnreLYrlUNVp5DBvmfeVtQkNQihrwptgVVpWjBU5UBRwp7a2odgO",
+	"Em4T+myaFIxHWRoP3pKmh3Y7gZsu4VbZ0OL25q6suIvS6ZbW5W27mNsRK/98v7TB2SnPmFoLS/0r2Ri1",
+	"3hQ+tuLWKRzpsN12YV/nCWwJGzsPbKOYRmcTEHZl1z7OZu/Me7u5ex/b3IZa8eC9VrHXQ4R2xG+e8hyr",
+	"aDFsqpcIRC+LNjxCbBm06eco45QF/1MsyQFlkjBJFb0Be5RZv/HQHPahesOlonFuWBxmceNCTaarLswo",
+	"rpkL9VPxJRfWEdD2sf7mE7zYAUJm7OP7EWF6k20MP9ctGpj8l8CRunn+beiOfPEy9mZE55K3zh8LPhMi",
+	"S/Xh5lfi/yZ4kkxxdB087tMFia5TTlnAWXoWE6bojBJjZ4ncq4jPEEbGpKrxpELF3XuNCmHxxhKnjz5g",
+	"bzjWgE/O+tupGfuG4vLA48rOQgy3OM5Tx8v6GyOKr5GhElwgsIdNV7kr/gSRGyJWaEZJEiOemoF7XEK3",
+	"BLflS+lcQOmS1mByp3y5xMZcOuDIOVOCJwisAOCiwyZYQ1gvKUMOl8bI0C5j2h6jr9kyRYojjBiPjfu7",
+	"wjK54nW0+shjAkalMbokLEZmB2PjrkqozMMTlnUWZIz/WYif/RsnGUELzGIS60WpBUEpYbFmaG4He3I/",
+	"OKjZVyBcApamV5av689rshoba+sXlGIqZGDA8O0Mx4eLjDE9rLVqnqCMXTN+y9A1WUmEBUHXJFUB4LdG",
+	"ULOkgVqzcXpSziaOidSZg8JzOYSFB09EGEr+WDvIGvaJSHDWd3wCV+BTzqlxdJmH8QQmaZp6i4ZOcqcm",
+	"ImOTHHTXm58zGEQLRAlRZp85F42J/mk0Hl0Tkmp63zlailcJx/HgzWghLM4S0s29Bmvm+iD+H2f9zHzr",
+	"WIYySURvqu2z2hwKx1UJ0ufB7mTabEX5sZesRjngVkHFg9pi8d45fWnA1fVtSVWc7rwGD+ca3vVwcGOC",
+	"6mPgrInA9TNGVR3p8UrzmilXC6SB5ABuXnMywTNF5LGJS7KQAT4Y/cPMhIJYr6Hm4uAwnFGr1V0TecX2",
+	"sESUoYvMLm3/8IqNHn1hnrQTZ/Bjr6srDB44ST7NRsd/9jN9fAnw8I0ZQzTfpAlVnerm2+LNoTD7eL4B",
+	"AluDM8lKOxMIcet4Z0pmXJDgSxtDrGWWKKqwvJ5IJbAi886j/ZB/cZl/sHFW5bOcakjVDTkwCobGPkTu",
+	"UkGkFonQHkYJwSBUShJxFkuribjAYBvegJOE30pEFQicS3z3nrC5WoyOX//4z9BivKCksHcPnoPwm0t1",
+	"3VBmvypCiHp95TPMikL85uMbpB8j/bxMhKhEmnoiyk7Q759PzYGYqOJepqRbMl1wfq0n9U7rnz/++MM/",
+	"xwP5qrvZJk7WyzTbFGYXLTDzIqYt0ZUKrw5RjtZILxhFCcHCRJxrPUc/aJLV/+YksBLFwdDFz6fohx9+",
+	"+B/kaCLoh3Cs+g70ySIKkHV3MOcHdvivkrPDC3z7wYQn+E8P5DVND3KDwQHwKk0cfQ/8CyGn26ODVTrV",
+	"/fEzpVvbJjdBsvII58J2JeRh1uBXz8wa3M9l0DBxyIWQ40ov/atZ6SprVb1QreSM6EfvPbdEiORvWmd5",
+	"WyL9+UnJFYvgmMy/5I6GnRflKLgaYYfHkDp1gmKiME1Ad7HBZCjCQqyKBC3NykL8Mg5bCcyADREkhh0E",
+	"jd+1I/hF05y6YYrEc1K2ebVdGwzyLp6TkDuL8XjoUB/1tkNmNV/wMeOO7VK/NO0NllXbn5ZmLVqHbV05",
+	"+teJPATMhk03WMyJ6vY62CHcB41r/2ivv7z2fGkBQ7M1jaA9pmHKeji5sFbnsDn4kYFI3YYG+KHrTBpc",
+	"LHAMl166Ti3A2sCNcVIBA82dJtcEcha1NqNF1z0Qp5zmYrIRFlgixk24pxlpf4ywRO8xm8PU6DzBSlMa",
+	"JInWf3JLfUisbQtYtMJq2yvtwSpPHTPp+XVbYyYr41bjP2s7D12yC7DxiLDAFHKRYj5hXC30MYRo8Nns",
+	"I1f1rw0fg+wPmCT4KZvxIGHItYraFxA2PNjam2A2N6f5VU7q8TVeGIV7MV21vri2Fb150BBrOHNu5UHS",
+	"XQMEgxcpDHe1mTX6ySVVi88CR1Z+6D0/ucNaVWjCpFRwPc2kOXS6tpwPBUcd4t7FyjH7PcETcmRj7zVB",
+	"1js8XWDKkJ4tf7J/gjBbIXKnBDZur9zlVV9TzWbkI4+Bei8aYFwJHPgrIxkJosWna1+kKR+tUSGqzLJC",
+	"Ofh1EMk/sVOjwlkAbNTh6ivyUnFLSA5BEpbEUNawn4uMDYxgfxKnHMkTMkJCIzCzGaZJXkygHye/vsVi",
+	"DQK1NjnZkKXTpo32OWnNa7JOGfIiY5fmxS6dYQMusQr0uxxYX62qaFzNWpbdX8mzZW81eNwhRHPOjvX8",
+	"MEZ4ElnVD4P2zI70Izk2hSvsP0fGhJH/dYupyv8/xSpaXDEQ/fcP0e+McmZ9NleskLJAhkiIlE6Czd08",
+	"phrBueCKRzwpBFx3vGOUI/P4iuWZOvvlyBkqXfCMG3iBWZwQYQKdJIr4cmpLO8igk2imiJhYM3gZNng2",
+	"BY+lr9Y3SMWmMAQQGY8CheovuB3jhFrx1gOiXkbmKh0bVlRhgBdsgD23GjEVtuyu6V8bHgXlBRH1tEeb",
+	"D5oM0v81xu0ZIbEWHCZaCnmcLYrOtATfO9a+kOd9Q3UZdg3RgIdGYvrt8tPHQ+uHsMKAV9OikqQ87mX2",
+	"Ls94Nfo/V6Ny0BbLI7tkx5CFlfyxYya5XDxRhWDcC9aqEnUQ6HLq2dtYkwvGPaDgGbpXo5I82jZCSXY1",
+	"H8clkbT9Y098rXsRKjF4jKCifoQJvavHCp4YrmWyVws/bBBmntIpoYlCpCZF1GIPP4YvnrUxwhOQhLkt",
+	"qmNlEcqk0v+aEGWyTLnAYoU4AzQfHD21aT+JFkQf4SbxRITBzP5FJW2s5SbZsCqw5vW6VeRaqQ3DHYFe",
+	"w8z/ZBZFRIKxGtQ+477jmfL1chI36a9/YKqalfLHUO0qlRYZ63GizpwjQ+EkWsgGTmuoV9+Q4YuMSZP2",
+	"0BNZKoozVQsikIEKcJ+720aKzwk8hbIlRkOTdSuufVA6x06FsdMT1xdM7ea3Cq3lOTqAFidJECALH10p",
+	"KyiymbrhbxQX5C1YetYihddkFZY9taiUYuOPWVdErWjweq6QXg17OFNkGTAar2EAeuSWanAWWRmzrpd2",
+	"6qJrZYjn5twBFqOqA8/t1JxGPmifFLLAtXwSH7MkUJLxDXKvFGE1zg+kT7hW/aZ+ZpyRPu5rByIPX/Kl",
+	"vadSfcx3urn8tsG8Gt9NYpIq8PX2sFR4n67DnVNBZvTukUEM2eyRYzw0wUv1Upp4qwPRMlfoj5btHuxi",
+	"9EbIPs/Wi0KnLCZ3dWSY4USSsadOGANZitUC4v3gM4cmYSvzZgmXUgGc/UBZpoi0FdXIXUrFqiTR9ydu",
+	"WyRUjZf2CKF/RhPV7fHqlKg3IN27XU82gczrEBFTLa+PMiPITBC5mFhg6lI7H7ouroke1ClAT3bQQQnM",
+	"cGF4yo0BvrhlpW/PZFP890BlKaCGYZygdUCFNRDQphmUZMmk4kuIQJHX5WRX/ZfiPJFhQS6bglr67o5E",
+	"WbjG8ydGkFyxaCE445lE0n5iSssamwW25af19EjPVpfGK2UaAjGB8bout7pDncckHEyVYqGV8AEuKlNp",
+	"OziYPYBBi5a9ZPUiOnY8Mn5DKPIFpWdJnu8UT/ppnFKRVDZE29i7/E4iVxRt780ZKlVI0/dpC47L/TGi",
+	"zPN2601DNcwcfwY5HOvKFU8ntnpu8MDtcicNMUhDvYN6Z5MIJ0mT6zjrEyfQzmzKEFf2I5bmr26vrBF7",
+	"vkQP7IIUxrfxhdfdI2TPxmjVCz3mhV8dOwExQ8k8cisY3WDquwajc4bVjNmcZ/49lgrBM6M8mONFVNof",
+	"e/roHfINLF14Xs3u9uoXAhU1TsGAc7+wDrX6GW8ouXWNDDi7IUIWRasfaVZaO8LAxJato5/2s7sYOFs3",
+	"WCAoun7+/B5JohRlczlGnCUrAy+2HCaJjRXKFkb+l1JJS5L+Gjp54KZPff+XtcqhPa8SASgDM/ufA/Oa",
+	"oQn7YetdYw2NPgXeHGFyUoyHFF8aqcEpT1drmQY/5a7/qQ1xwCji6Sq/kRNkAwxNVpfZWAtVWj8zeGP2",
+	"8vWAuwCPR0z+0Hwua1Si220NNpmlRDhppxeRs2eaf9hH83lkQn+beowlwrbZCODxvVLJGOV+0Yeelnez",
+	"p1+pVFys1gLsJg+3V+KGxq6MPS4VFyqo0L1fyeP4vhTO8fAQpJLlGJRhkSfPyQXWfC3rFNZ71KG8iCCA",
+	"DWNFM+us+qCXRMyJbaxh26UoYmcktx5gD8K9c5Gx9RwjfgxEUSTMxdQGg2wnCdSHDOp+jlgNdIMt8d2Z",
+	"edlgTau1w5vkS9eZNFliUv04nkSaGfcoU1t6vXnSRxjuNu45fPEO+s3mMfbgyo+rg/hMxap6BcZSwZxc",
+	"lm6PKS7pUCG8LzYVSpZ7VKRnQ4BjSTPvUQDEV5t78aUifSWokb5ktZjZ0ND+XhZrVdrGTRoT8jAB+jOW",
+	"16FlNrHhy61ork7/ZKY8eW4M93TVElp5pxc60Z56LOylONS1mM3jRLxBUX3VMl7FzB1bXENyXRMhKkt0",
+	"o3Qs8HdXB3FI6YIJC5Z/6AyQH3pJw6PZm5Dnk0WX3OVrDkO2eXkf+pxcs3C2zs7Xh7Sye4TG4PyaZnJV",
+	"8XXkpt02/hdytomMQbSuJg0JnZFoFcEUPmNtG9QZC2rnlHvo1rQ+WADuci7ms7ScYmXEdVFiywkWBYB3",
+	"9HuxK2reMPCfQKRQXkMVLOpgKTQ5A+hdOZsIJ7d4Fcotv2IZk0T1yCL3++1iSEkyPXB5pmxOUigNaRsM",
+	"3Dk8uqWwpuT0zQpnja1MoMtf3eKuL0s/Qns5iTOfyCPKVEMR3MJNG06U73+8vugcON96nQNXKd02Lcxj",
+	"gr1jrMgaZkVu0XW4foBbmAXqD//6+fM55MQIHJlS3lq+tfkCyGtRJ1OCryVStxzFFGvVTSLOoBa4zMQM",
+	"R+T4imkpOADVb87PTN8xm45QvHL59v9Kr5GwHCM/i/CKTbEgaAYxw1a6g6wdyCEEZ/LRV07ZflM6oKkQ",
+	"ecX2zK7GSPH0ICE3JIEJ8j6FeSAwLdpZj1ElsHr/8IpdMSuNubISenkxSeiUCKxIskIpEUsqJb0hx65A",
+	"MfgVbGk0/QGOIqI5zviKQQgLssKUeZommLIcQtHe90evxkhDypGNzVoRecS42bLrbgrjXLGiS7SZSGOM",
+	"NC2/vZxGiWaZMOHQaULVIYKsYvPJb5efPl6xUukavX5K5Im+AdsuDpKPM0GgnRz6x+vXhhYpqhLX5NnC",
+	"DQDYm/Mzr3PP8ejV4feHr8BwkBKGUzo6Hv1w+OrwBwv0QB6OzChHEmwuwBy5kYM1wYNlnMXQKlA/h4uX",
+	"tp8nkeonHq821s8u0OTrod588/WrV4Nm7EUITQO8OguvOdI/aHFa8yZzbJXuh/85KFqTH+Td0Nt6GFab",
+	"pz+My2O4/uY9BzHvw7r/8eofTR+68zxy/S71B69fd39Q7WUIjQSz5RKLlQMSezZor0GJL+jQ/igv6/3n",
+	"yILWFz1iDpT3efLNA5R2JwG4/IUoc3mPBJMe0BFusAhLhD6PuzjxX4gm0GYRocMst7Rv4KHFK0d5P3qI",
+	"nK5fw5HXNLL1Oi7te9u+lTzgJdCX00S75eEtO7ofaJTqV0fa3l05rGom4sY5XHQE3BIdr3RFeyhLX4Xo",
+	"tyW4cNtrwFhrTUJ7XIxtGEjuAP9XUehobIqo6p8pm+8XVGtNWHr1P90fuMbSmwE+c/4Ac67MgGm3AYYn",
+	"HwYL4LEE2P1w5Jw7DTClH3vfbxum/LiPDYgHNY9VDWQ+gg9TI+/SMX+33cNNXZXeljduz7vpKbU92e3s",
+	"SHorMH6IBOdd4vOV4jYnlA2FrXs/mfnB6LTgv65BmUkp9NlKhZGVb+APyPoSmVqsxggnkiMzsFURJbpd",
+	"cElQbkA+9NeBIOucSp8ch7v6mzEndszW/v5fNgWkXR1pasB4VvROMOuNa7RlB0KLuc8S32iCmXGzGFiS",
+	"MnbF6x/LtTcnoXef5EDpL//4zNhp09zRU74J8P88mcRnvE3PTeCzXvdnAAzGsl+WyPaMPJoHL1nzzf5a",
+	"VPponhcS7kTLX6wI2EqqfYuYFhxNZ7Y5EQiyWMHIm7sxkeKI3KWYxU0k+U5TwW0S4s78iKB8x2ObMgM1",
+	"jHdHdQW+hc5rJlPDKovbJRvtwGQj1LR0+TjSZGXTOmZaYEcRX/qlokBrNjW79Z/GfOsmANePNe6aoL8Z",
+	"NgU2NeBVBWDbh7na47QO+SGILbqgt2gMX7ZMVMuNpDcgVG+GoyJr7o60tMbyq9wZ+nzA1wT8JDlM+TXH",
+	"OCPr0dM+9i6n/Gzf5lVK8qrfjy3j+AxtXvkZfSfbbQ/bJGelgJvu23RvD13TBXSzJOf6l9FWeVqxxqCi",
+	"m/r8uSX1b1feggJElMlqtYLEc4SZo3t3fg/D4Oen1UevcsE3UHpSUMpYTASwBb98xObBaHzfK+MWkoBB",
+	"znEysg0/sAKHv8qyBtUqN7cDseWIcnOSXBns39O6fLV1U2O1V/2zNDbaRSLClKDkm7u4jLUabnJxrUb1",
+	"x1obJlKhGRVStUlvechNE0mGFhNbJJ0wfuDyL01ohl6eWNpw9U2ZdGHkXNLVuuuMYJUJgkx3jOK0LldS",
+	"kaU9KVNUs+mcPl0Pt9xCgJQJfZGKCzzPuzJGC63LNlkC4LNJPN2ZNcDrr9Cg59jAGipRlj7i3sajH82y",
+	"27+DSDyGkzCa3BAGVdkFn5KmuxUZK3l+KzdnYxq9coy2Xy+VXt13DUlzomSpjqv5pq5bG/fiRca2ROqL",
+	"EvpPbFCE4prtvmORsQoxPzUzH7znZs4uMmzfd6+vSYV34Fa+BCEGoymOrudCr0QfhweXFxoUC6g07Qe6",
+	"ohIuMvYTvLc+MPXi3x5UQe5cnjAZYuabBbm+y+sjWFRgUUKBH3tuCHLuXk6YgoEnSW6IyIvWAjEqw5ds",
+	"ATDbg6aR+tmytK6phon6wOU6tQRSM+x5QoYGI820z9TINcsaKFNHehRfpdsK6ayU8Q2Kx68DxQJMuSoT",
+	"f+qqpQAwvTbAVH5fz4RcjaudKYBm2WiJ2aoTWARnnTFSp4Jvi615LfqfmK/BpjqIiT6dp7xF/V0PkvOZ",
+	"8w+Y5XUxZEOgk0c8oIv6Vz5Fe1oW1UoE9NAB1GbW1WaQ2/e0nQJsVIGlVwiU+XSLIPMcAp/gODYb85Rf",
+	"lOy+hn7RTtu+iN3EOBncHRDetNGrsjFEA+7q3nY67hE45Ght6QwDvMa8Hu88LsYjLlRJQ1SkwqsQJWkO",
+	"kAlv+6mo/Q49dRAR484weGYh12zZUFo00m42k3YU/2iJmjFxGlsWAnYSLNMFFQhLFC0wm+9SmIP5S3iW",
+	"BwMiKm31n1a23Y9TWPF9SwL4bvhET/3RsQl9XN/M0iFm16FGmN5MLSAGz5+Xdaz9VC4y9u6GMGVWPnpp",
+	"5iit12MGBe4IXoJb0jTJbrnEW0xVs9mgSKDNk8TnxMS81BJmT6o5sf4XuJrlWrcnwNMXaUkNEJef/Uzi",
+	"vfur0WQC2dWTydXo+P7w8PDhARXZrfums1rgiDZpXR2P+n76G6fsBVtlczSA3O0ZF4AINmW9GRHuTaXr",
+	"HtJ6DqXbFdZ3cIBOup9RRuWCNFi1mwX64Mk8iVcCvBE7leY11E1XyIjZ1QMbGPOSMReYU4JN38y71ohN",
+	"8QvOmDvYlqsplrXkjocZfsc9Yn+wLNuJ17Pdoj0gBVQiCOTeb7XlIql4mvofaRaxv2u7biuA1QGlkM2C",
+	"uKopPHQNhLeG3vl7LBXISWfxr8Ay+lxmUdOo9/2brft9S9vDwNqP+dGS3QbiQrmt/AGNUHI5Der7NFDa",
+	"TRGOXMwLQoMVvX5ancVbJt+lDpINpNxnPjY5WcmSqLkzXPwjlygMNipuF7vZm5OKC3LkdN12YaTo7bMd",
+	"wTnQMbGXBP2MjZcMmu35USR6j75gUy3HBZV22Nw06aMSYSZvichbKLx+9QrkTWyyNqAG15THq7qO8wtR",
+	"/n31SL8wbb76x0HWojAv8so9CZ6SxHh6OSMo5urgK6eMFPXQAa5hC2A0sb/rXZC7NIHSamb60EL9sM3h",
+	"eaHjkVQrKOkz48LwhtAkfnutXcVNVfs8NlAx6rd53HXqZSO82672lYTJTD0JVfFaCq5LUmCc+HCz1SK4",
+	"QIKkCY7aaEWFUPe0t7pzlds82I3bXXvP2MzZnbkVjmvDXjkY00a6Yy/e3DYMbLu9cmfN5uhu+LJo1bnN",
+	"6wt3an2Ka2xoRxryjLu3DjcZCs38Aw5dWl7MoCN4xfbt2s4lldrMbPla7EY2Wscnj+jacU0euw7voj/b",
+	"yy1dda/Qk8+uxsUWL/w5hJ/YQ9lsAEpRIaT9JqB5RbOzwH5kYuFjXjSy1hx1gW/0neeFbTWPNV0jjblW",
+	"ECSvKdhdtCitP4V7J4HIQ+jI8RQ3XmqH8sRe6lDzkQCI/MpvTcifqxxDhOZ7GducWPS2VJvG6AlaxcmM",
+	"J8gmqfi9lGaI4GjRCU/9ZKanuOndeKpz4j7AWe3w/29Qr6kvWbp3KR09nDeeZPBigq1sqWJnC4NwK00m",
+	"K92Sa6fU7Klxx9Ca7fTuTgmcVxSGruzQLBLtkcP5IVIq2e9pHbAfbsQ28GVn4lZJcNqVn6lFahpqdDRf",
+	"9qie9ATi9E5CwdqvOy+a9Khr34GAbUssWarh4sb2MIvH1SANQK2xtavvDyG1RxFPV8M9kWWYa5Do09VT",
+	"KHBeH9edanFFIP7unIw8XTnaMrZ03lhrpM9lxoWRhdyWXZHdALMwnT3bEnBLLUCH+yXp0ndGV7rPsGSF",
+	"BFGZYP6OEE/0htQCM1NWMfJ7hTZl79pGo09SUrF3z4duMRJe3J377BxL2/zZ5Lo7eGvIc98UZ+tULgqA",
+	"2x65qfS1fVod44VDiBF9ZzTRl9sDXJooUJ4hHiQ/76m09GetpMYK8el4+xM0sixeDxEZ11Oxf8C1bQbZ",
+	"JxwDumJuqKzOJuOyLyCX17/ib8HZdUN5nqHbqA+gNQMR+shnnon9W+2Db7UPwIILKaUdsNhGlr2k5G3C",
+	"67es5heZ1ezSoMC3kOcwg7xegzk/FaoR2rzclY0LljD0cySP//XJLx4R6kyEGUCaXI7MpkHlD0zVS+aj",
+	"jZkv0uuTDA6jcArMLVTTsmWYZpgmxt33LetlQ/BfyoDxI2jXw4P+KTJloP7bJcpURfB2c9ffPWtmu2rM",
+	"eFDsdSfsr52Cs86K2tN1fOj5lrTzfJN2+sB3P9j7yilrzelZHySG5to8HxHhKfn7xlNITHNdcEr05tHP",
+	"hxb2yDJzEPkt1+yZ5po9W+DKpqb7qgdf1fAUEmWWa0RcxKYGpN4z1H+0tdCpQIrzBEU4SRDVL4E3AYqi",
+	"cUa+k64IoskRH6NM4jmxCiRJ5SG6MMNDmOI1SVXez5s4HJ7zPDynHq8I4eNuM09has9ncwfUt6CmyJg+",
+	"D/s5Ivn3Eu2RZapWhhxTZcq4kxgxznbIZsEUDuXuVyxaCM54VqxeWhKbL9WFTyksrwEkXhISHN3rFU80",
+	"EHd1g85vf7TdZglVCAtDFKng6E71Dc7CoOKt8jkQyFrswmdHv2ydcQPRTZDf0FnBB6DhzRXWh9WnVJme",
+	"3dG1q3DNqDqsMO0OdZxGnKJM0ph0YFMTZIF20B0pZOIahqKk6/TyBF1lSvEXDXX29cPd8VDorWbVsTZV",
+	"9QkiTPPr3GKgv55hQKxpwNwAX78ka+UHIuZFM2FEmeJA/9wvtmdQLZGjCQSCBM1EnT7pPZopdxM07C2g",
+	"q6CFF1EIPOgWS3QrqFKEvRwg+kNQZ64pQMj6GgzxwHkD1w4IaqX5R97H23C5lVnHT6tTN50+MDrfPtQW",
+	"M+40tewZs6TPJaiCUrkFCs3pDWEG1iK4McSnX0m0DqjdF8N26VTemb1Rpz58fxM9tnPPdNMSyDhcRdkH",
+	"gc1oRTWraC3EdiURTzUUR4JLm8+VMUUT07IVCmei2FkiZd2mVJhWN2pXLa9UK3ZLHhM5RgmdkWgVJVAd",
+	"Ay5sYtJjTpCwFWbGoeoxrt4McI6e2WLmAGHqTVWTqYN+Udr0PMFKv4hkSpIEspNnyFuD3iKOjenL+xkK",
+	"AU2lVRqHbUtuMxPu2Zumf+ZJwm+9ZjR+qDeWtvHYgQTLzA1pzm5cWzrQ67ED3ufXY3uJaWixv3h99vxf",
+	"jR3X+yVfUu0no+V6P1f/NqUtvB9M8NrDl4f/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -45,6 +45,12 @@ type Config struct {
 	// RunStopGrace is how long a cancelled or timed-out run may take to
 	// stop before it is ended without waiting and its thread moves on.
 	RunStopGrace time.Duration
+	// CronSeconds accepts cron schedules with a leading seconds field
+	// (six fields); five-field schedules are always accepted.
+	CronSeconds bool
+	// MaxCrons bounds the crons that may exist at once (0: no bound);
+	// creating one more answers 429.
+	MaxCrons int
 }
 
 // Default returns the configuration used when nothing is set.
@@ -60,6 +66,7 @@ func Default() Config {
 		MaxSubagents:    32,
 		RunTimeout:      time.Hour,
 		RunStopGrace:    10 * time.Second,
+		MaxCrons:        1000,
 	}
 }
 
@@ -86,6 +93,8 @@ const (
 	EnvStreamRetention = "AGENTSERVER_STREAM_RETENTION"
 	EnvRunTimeout      = "AGENTSERVER_RUN_TIMEOUT"
 	EnvRunStopGrace    = "AGENTSERVER_RUN_STOP_GRACE"
+	EnvCronSeconds     = "AGENTSERVER_CRON_SECONDS"
+	EnvMaxCrons        = "AGENTSERVER_MAX_CRONS"
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
 	EnvBGJobTimeout = "BG_JOB_TIMEOUT_SECS"
@@ -125,6 +134,8 @@ var options = []option{
 	{"shutdown-timeout", EnvShutdownTimeout, "duration", "how long a graceful shutdown may take (with a unit: 10s, 1m)", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout) }},
 	{"stream-retention", EnvStreamRetention, "duration", "how long a finished run's stream events stay joinable (with a unit: 30s, 10m, 1h)", func(c *Config) flag.Value { return (*durationValue)(&c.StreamRetention) }},
 	{"run-timeout", EnvRunTimeout, "duration", "end runs that take longer with status timeout; 0: no limit (a bare number is seconds; also read from " + EnvBGJobTimeout + ")", func(c *Config) flag.Value { return (*secondsValue)(&c.RunTimeout) }},
+	{"cron-seconds", EnvCronSeconds, "", "accept cron schedules with a leading seconds field", func(c *Config) flag.Value { return (*boolValue)(&c.CronSeconds) }},
+	{"max-crons", EnvMaxCrons, "n", "crons that may exist at once; 0: no bound", func(c *Config) flag.Value { return (*intValue)(&c.MaxCrons) }},
 	{"run-stop-grace", EnvRunStopGrace, "duration", "how long a cancelled or timed-out run may take to stop before its thread moves on (with a unit: 10s)", func(c *Config) flag.Value { return (*durationValue)(&c.RunStopGrace) }},
 }
 
@@ -337,6 +348,9 @@ func (c Config) Validate() error {
 	}
 	if c.RunStopGrace <= 0 {
 		errs = append(errs, errors.New("run-stop-grace must be positive"))
+	}
+	if c.MaxCrons < 0 {
+		errs = append(errs, errors.New("max-crons must not be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -15,4 +15,6 @@ var (
 	ErrInvalid = errors.New("invalid request")
 	// ErrUnauthorized: missing or wrong credentials (401).
 	ErrUnauthorized = errors.New("unauthorized")
+	// ErrLimit: a configured quota is used up, e.g. the number of crons (429).
+	ErrLimit = errors.New("limit reached")
 )

@@ -29,6 +29,7 @@ var errorKinds = []struct {
 	{errdefs.ErrConflict, http.StatusConflict, "conflict"},
 	{errdefs.ErrInvalid, http.StatusUnprocessableEntity, "invalid_request"},
 	{errdefs.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
+	{errdefs.ErrLimit, http.StatusTooManyRequests, "too_many_requests"},
 	{context.Canceled, 499, "client_closed_request"},
 }
 

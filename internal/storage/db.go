@@ -45,6 +45,7 @@ var bucketNames = [][]byte{
 	bucketRuns, bucketRunsByThread, bucketRunsActive, bucketRunEvents,
 	bucketStoreItems, bucketStoreExpiry,
 	bucketSubagents,
+	bucketCrons, bucketCronsByDue, bucketCronsByThread,
 }
 
 var (
@@ -64,6 +65,9 @@ var (
 	bucketStoreItems        = []byte("store_items")
 	bucketStoreExpiry       = []byte("store_expiry")
 	bucketSubagents         = []byte("subagents")
+	bucketCrons             = []byte("crons")
+	bucketCronsByDue        = []byte("crons_by_due")
+	bucketCronsByThread     = []byte("crons_by_thread")
 
 	keySchemaVersion = []byte("schema_version")
 )

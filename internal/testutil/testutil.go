@@ -53,6 +53,12 @@ type Options struct {
 	// RunTimeout and RunStopGrace override the run engine's (0: the
 	// defaults).
 	RunTimeout, RunStopGrace time.Duration
+	// CronClock is the cron scheduler's clock (nil: the wall clock).
+	CronClock func() time.Time
+	// CronSeconds accepts schedules with a seconds field; MaxCrons bounds
+	// the crons (0: the default).
+	CronSeconds bool
+	MaxCrons    int
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
@@ -115,12 +121,16 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 	if opts.MaxSubagents > 0 {
 		cfg.MaxSubagents = opts.MaxSubagents
 	}
+	cfg.CronSeconds = opts.CronSeconds
+	if opts.MaxCrons > 0 {
+		cfg.MaxCrons = opts.MaxCrons
+	}
 	out := opts.Log
 	if out == nil {
 		out = io.Discard
 	}
 	log := slog.New(slog.NewTextHandler(out, nil))
-	return server.New(cfg, log, server.Options{NoSync: opts.NoSync})
+	return server.New(cfg, log, server.Options{NoSync: opts.NoSync, CronClock: opts.CronClock})
 }
 
 // StartServer starts a server and stops it when the test ends.
