@@ -57,10 +57,31 @@ func ParseSchedule(expr, tz string, seconds bool) (Schedule, error) {
 
 // Next returns the first firing strictly after t, in UTC, or false when
 // the schedule never fires again (the parser looks five years ahead).
+//
+// Daylight saving time: a local time skipped by the clock moving forward
+// does not fire that day; a local time the clock passes twice when it
+// moves back fires once, the first time (a firing must move the wall
+// clock forward).
 func (s Schedule) Next(t time.Time) (time.Time, bool) {
-	n := s.spec.Next(t.In(s.loc))
-	if n.IsZero() {
-		return time.Time{}, false
+	from := t.In(s.loc)
+	n := from
+	// Only firings inside a repeated hour are skipped: at most 3600 of
+	// them (a seconds schedule).
+	for range 4096 {
+		n = s.spec.Next(n)
+		if n.IsZero() {
+			return time.Time{}, false
+		}
+		if wallClock(n).After(wallClock(from)) {
+			return n.UTC(), true
+		}
 	}
 	return n.UTC(), true
+}
+
+// wallClock is a local time's calendar reading, without its offset.
+func wallClock(t time.Time) time.Time {
+	y, mo, d := t.Date()
+	h, mi, sec := t.Clock()
+	return time.Date(y, mo, d, h, mi, sec, t.Nanosecond(), time.UTC)
 }
