@@ -7,7 +7,8 @@
 # Builds ./cmd/scriptedllm and ./cmd/server. Starts the scripted model on a free
 # port of 127.0.0.1 and waits for it to print its base URL, then starts the
 # server on 127.0.0.1:<free port> with a throw-away data dir, the repo's
-# langgraph.json and OPENAI_BASE_URL=<model URL>, OPENAI_API_KEY=test-key (so
+# langgraph.json, --cron-seconds (so cron tests fire within a second) and
+# OPENAI_BASE_URL=<model URL>, OPENAI_API_KEY=test-key (so
 # the researcher and coder agents talk to the deterministic model), waits for
 # GET /ok, runs node's test runner with LANGGRAPH_API_URL pointing at it, then
 # stops both. Exit status is the test runner's. Set KEEP_SERVER_LOG=1 to always
@@ -114,7 +115,7 @@ api_url="http://127.0.0.1:$port"
 
 echo "run.sh: starting server on $api_url"
 env -u AGENTSERVER_API_KEY OPENAI_BASE_URL="$model_url" OPENAI_API_KEY=test-key \
-  "$tmp/server" --addr "127.0.0.1:$port" --data-dir "$data_dir" --config "$REPO_ROOT/langgraph.json" \
+  "$tmp/server" --addr "127.0.0.1:$port" --data-dir "$data_dir" --config "$REPO_ROOT/langgraph.json" --cron-seconds \
   >"$server_log" 2>&1 &
 server_pid=$!
 
