@@ -136,6 +136,10 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		db.Close()
 		return nil, fmt.Errorf("store ttl: %w", err)
 	}
+	if err := configureStoreIndex(s.Store, cfg.GraphsFile, log); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store index: %w", err)
+	}
 	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention, MemoryRetention: 5 * time.Second})
 	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace})
 	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Log: log})

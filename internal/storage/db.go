@@ -33,6 +33,9 @@ var (
 	ErrClosed = errors.New("storage closed")
 	// ErrSchemaTooNew reports a file written by a newer build.
 	ErrSchemaTooNew = errors.New("database schema is newer than this build")
+	// ErrInvalidVectors reports store vectors of unequal lengths or a
+	// damaged vector record.
+	ErrInvalidVectors = errors.New("invalid store vectors")
 	// ErrLocked reports a database file another process holds open.
 	ErrLocked = errors.New("database is in use by another process")
 )
@@ -43,7 +46,7 @@ var bucketNames = [][]byte{
 	bucketThreads, bucketThreadsByCreated, bucketThreadsByMeta, bucketThreadsByStatus, bucketThreadsByExpiry,
 	bucketCheckpoints,
 	bucketRuns, bucketRunsByThread, bucketRunsActive, bucketRunEvents,
-	bucketStoreItems, bucketStoreExpiry,
+	bucketStoreItems, bucketStoreExpiry, bucketStoreVectors,
 	bucketSubagents,
 	bucketCrons, bucketCronsByDue, bucketCronsByThread,
 }
@@ -64,6 +67,7 @@ var (
 	bucketRunEvents         = []byte("run_events")
 	bucketStoreItems        = []byte("store_items")
 	bucketStoreExpiry       = []byte("store_expiry")
+	bucketStoreVectors      = []byte("store_vectors")
 	bucketSubagents         = []byte("subagents")
 	bucketCrons             = []byte("crons")
 	bucketCronsByDue        = []byte("crons_by_due")
