@@ -1,9 +1,7 @@
 package config
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -40,13 +38,9 @@ type storeIndexFile struct {
 // langgraph.json at path.
 func LoadStoreIndex(path string) (StoreIndex, error) {
 	var out StoreIndex
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return out, fmt.Errorf("read %s: %w", path, err)
-	}
 	var f storeIndexFile
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return out, fmt.Errorf("%s: store.index: %w", path, err)
+	if err := readSections(path, "store.index", &f); err != nil {
+		return out, err
 	}
 	if f.Store == nil || f.Store.Index == nil {
 		return out, nil

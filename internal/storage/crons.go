@@ -152,8 +152,13 @@ func (t *Tx) NextCronDue() (time.Time, bool) {
 
 // CronCount returns how many crons are stored.
 func (t *Tx) CronCount() int {
+	return t.countKeys(bucketCrons)
+}
+
+// countKeys returns how many keys a bucket holds, walking them.
+func (t *Tx) countKeys(name []byte) int {
 	n := 0
-	c := t.bucket(bucketCrons).Cursor()
+	c := t.bucket(name).Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		n++
 	}

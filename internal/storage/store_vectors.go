@@ -88,10 +88,5 @@ func (t *Tx) CheckStoreVectors() error {
 
 // CountStoreVectors returns how many items have vectors.
 func (t *Tx) CountStoreVectors() int {
-	n := 0
-	c := t.bucket(bucketStoreVectors).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		n++
-	}
-	return n
+	return t.countKeys(bucketStoreVectors)
 }
