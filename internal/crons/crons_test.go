@@ -181,3 +181,25 @@ func TestCronEndTime(t *testing.T) {
 	}
 	checkIndexes(t, s)
 }
+
+// A firing whose run cannot be made (its assistant was deleted) is
+// skipped: no run, and the cron moves on to its next date.
+func TestCronFiringWithoutAssistantIsSkipped(t *testing.T) {
+	clock := fakeclock.New(start)
+	s := startServer(t, clock, testutil.Options{})
+	tid := newThread(t, s)
+	aid := s.Must(200, "POST", "/assistants", map[string]any{"graph_id": "echo"}).Object(t)["assistant_id"].(string)
+	cid := s.Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": aid, "schedule": "* * * * *"}).Object(t)["cron_id"].(string)
+	s.Must(200, "DELETE", "/assistants/"+aid, nil)
+	clock.Advance(time.Minute)
+	if n := fire(t, s); n != 0 {
+		t.Fatalf("fired %d runs without an assistant", n)
+	}
+	if rs := threadRuns(t, s, tid); len(rs) != 0 {
+		t.Fatalf("thread has %d runs", len(rs))
+	}
+	next := parseTime(t, s.Must(200, "GET", "/runs/crons/"+cid, nil).Object(t)["next_run_date"])
+	if !next.After(clock.Now()) {
+		t.Fatalf("next_run_date %v did not move past now %v", next, clock.Now())
+	}
+}
