@@ -50,6 +50,11 @@
 // prompt_tokens = 10 × the number of messages in the request (the system
 // prompt included), completion_tokens = the number of words of the text
 // plus 10 per tool call. The model name reported is the requested one.
+//
+// POST /v1/embeddings answers each input with a deterministic bag-of-words
+// vector (scripted.Embed; 64 dimensions unless the request asks for
+// "dimensions"), so that a server with store.index can rank store items
+// without a real embedding model.
 package main
 
 import (

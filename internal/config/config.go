@@ -53,6 +53,12 @@ type Config struct {
 	// WorkspaceQuota bounds the bytes of files the file tools may keep in
 	// one thread's workspace.
 	WorkspaceQuota int
+	// CronSeconds accepts cron schedules with a leading seconds field
+	// (six fields); five-field schedules are always accepted.
+	CronSeconds bool
+	// MaxCrons bounds the crons that may exist at once (0: no bound);
+	// creating one more answers 429.
+	MaxCrons int
 }
 
 // Default returns the configuration used when nothing is set.
@@ -70,6 +76,7 @@ func Default() Config {
 		RunStopGrace:    10 * time.Second,
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		WorkspaceQuota:  DefaultWorkspaceQuota,
+		MaxCrons:        1000,
 	}
 }
 
@@ -104,6 +111,8 @@ const (
 	EnvStreamRetention = "AGENTSERVER_STREAM_RETENTION"
 	EnvRunTimeout      = "AGENTSERVER_RUN_TIMEOUT"
 	EnvRunStopGrace    = "AGENTSERVER_RUN_STOP_GRACE"
+	EnvCronSeconds     = "AGENTSERVER_CRON_SECONDS"
+	EnvMaxCrons        = "AGENTSERVER_MAX_CRONS"
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
 	EnvBGJobTimeout = "BG_JOB_TIMEOUT_SECS"
@@ -145,6 +154,8 @@ var options = []option{
 	{"shutdown-timeout", EnvShutdownTimeout, "duration", "how long a graceful shutdown may take (with a unit: 10s, 1m)", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout) }},
 	{"stream-retention", EnvStreamRetention, "duration", "how long a finished run's stream events stay joinable (with a unit: 30s, 10m, 1h)", func(c *Config) flag.Value { return (*durationValue)(&c.StreamRetention) }},
 	{"run-timeout", EnvRunTimeout, "duration", "end runs that take longer with status timeout; 0: no limit (a bare number is seconds; also read from " + EnvBGJobTimeout + ")", func(c *Config) flag.Value { return (*secondsValue)(&c.RunTimeout) }},
+	{"cron-seconds", EnvCronSeconds, "", "accept cron schedules with a leading seconds field", func(c *Config) flag.Value { return (*boolValue)(&c.CronSeconds) }},
+	{"max-crons", EnvMaxCrons, "n", "crons that may exist at once; 0: no bound", func(c *Config) flag.Value { return (*intValue)(&c.MaxCrons) }},
 	{"run-stop-grace", EnvRunStopGrace, "duration", "how long a cancelled or timed-out run may take to stop before its thread moves on (with a unit: 10s)", func(c *Config) flag.Value { return (*durationValue)(&c.RunStopGrace) }},
 	{"max-body-size", EnvMaxBody, "bytes", "largest request body in bytes; larger ones get 413", func(c *Config) flag.Value { return (*intValue)(&c.MaxBodyBytes) }},
 	{"workspace-quota", EnvQuota, "bytes", "bytes of files the file tools may keep in one thread's workspace", func(c *Config) flag.Value { return (*intValue)(&c.WorkspaceQuota) }},
@@ -365,6 +376,9 @@ func (c Config) Validate() error {
 	}
 	if c.WorkspaceQuota < 1 {
 		errs = append(errs, fmt.Errorf("workspace-quota must be at least 1 byte, got %d", c.WorkspaceQuota))
+	}
+	if c.MaxCrons < 0 {
+		errs = append(errs, errors.New("max-crons must not be negative"))
 	}
 	return errors.Join(errs...)
 }

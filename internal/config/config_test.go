@@ -39,6 +39,7 @@ func TestParseRejects(t *testing.T) {
 		{"--addr", "nope"},
 		{"--n-jobs", "0"},
 		{"--log-level", "loud"},
+		{"--max-crons", "-1"},
 		{"extra"},
 	} {
 		if _, err := Parse(args, noEnv); err == nil {

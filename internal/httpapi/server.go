@@ -10,6 +10,7 @@ import (
 
 	"agentserver/api"
 	"agentserver/internal/assistants"
+	"agentserver/internal/crons"
 	"agentserver/internal/graphs"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
@@ -26,6 +27,7 @@ type Deps struct {
 	Assistants *assistants.Service
 	Store      *store.Service
 	Runs       *runs.Service
+	Crons      *crons.Service
 	Log        *slog.Logger
 	// APIKey, when set, is required as x-api-key on every route but the
 	// public ones (/ok, /openapi.json, /docs).
@@ -47,6 +49,7 @@ type Handler struct {
 	assistants *assistants.Service
 	store      *store.Service
 	runs       *runs.Service
+	crons      *crons.Service
 	onDelete   func(ctx context.Context, graphID string, values map[string]any)
 	cancelSub  func(run uuid.UUID, toolCallID string) error
 }
@@ -70,7 +73,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
 	e.Use(accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
-	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent}
+	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, crons: d.Crons, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	if err := registerContractRoutes(e); err != nil {
 		return nil, err
@@ -97,7 +100,7 @@ func (h *Handler) GetInfo(ctx context.Context, req api.GetInfoRequestObject) (ap
 	build := version.Get()
 	return api.GetInfo200JSONResponse{
 		Version: &build.Version,
-		Flags:   map[string]any{"assistants": true, "crons": false, "langsmith": false, "store": true},
+		Flags:   map[string]any{"assistants": true, "crons": true, "langsmith": false, "store": true},
 		Metadata: map[string]any{
 			"server":     "agentserver",
 			"graphs":     h.graphs.IDs(),

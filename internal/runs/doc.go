@@ -43,6 +43,9 @@
 //     engine (abandon): its end is committed, its thread and worker slot go
 //     to the next run, and what its goroutine does later is fenced. Exactly
 //     one of the run's finish and abandon ends it (runSink.claimEnd).
+//   - CreateGuarded stores a run in the same transaction as its guard's
+//     writes (the cron scheduler's claim of a firing): both commit or
+//     neither does.
 //   - Deleting a thread (DeleteThread) deletes it with its runs first and
 //     then stops them, without waiting.
 //   - Every run that ends, pending or running, sends end and run_done and

@@ -163,6 +163,15 @@ type CreateParams struct {
 // Create validates and stores a run, applies the multitask strategy and
 // queues it. It returns once the run is durable.
 func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, error) {
+	return s.CreateGuarded(ctx, p, nil)
+}
+
+// CreateGuarded creates a run as Create does, but first calls guard (when
+// not nil) in the transaction that stores the run: when guard fails,
+// nothing is written and its error is returned. The cron scheduler claims
+// a firing this way, so that a firing and its run commit together or not
+// at all. guard may be called more than once (group commit retries).
+func (s *Service) CreateGuarded(ctx context.Context, p CreateParams, guard func(tx *storage.Tx) error) (storage.Run, error) {
 	c, err := s.prepare(ctx, p)
 	if err != nil {
 		return storage.Run{}, err
@@ -170,7 +179,14 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 	// A run whose thread is idle starts in the same commit that creates it
 	// when a worker is free, saving one durable write per run.
 	claimed := !c.run.NotBefore.After(c.run.CreatedAt) && s.sched.claim(c.run.ThreadID)
-	err = s.db.Update(ctx, func(tx *storage.Tx) error { return c.apply(tx, claimed) })
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		if guard != nil {
+			if err := guard(tx); err != nil {
+				return err
+			}
+		}
+		return c.apply(tx, claimed)
+	})
 	if err != nil {
 		if claimed {
 			s.sched.release(c.run.ThreadID)

@@ -14,6 +14,7 @@ import (
 	"agentserver/internal/assistants"
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
+	"agentserver/internal/crons"
 	"agentserver/internal/events"
 	"agentserver/internal/graphs"
 	"agentserver/internal/httpapi"
@@ -39,6 +40,7 @@ type Server struct {
 	Assistants *assistants.Service
 	Store      *store.Service
 	Runs       *runs.Service
+	Crons      *crons.Service
 	Broker     *events.Broker
 
 	agents   *agentRuntime
@@ -67,6 +69,9 @@ type Options struct {
 	// changes: 0 means DefaultReloadInterval, a negative value never
 	// (ReloadGraphs still reloads them).
 	ReloadInterval time.Duration
+	// CronClock is the clock of the cron scheduler (nil: the wall clock);
+	// tests move a fake one and call Crons.FireDue.
+	CronClock func() time.Time
 }
 
 // DefaultReloadInterval is how often agent spec files are checked for
@@ -134,8 +139,13 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		db.Close()
 		return nil, fmt.Errorf("store ttl: %w", err)
 	}
+	if err := configureStoreIndex(s.Store, cfg.GraphsFile, log); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store index: %w", err)
+	}
 	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention, MemoryRetention: 5 * time.Second})
 	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace})
+	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Log: log})
 	agents.local.Bind(s.Threads, s.Runs)
 	agents.notifier.Bind(s.Threads, s.Runs)
 	s.agents = agents
@@ -147,7 +157,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		return nil, fmt.Errorf("create system assistants: %w", err)
 	}
 	e, err := httpapi.New(httpapi.Deps{
-		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs,
+		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs, Crons: s.Crons,
 		Log: log, APIKey: cfg.APIKey, Limits: httpapi.Limits{MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyStallTimeout: opts.BodyStallTimeout, BodyReadTimeout: opts.BodyReadTimeout}, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
 	})
 	if err != nil {
@@ -198,10 +208,14 @@ func (s *Server) Start() error {
 	if err := s.Runs.Start(bgCtx); err != nil {
 		return fmt.Errorf("recover runs: %w", err)
 	}
-	s.bg.Add(1)
+	s.bg.Add(2)
 	go func() {
 		defer s.bg.Done()
 		s.Threads.RunSweeper(bgCtx)
+	}()
+	go func() {
+		defer s.bg.Done()
+		s.Crons.Run(bgCtx)
 	}()
 	s.serveErr = make(chan error, 1)
 	go func() {
@@ -287,3 +301,8 @@ const (
 	idleTimeout       = 120 * time.Second
 	maxHeaderBytes    = 64 << 10
 )
+
+// DB is the server's database, for tests and offline checks.
+func (s *Server) DB() *storage.DB {
+	return s.db
+}

@@ -36,6 +36,9 @@ var (
 	ErrNoSpace = errdefs.ErrNoSpace
 	// ErrSchemaTooNew reports a file written by a newer build.
 	ErrSchemaTooNew = errors.New("database schema is newer than this build")
+	// ErrInvalidVectors reports store vectors of unequal lengths or a
+	// damaged vector record.
+	ErrInvalidVectors = errors.New("invalid store vectors")
 	// ErrLocked reports a database file another process holds open.
 	ErrLocked = errors.New("database is in use by another process")
 )
@@ -46,8 +49,9 @@ var bucketNames = [][]byte{
 	bucketThreads, bucketThreadsByCreated, bucketThreadsByMeta, bucketThreadsByStatus, bucketThreadsByExpiry,
 	bucketCheckpoints,
 	bucketRuns, bucketRunsByThread, bucketRunsActive, bucketRunEvents,
-	bucketStoreItems, bucketStoreExpiry,
+	bucketStoreItems, bucketStoreExpiry, bucketStoreVectors,
 	bucketSubagents,
+	bucketCrons, bucketCronsByDue, bucketCronsByThread,
 }
 
 var (
@@ -66,7 +70,11 @@ var (
 	bucketRunEvents         = []byte("run_events")
 	bucketStoreItems        = []byte("store_items")
 	bucketStoreExpiry       = []byte("store_expiry")
+	bucketStoreVectors      = []byte("store_vectors")
 	bucketSubagents         = []byte("subagents")
+	bucketCrons             = []byte("crons")
+	bucketCronsByDue        = []byte("crons_by_due")
+	bucketCronsByThread     = []byte("crons_by_thread")
 
 	keySchemaVersion = []byte("schema_version")
 )

@@ -30,7 +30,15 @@
 //	run_events                run_id(16) | seq(8, big endian) -> {"event": name, "data": json} (resumable runs only)
 //	store_items               namespace labels joined by 0x1f | 0x00 | key -> StoreItem JSON
 //	store_expiry              expires_at(8, unix nanos) | item key -> empty
+//	store_vectors             item key -> count(4) | dims(4) | count×dims float32 (little endian):
+//	                          the embeddings of an item's indexed fields (semantic search); written
+//	                          and deleted with the item, scored in process (cosine)
 //	subagents                 parent run_id(16) | tool_call_id -> SubagentExecution JSON (synchronous task tool)
+//	crons                     cron_id(16) -> Cron JSON
+//	crons_by_due              next_run_date(8, unix nanos) | cron_id(16) -> empty, for every enabled
+//	                          cron with a next firing
+//	crons_by_thread           thread_id(16) | cron_id(16) -> empty, for every cron bound to a thread;
+//	                          deleting a thread deletes its crons in the same transaction
 //
 // Store namespace labels are non-empty and contain neither 0x00 nor 0x1f, so
 // an item key is unambiguous: the items of namespace N are exactly

@@ -59,6 +59,12 @@ type Options struct {
 	// RunTimeout and RunStopGrace override the run engine's (0: the
 	// defaults).
 	RunTimeout, RunStopGrace time.Duration
+	// CronClock is the cron scheduler's clock (nil: the wall clock).
+	CronClock func() time.Time
+	// CronSeconds accepts schedules with a seconds field; MaxCrons bounds
+	// the crons (0: the default).
+	CronSeconds bool
+	MaxCrons    int
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
@@ -121,6 +127,10 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 	if opts.MaxSubagents > 0 {
 		cfg.MaxSubagents = opts.MaxSubagents
 	}
+	cfg.CronSeconds = opts.CronSeconds
+	if opts.MaxCrons > 0 {
+		cfg.MaxCrons = opts.MaxCrons
+	}
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
@@ -131,6 +141,9 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 	log := slog.New(slog.NewTextHandler(out, nil))
 	sopts := opts.Server
 	sopts.NoSync = sopts.NoSync || opts.NoSync
+	if opts.CronClock != nil {
+		sopts.CronClock = opts.CronClock
+	}
 	return server.New(cfg, log, sopts)
 }
 
