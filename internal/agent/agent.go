@@ -14,6 +14,7 @@ import (
 	"agentserver/internal/channels"
 	"agentserver/internal/graph"
 	"agentserver/internal/llm"
+	"agentserver/internal/metrics"
 	"agentserver/internal/tools"
 )
 
@@ -465,7 +466,18 @@ func (a *Agent) runTool(ctx context.Context, rt *graph.Runtime, c *ToolCall) (to
 			handler = func(ctx context.Context, c *ToolCall) (tools.Result, error) { return w.WrapTool(ctx, c, next) }
 		}
 	}
-	return handler(ctx, c)
+	res, err := handler(ctx, c)
+	metrics.ToolCall(a.toolLabel(c.Name), err != nil)
+	return res, err
+}
+
+// toolLabel is the metrics label of a tool call: its name, or "(unknown)"
+// for a name the agent does not have (a model can make up any name).
+func (a *Agent) toolLabel(name string) string {
+	if _, ok := a.tools[name]; ok {
+		return name
+	}
+	return "(unknown)"
 }
 
 func (a *Agent) toolNames() []string {

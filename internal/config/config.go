@@ -45,6 +45,9 @@ type Config struct {
 	// RunStopGrace is how long a cancelled or timed-out run may take to
 	// stop before it is ended without waiting and its thread moves on.
 	RunStopGrace time.Duration
+	// MetricsAddr, when set, serves GET /metrics on a listener of its own
+	// without the API key; otherwise /metrics is on Addr behind the key.
+	MetricsAddr string
 }
 
 // Default returns the configuration used when nothing is set.
@@ -86,6 +89,7 @@ const (
 	EnvStreamRetention = "AGENTSERVER_STREAM_RETENTION"
 	EnvRunTimeout      = "AGENTSERVER_RUN_TIMEOUT"
 	EnvRunStopGrace    = "AGENTSERVER_RUN_STOP_GRACE"
+	EnvMetricsAddr     = "AGENTSERVER_METRICS_ADDR"
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
 	EnvBGJobTimeout = "BG_JOB_TIMEOUT_SECS"
@@ -125,6 +129,7 @@ var options = []option{
 	{"shutdown-timeout", EnvShutdownTimeout, "duration", "how long a graceful shutdown may take (with a unit: 10s, 1m)", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout) }},
 	{"stream-retention", EnvStreamRetention, "duration", "how long a finished run's stream events stay joinable (with a unit: 30s, 10m, 1h)", func(c *Config) flag.Value { return (*durationValue)(&c.StreamRetention) }},
 	{"run-timeout", EnvRunTimeout, "duration", "end runs that take longer with status timeout; 0: no limit (a bare number is seconds; also read from " + EnvBGJobTimeout + ")", func(c *Config) flag.Value { return (*secondsValue)(&c.RunTimeout) }},
+	{"metrics-addr", EnvMetricsAddr, "host:port", "serve GET /metrics (Prometheus) on this address without the API key; unset: on --addr, behind the key", func(c *Config) flag.Value { return (*stringValue)(&c.MetricsAddr) }},
 	{"run-stop-grace", EnvRunStopGrace, "duration", "how long a cancelled or timed-out run may take to stop before its thread moves on (with a unit: 10s)", func(c *Config) flag.Value { return (*durationValue)(&c.RunStopGrace) }},
 }
 
@@ -337,6 +342,11 @@ func (c Config) Validate() error {
 	}
 	if c.RunStopGrace <= 0 {
 		errs = append(errs, errors.New("run-stop-grace must be positive"))
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("metrics-addr %q: %w", c.MetricsAddr, err))
+		}
 	}
 	return errors.Join(errs...)
 }

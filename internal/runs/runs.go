@@ -18,6 +18,7 @@ import (
 	"agentserver/internal/graph"
 	"agentserver/internal/graphs"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/metrics"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
 )
@@ -427,8 +428,9 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 	var queue []storage.Run
 	var failed []storage.Run
+	retried := 0
 	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		queue, failed = nil, nil
+		queue, failed, retried = nil, nil, 0
 		active, err := tx.ActiveRuns()
 		if err != nil {
 			return err
@@ -447,6 +449,7 @@ func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 				}
 				r.Status, r.UpdatedAt = storage.RunPending, now
 				r.Restarted = true
+				retried++
 				if err := tx.PutRun(r); err != nil {
 					return err
 				}
@@ -463,8 +466,16 @@ func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 	for _, r := range failed {
 		s.log.Warn("run failed after repeated restarts", "run_id", r.RunID, "thread_id", r.ThreadID, "attempts", r.Attempt)
 	}
+	if err == nil {
+		for range retried {
+			metrics.RunRetried()
+		}
+	}
 	return queue, err
 }
+
+// QueueStats reports the queue and the workers (metrics.QueueSource).
+func (s *Service) QueueStats() metrics.QueueStats { return s.sched.stats() }
 
 // Shutdown stops every run (they resume after the next start) and waits for
 // workers and webhooks.

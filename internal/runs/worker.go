@@ -17,6 +17,7 @@ import (
 	"agentserver/internal/events"
 	"agentserver/internal/graph"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/metrics"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
 )
@@ -67,6 +68,9 @@ func (s *Service) execute(queued storage.Run, started bool, release func()) {
 	}
 	if !ok {
 		return
+	}
+	if run.Attempt == 1 && run.StartedAt != nil {
+		metrics.RunFirstStarted(run.StartedAt.Sub(later(run.CreatedAt, run.NotBefore)))
 	}
 	log := s.broker.Open(run.RunID, boolOf(run.Kwargs["resumable"]))
 	sink := newRunSink(s, run, log)
@@ -270,6 +274,9 @@ func (s *Service) endRun(run storage.Run, sink *runSink, e ending) {
 	}
 	if e.errName != "" {
 		sink.emitRaw("error", map[string]any{"error": run.ErrorName, "message": run.Error})
+	}
+	if run.StartedAt != nil {
+		metrics.RunEnded(run.Status, now.Sub(*run.StartedAt))
 	}
 	values, fenced, err := s.commitEnd(run, e)
 	if err != nil {
@@ -475,7 +482,17 @@ func (s *Service) requeueOnShutdown(run storage.Run, unwritten []storage.Encoded
 	})
 	if err != nil && !errors.Is(err, storage.ErrClosed) {
 		s.log.Error("requeue run at shutdown", "run_id", run.RunID, "err", err)
+		return
 	}
+	metrics.RunRequeued()
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // settleThread sets a thread's status after one of its runs ended: busy

@@ -17,6 +17,7 @@ import (
 	"agentserver/internal/events"
 	"agentserver/internal/graphs"
 	"agentserver/internal/httpapi"
+	"agentserver/internal/metrics"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
@@ -45,6 +46,11 @@ type Server struct {
 	reloader *graphs.Reloader
 	// reloadEvery is how often spec files are checked for changes.
 	reloadEvery time.Duration
+
+	// metrics serves GET /metrics on cfg.MetricsAddr (nil: not set).
+	metrics *metricsListener
+	// unregister removes this server's queue from the metrics.
+	unregister func()
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -80,11 +86,20 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ml *metricsListener
+	if cfg.MetricsAddr != "" {
+		if ml, err = listenMetrics(cfg.MetricsAddr, log); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	s, err := build(cfg, log, opts, ln)
 	if err != nil {
 		ln.Close()
+		ml.close()
 		return nil, err
 	}
+	s.metrics = ml
 	return s, nil
 }
 
@@ -146,6 +161,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	e, err := httpapi.New(httpapi.Deps{
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs,
 		Log: log, APIKey: cfg.APIKey, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
+		NoMetrics: cfg.MetricsAddr != "",
 	})
 	if err != nil {
 		db.Close()
@@ -192,6 +208,8 @@ func (s *Server) Start() error {
 		defer s.bg.Done()
 		s.Threads.RunSweeper(bgCtx)
 	}()
+	s.unregister = metrics.AddQueueSource(s.Runs)
+	s.metrics.serve()
 	s.serveErr = make(chan error, 1)
 	go func() {
 		err := s.http.Serve(ln)
@@ -214,6 +232,15 @@ func (s *Server) ReloadGraphs() {
 // Addr is the address the server listens on (useful with port 0).
 func (s *Server) Addr() string {
 	return s.ln.Addr().String()
+}
+
+// MetricsURL is the base URL of the metrics listener ("" when
+// cfg.MetricsAddr is not set).
+func (s *Server) MetricsURL() string {
+	if s.metrics == nil {
+		return ""
+	}
+	return "http://" + s.metrics.ln.Addr().String()
 }
 
 // URL is the base URL of the server.
@@ -247,6 +274,12 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 	} else {
 		s.ln.Close() // bound by New, never served (Start failed or was not called)
+	}
+	if err := s.metrics.shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if s.unregister != nil {
+		s.unregister()
 	}
 	if s.bgCancel != nil {
 		s.bgCancel()

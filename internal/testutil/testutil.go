@@ -53,6 +53,9 @@ type Options struct {
 	// RunTimeout and RunStopGrace override the run engine's (0: the
 	// defaults).
 	RunTimeout, RunStopGrace time.Duration
+	// MetricsAddr serves /metrics on a listener of its own (e.g.
+	// "127.0.0.1:0"); empty: on the main listener.
+	MetricsAddr string
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
@@ -106,6 +109,7 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 		cfg.Jobs = opts.Jobs
 	}
 	cfg.EnableShell = opts.Shell
+	cfg.MetricsAddr = opts.MetricsAddr
 	if opts.RunTimeout > 0 {
 		cfg.RunTimeout = opts.RunTimeout
 	}
