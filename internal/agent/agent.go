@@ -10,12 +10,14 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
 
 	"agentserver/internal/channels"
 	"agentserver/internal/graph"
 	"agentserver/internal/llm"
 	"agentserver/internal/metrics"
 	"agentserver/internal/tools"
+	"agentserver/internal/tracing"
 )
 
 // Node names of the agent graph.
@@ -466,8 +468,11 @@ func (a *Agent) runTool(ctx context.Context, rt *graph.Runtime, c *ToolCall) (to
 			handler = func(ctx context.Context, c *ToolCall) (tools.Result, error) { return w.WrapTool(ctx, c, next) }
 		}
 	}
+	label := a.toolLabel(c.Name)
+	ctx, span := tracing.Start(ctx, "tool "+label, attribute.String("gen_ai.tool.name", label), attribute.String("gen_ai.tool.call.id", c.ID))
 	res, err := handler(ctx, c)
-	metrics.ToolCall(a.toolLabel(c.Name), err != nil)
+	tracing.End(span, err)
+	metrics.ToolCall(label, err != nil)
 	return res, err
 }
 

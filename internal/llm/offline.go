@@ -23,7 +23,7 @@ const offlineQuoteLimit = 200 // runes of the last message quoted
 
 // Generate implements Model.
 func (m Offline) Generate(ctx context.Context, req Request, onChunk ChunkFunc) (Response, error) {
-	return observed(ctx, OfflineModelName, func() (Response, error) { return m.generate(ctx, req, onChunk) })
+	return observed(ctx, OfflineModelName, func(ctx context.Context) (Response, error) { return m.generate(ctx, req, onChunk) })
 }
 
 func (Offline) generate(ctx context.Context, req Request, onChunk ChunkFunc) (Response, error) {

@@ -21,6 +21,7 @@ import (
 	"agentserver/internal/metrics"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
+	"agentserver/internal/tracing"
 )
 
 // MaxAttempts is how many times a run is started before a crash-interrupted
@@ -256,7 +257,8 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 	run := storage.Run{
 		RunID: uuid.Must(uuid.NewV7()), AssistantID: asst.AssistantID, GraphID: asst.GraphID,
 		CreatedAt: now, UpdatedAt: now, Status: storage.RunPending, MultitaskStrategy: strategy,
-		NotBefore: now.Add(time.Duration(p.AfterSeconds * float64(time.Second))),
+		NotBefore:   now.Add(time.Duration(p.AfterSeconds * float64(time.Second))),
+		Traceparent: tracing.Traceparent(ctx),
 	}
 	if p.ThreadID == nil {
 		id := uuid.Must(uuid.NewV7())

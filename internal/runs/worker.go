@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"agentserver/internal/channels"
 	"agentserver/internal/errdefs"
@@ -72,8 +73,11 @@ func (s *Service) execute(queued storage.Run, started bool, release func()) {
 	if run.Attempt == 1 && run.StartedAt != nil {
 		metrics.RunFirstStarted(run.StartedAt.Sub(later(run.CreatedAt, run.NotBefore)))
 	}
+	ctx, span := startRunSpan(ctx, run)
+	defer span.End()
 	log := s.broker.Open(run.RunID, boolOf(run.Kwargs["resumable"]))
 	sink := newRunSink(s, run, log)
+	sink.span = span
 	sink.streamed = lr.streamed
 	if s.opts.Timeout > 0 {
 		timer := time.AfterFunc(s.opts.Timeout, func() { cancel(&timeoutCause{s.opts.Timeout}) })
@@ -214,7 +218,7 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 	e := s.endingOf(run.RunID, cause, runErr)
 	e.checkpoints, e.final, e.finalCheckpoint = encoded, encodedFinal, sink.final
 	if runErr != nil && e.status == storage.RunError {
-		s.log.Warn("run failed", "run_id", run.RunID, "thread_id", run.ThreadID, "err", runErr)
+		s.log.WarnContext(ctx, "run failed", "run_id", run.RunID, "thread_id", run.ThreadID, "err", runErr)
 	}
 	if res.Values != nil && e.status == storage.RunSuccess {
 		e.values = res.Values
@@ -278,6 +282,7 @@ func (s *Service) endRun(run storage.Run, sink *runSink, e ending) {
 	if run.StartedAt != nil {
 		metrics.RunEnded(run.Status, now.Sub(*run.StartedAt))
 	}
+	endRunSpan(sink.span, run)
 	values, fenced, err := s.commitEnd(run, e)
 	if err != nil {
 		s.log.Error("finish run", "run_id", run.RunID, "thread_id", run.ThreadID, "err", err)
@@ -596,6 +601,7 @@ func stringList(v any) []string {
 type runSink struct {
 	s     *Service
 	run   storage.Run
+	span  trace.Span // the run's span (nil: not traced)
 	log   *events.Log
 	modes map[string]bool
 	// final is the last checkpoint, written with the run's end.

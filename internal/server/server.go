@@ -23,6 +23,7 @@ import (
 	"agentserver/internal/store"
 	"agentserver/internal/subagents"
 	"agentserver/internal/threads"
+	"agentserver/internal/tracing"
 )
 
 // Server is one running instance.
@@ -82,6 +83,7 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	log = slog.New(tracing.LogHandler(log.Handler())) // trace_id and span_id on records logged within a span
 	ln, err := listen(cfg.Addr)
 	if err != nil {
 		return nil, err
