@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -71,7 +70,8 @@ func getMetrics(t *testing.T, url, apiKey string) *http.Response {
 	return resp
 }
 
-// delta reports how much each named series grew from before to after.
+// wantDelta fails unless each named series grew from before to after by
+// the amount given.
 func wantDelta(t *testing.T, before, after series, want map[string]float64) {
 	t.Helper()
 	for name, d := range want {
@@ -81,23 +81,6 @@ func wantDelta(t *testing.T, before, after series, want map[string]float64) {
 	}
 }
 
-func metricsSupervisorSpec(modelURL string) string {
-	return fmt.Sprintf(`name: boss
-description: supervises
-model:
-  name: metrics-model
-  base_url: %s
-  max_retries: 0
-system_prompt: You delegate.
-tools: [write_todos]
-subagents: {}
-async_subagents:
-  - name: waiter
-    description: waits on a gate
-    graph_id: gated
-`, modelURL)
-}
-
 // TestMetricsOfASupervisorRun drives a supervisor run that starts an async
 // subagent, delegates to a task-tool subagent and calls a tool, and checks
 // every metric family against what happened.
@@ -105,8 +88,8 @@ func TestMetricsOfASupervisorRun(t *testing.T) {
 	model := scripted.New()
 	t.Cleanup(model.Close)
 	s := testutil.StartServer(t, testutil.Options{
-		Graphs: `{"graphs": {"boss": "./boss.yaml", "gated": "builtin:test-gated", "failing": "builtin:test-failing"}}`,
-		Files:  map[string]string{"boss.yaml": metricsSupervisorSpec(model.URL())},
+		Graphs: `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated", "failing": "builtin:test-failing"}}`,
+		Files:  map[string]string{"boss.yaml": supervisorSpec(model.URL(), "") + "tools: [write_todos]\nsubagents: {}\n"},
 		Jobs:   3,
 	})
 	url := s.URL() + "/metrics"
@@ -168,10 +151,10 @@ func TestMetricsOfASupervisorRun(t *testing.T) {
 		`agentserver_run_duration_seconds_count{status="success"}`:                                          2,
 		`agentserver_run_duration_seconds_count{status="error"}`:                                            1,
 		`lg_api_run_queue_wait_time_1st_attempt_count`:                                                      3,
-		`agentserver_model_input_tokens_total{model="metrics-model"}`:                                       60,
-		`agentserver_model_output_tokens_total{model="metrics-model"}`:                                      12,
-		`agentserver_model_call_duration_seconds_count{model="metrics-model"}`:                              3,
-		`agentserver_model_call_errors_total{model="metrics-model"}`:                                        0,
+		`agentserver_model_input_tokens_total{model="test-model"}`:                                       60,
+		`agentserver_model_output_tokens_total{model="test-model"}`:                                      12,
+		`agentserver_model_call_duration_seconds_count{model="test-model"}`:                              3,
+		`agentserver_model_call_errors_total{model="test-model"}`:                                        0,
 		`agentserver_tool_calls_total{status="success",tool="start_async_task"}`:                            1,
 		`agentserver_tool_calls_total{status="success",tool="task"}`:                                        1,
 		`agentserver_tool_calls_total{status="success",tool="write_todos"}`:                                 1,
