@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -199,4 +200,46 @@ func TestMetricsListenerAndAPIKey(t *testing.T) {
 	if code := statusOf(t, sep.MetricsURL()+"/threads", ""); code != http.StatusNotFound {
 		t.Errorf("the metrics listener answers /threads: status %d, want 404", code)
 	}
+}
+
+// TestMetricsOfRunEnds counts a cancelled run, a timed-out run and a
+// running run put back in the queue by a graceful shutdown.
+func TestMetricsOfRunEnds(t *testing.T) {
+	dir := t.TempDir()
+	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, DataDir: dir, RunTimeout: 300 * time.Millisecond})
+	url := s.URL() + "/metrics"
+	before := scrape(t, url, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	startGated := func(gate string) string {
+		tid := newThread(t, s)
+		rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)["run_id"].(string)
+		if err := testutil.AwaitWaiters(ctx, gate, 1); err != nil {
+			t.Fatal(err)
+		}
+		return "/threads/" + tid + "/runs/" + rid
+	}
+	cancelled := startGated("metrics-cancel-" + dir)
+	s.Must(204, "POST", cancelled+"/cancel?wait=1&action=interrupt", nil)
+	timedOut := startGated("metrics-timeout-" + dir)
+	s.Must(200, "GET", timedOut+"/join", nil)
+	if st := s.Must(200, "GET", timedOut, nil).Object(t)["status"]; st != "timeout" {
+		t.Fatalf("run status = %v, want timeout", st)
+	}
+	wantDelta(t, before, scrape(t, url, ""), map[string]float64{
+		"lg_api_run_canceled_by_request_counter_total":                 1,
+		"agentserver_run_timeout_counter_total":                        1,
+		`agentserver_run_duration_seconds_count{status="interrupted"}`: 1,
+		`agentserver_run_duration_seconds_count{status="timeout"}`:     1,
+		"lg_api_run_abandoned_by_shutdown_counter_total":               0,
+	})
+
+	startGated("metrics-shutdown-" + dir)
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantDelta(t, before, scrape(t, testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs}).URL()+"/metrics", ""), map[string]float64{
+		"lg_api_run_abandoned_by_shutdown_counter_total": 1,
+		"lg_api_run_canceled_by_request_counter_total":   1,
+	})
 }
