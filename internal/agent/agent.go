@@ -10,11 +10,14 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
 
 	"agentserver/internal/channels"
 	"agentserver/internal/graph"
 	"agentserver/internal/llm"
+	"agentserver/internal/metrics"
 	"agentserver/internal/tools"
+	"agentserver/internal/tracing"
 )
 
 // Node names of the agent graph.
@@ -465,7 +468,21 @@ func (a *Agent) runTool(ctx context.Context, rt *graph.Runtime, c *ToolCall) (to
 			handler = func(ctx context.Context, c *ToolCall) (tools.Result, error) { return w.WrapTool(ctx, c, next) }
 		}
 	}
-	return handler(ctx, c)
+	label := a.toolLabel(c.Name)
+	ctx, span := tracing.Start(ctx, "tool "+label, attribute.String("gen_ai.tool.name", label), attribute.String("gen_ai.tool.call.id", c.ID))
+	res, err := handler(ctx, c)
+	tracing.End(span, err)
+	metrics.ToolCall(label, err != nil)
+	return res, err
+}
+
+// toolLabel is the metrics label of a tool call: its name, or "(unknown)"
+// for a name the agent does not have (a model can make up any name).
+func (a *Agent) toolLabel(name string) string {
+	if _, ok := a.tools[name]; ok {
+		return name
+	}
+	return "(unknown)"
 }
 
 func (a *Agent) toolNames() []string {

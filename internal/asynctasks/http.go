@@ -22,6 +22,7 @@ import (
 
 	"agentserver/api"
 	"agentserver/internal/errdefs"
+	"agentserver/internal/tracing"
 )
 
 // HTTP defaults.
@@ -150,10 +151,11 @@ func hasKey(m map[string]string, name string) bool {
 	return false
 }
 
-func (h *HTTP) setHeaders(_ context.Context, req *http.Request) error {
+func (h *HTTP) setHeaders(ctx context.Context, req *http.Request) error {
 	for k, v := range h.headers {
 		req.Header[k] = slices.Clone(v)
 	}
+	tracing.Inject(ctx, req.Header) // the remote run joins the caller's trace
 	return nil
 }
 

@@ -59,6 +59,9 @@ type Config struct {
 	// MaxCrons bounds the crons that may exist at once (0: no bound);
 	// creating one more answers 429.
 	MaxCrons int
+	// MetricsAddr, when set, serves GET /metrics on a listener of its own
+	// without the API key; otherwise /metrics is on Addr behind the key.
+	MetricsAddr string
 }
 
 // Default returns the configuration used when nothing is set.
@@ -113,6 +116,7 @@ const (
 	EnvRunStopGrace    = "AGENTSERVER_RUN_STOP_GRACE"
 	EnvCronSeconds     = "AGENTSERVER_CRON_SECONDS"
 	EnvMaxCrons        = "AGENTSERVER_MAX_CRONS"
+	EnvMetricsAddr     = "AGENTSERVER_METRICS_ADDR"
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
 	EnvBGJobTimeout = "BG_JOB_TIMEOUT_SECS"
@@ -156,6 +160,7 @@ var options = []option{
 	{"run-timeout", EnvRunTimeout, "duration", "end runs that take longer with status timeout; 0: no limit (a bare number is seconds; also read from " + EnvBGJobTimeout + ")", func(c *Config) flag.Value { return (*secondsValue)(&c.RunTimeout) }},
 	{"cron-seconds", EnvCronSeconds, "", "accept cron schedules with a leading seconds field", func(c *Config) flag.Value { return (*boolValue)(&c.CronSeconds) }},
 	{"max-crons", EnvMaxCrons, "n", "crons that may exist at once; 0: no bound", func(c *Config) flag.Value { return (*intValue)(&c.MaxCrons) }},
+	{"metrics-addr", EnvMetricsAddr, "host:port", "serve GET /metrics (Prometheus) on this address without the API key; unset: on --addr, behind the key", func(c *Config) flag.Value { return (*stringValue)(&c.MetricsAddr) }},
 	{"run-stop-grace", EnvRunStopGrace, "duration", "how long a cancelled or timed-out run may take to stop before its thread moves on (with a unit: 10s)", func(c *Config) flag.Value { return (*durationValue)(&c.RunStopGrace) }},
 	{"max-body-size", EnvMaxBody, "bytes", "largest request body in bytes; larger ones get 413", func(c *Config) flag.Value { return (*intValue)(&c.MaxBodyBytes) }},
 	{"workspace-quota", EnvQuota, "bytes", "bytes of files the file tools may keep in one thread's workspace", func(c *Config) flag.Value { return (*intValue)(&c.WorkspaceQuota) }},
@@ -379,6 +384,11 @@ func (c Config) Validate() error {
 	}
 	if c.MaxCrons < 0 {
 		errs = append(errs, errors.New("max-crons must not be negative"))
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("metrics-addr %q: %w", c.MetricsAddr, err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -118,3 +118,14 @@ func TestDurationsReadAsWritten(t *testing.T) {
 		}
 	}
 }
+
+func TestParseMetricsAddr(t *testing.T) {
+	c, err := Parse(nil, func(k string) string { return map[string]string{EnvMetricsAddr: "127.0.0.1:9464"}[k] })
+	if err != nil || c.MetricsAddr != "127.0.0.1:9464" {
+		t.Fatalf("from the environment: %q, %v", c.MetricsAddr, err)
+	}
+	_, err = Parse([]string{"--metrics-addr", "9464"}, noEnv)
+	if err == nil || !strings.Contains(err.Error(), `metrics-addr "9464"`) {
+		t.Fatalf("a port without a host: err = %v, want one naming metrics-addr", err)
+	}
+}

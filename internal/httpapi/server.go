@@ -39,6 +39,9 @@ type Deps struct {
 	CancelSubagent func(run uuid.UUID, toolCallID string) error
 	// Limits bound request bodies.
 	Limits Limits
+	// NoMetrics leaves GET /metrics out (it is served on a listener of
+	// its own).
+	NoMetrics bool
 }
 
 // Handler implements the generated strict server interface.
@@ -72,11 +75,14 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
-	e.Use(accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
+	e.Use(observe(), accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
 	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, crons: d.Crons, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	if err := registerContractRoutes(e); err != nil {
 		return nil, err
+	}
+	if !d.NoMetrics {
+		serveMetrics(e)
 	}
 	return e, nil
 }

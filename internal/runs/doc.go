@@ -56,6 +56,9 @@
 //     commit is queued after it, so it lands after every earlier checkpoint
 //     of the run. A crash can lose the newest intermediate checkpoints (the
 //     retry resumes from an older one); a graceful shutdown writes them.
+//   - A run's record keeps the W3C traceparent of the request that created
+//     it, so its execution span (package tracing) is that request's child
+//     whenever, and after however many restarts, it runs.
 //   - Thread stream events are numbered per thread; a thread keeps its
 //     newest events while it has stream clients and for feedRetention after
 //     the last one left, for Last-Event-ID reconnects. A connection is a

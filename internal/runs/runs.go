@@ -18,8 +18,10 @@ import (
 	"agentserver/internal/graph"
 	"agentserver/internal/graphs"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/metrics"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
+	"agentserver/internal/tracing"
 )
 
 // MaxAttempts is how many times a run is started before a crash-interrupted
@@ -271,7 +273,8 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 	run := storage.Run{
 		RunID: uuid.Must(uuid.NewV7()), AssistantID: asst.AssistantID, GraphID: asst.GraphID,
 		CreatedAt: now, UpdatedAt: now, Status: storage.RunPending, MultitaskStrategy: strategy,
-		NotBefore: now.Add(time.Duration(p.AfterSeconds * float64(time.Second))),
+		NotBefore:   now.Add(time.Duration(p.AfterSeconds * float64(time.Second))),
+		Traceparent: tracing.Traceparent(ctx),
 	}
 	if p.ThreadID == nil {
 		id := uuid.Must(uuid.NewV7())
@@ -442,8 +445,9 @@ func (s *Service) Start(ctx context.Context) error {
 // once they used every attempt.
 func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 	var queue, failed, unreadable []storage.Run
+	retried := 0
 	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		queue, failed = nil, nil
+		queue, failed, retried = nil, nil, 0
 		now := s.now()
 		var err error
 		if unreadable, err = tx.FailUnreadableActiveRuns(now); err != nil {
@@ -466,6 +470,7 @@ func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 				}
 				r.Status, r.UpdatedAt = storage.RunPending, now
 				r.Restarted = true
+				retried++
 				if err := tx.PutRun(r); err != nil {
 					return err
 				}
@@ -485,8 +490,16 @@ func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 	for _, r := range failed {
 		s.log.Warn("run failed after repeated restarts", "run_id", r.RunID, "thread_id", r.ThreadID, "attempts", r.Attempt)
 	}
+	if err == nil {
+		for range retried {
+			metrics.RunRetried()
+		}
+	}
 	return queue, err
 }
+
+// QueueStats reports the queue and the workers (metrics.QueueSource).
+func (s *Service) QueueStats() metrics.QueueStats { return s.sched.stats() }
 
 // Shutdown stops every run (they resume after the next start) and waits for
 // workers and webhooks.

@@ -18,11 +18,13 @@ import (
 	"agentserver/internal/events"
 	"agentserver/internal/graphs"
 	"agentserver/internal/httpapi"
+	"agentserver/internal/metrics"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
 	"agentserver/internal/subagents"
 	"agentserver/internal/threads"
+	"agentserver/internal/tracing"
 )
 
 // Server is one running instance.
@@ -47,6 +49,11 @@ type Server struct {
 	reloader *graphs.Reloader
 	// reloadEvery is how often spec files are checked for changes.
 	reloadEvery time.Duration
+
+	// metrics serves GET /metrics on cfg.MetricsAddr (nil: not set).
+	metrics *metricsListener
+	// unregister removes this server's queue from the metrics.
+	unregister func()
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -84,15 +91,25 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	log = slog.New(tracing.LogHandler(log.Handler())) // trace_id and span_id on records logged within a span
 	ln, err := listen(cfg.Addr)
 	if err != nil {
 		return nil, err
 	}
+	var ml *metricsListener
+	if cfg.MetricsAddr != "" {
+		if ml, err = listenMetrics(cfg.MetricsAddr, log); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	s, err := build(cfg, log, opts, ln)
 	if err != nil {
 		ln.Close()
+		ml.close()
 		return nil, err
 	}
+	s.metrics = ml
 	return s, nil
 }
 
@@ -159,6 +176,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	e, err := httpapi.New(httpapi.Deps{
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs, Crons: s.Crons,
 		Log: log, APIKey: cfg.APIKey, Limits: httpapi.Limits{MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyStallTimeout: opts.BodyStallTimeout, BodyReadTimeout: opts.BodyReadTimeout}, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
+		NoMetrics: cfg.MetricsAddr != "",
 	})
 	if err != nil {
 		db.Close()
@@ -217,6 +235,8 @@ func (s *Server) Start() error {
 		defer s.bg.Done()
 		s.Crons.Run(bgCtx)
 	}()
+	s.unregister = metrics.AddQueueSource(s.Runs)
+	s.metrics.serve()
 	s.serveErr = make(chan error, 1)
 	go func() {
 		err := s.http.Serve(httpapi.JSONFramingErrors(ln))
@@ -239,6 +259,15 @@ func (s *Server) ReloadGraphs() {
 // Addr is the address the server listens on (useful with port 0).
 func (s *Server) Addr() string {
 	return s.ln.Addr().String()
+}
+
+// MetricsURL is the base URL of the metrics listener ("" when
+// cfg.MetricsAddr is not set).
+func (s *Server) MetricsURL() string {
+	if s.metrics == nil {
+		return ""
+	}
+	return "http://" + s.metrics.ln.Addr().String()
 }
 
 // URL is the base URL of the server.
@@ -272,6 +301,12 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 	} else {
 		s.ln.Close() // bound by New, never served (Start failed or was not called)
+	}
+	if err := s.metrics.shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if s.unregister != nil {
+		s.unregister()
 	}
 	if s.bgCancel != nil {
 		s.bgCancel()

@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"agentserver/internal/errdefs"
+	"agentserver/internal/metrics"
 )
 
 // SchemaVersion is the layout version this build reads and writes.
@@ -295,7 +296,7 @@ func (db *DB) writeLoop() {
 // runs alone so that its error reflects the state it would have seen serially.
 func (db *DB) commit(batch []*writeRequest) {
 	for len(batch) > 0 {
-		failed := -1
+		failed, start := -1, time.Now()
 		err := db.bolt.Update(func(btx *bolt.Tx) error {
 			for i, req := range batch {
 				tx := &Tx{tx: btx}
@@ -307,6 +308,7 @@ func (db *DB) commit(batch []*writeRequest) {
 			}
 			return nil
 		})
+		metrics.StorageCommit(time.Since(start), len(batch))
 		if err == nil {
 			for _, req := range batch {
 				req.done <- nil

@@ -65,6 +65,9 @@ type Options struct {
 	// the crons (0: the default).
 	CronSeconds bool
 	MaxCrons    int
+	// MetricsAddr serves /metrics on a listener of its own (e.g.
+	// "127.0.0.1:0"); empty: on the main listener.
+	MetricsAddr string
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
@@ -118,6 +121,7 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 		cfg.Jobs = opts.Jobs
 	}
 	cfg.EnableShell = opts.Shell
+	cfg.MetricsAddr = opts.MetricsAddr
 	if opts.RunTimeout > 0 {
 		cfg.RunTimeout = opts.RunTimeout
 	}
