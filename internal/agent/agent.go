@@ -14,6 +14,7 @@ import (
 	"agentserver/internal/channels"
 	"agentserver/internal/graph"
 	"agentserver/internal/llm"
+	"agentserver/internal/mcptools"
 	"agentserver/internal/tools"
 )
 
@@ -56,6 +57,9 @@ type Options struct {
 	// Extend builds middlewares from spec sections the agent package does
 	// not interpret itself (async subagents); they run after the built-ins.
 	Extend func(graphID string, spec *Spec) ([]Middleware, error)
+	// MCP owns the sessions of the MCP servers specs list; nil refuses
+	// specs that list any.
+	MCP *mcptools.Pool
 	// Log receives start-up warnings about a spec; nil discards them.
 	Log *slog.Logger
 }
@@ -92,6 +96,12 @@ func New(graphID string, spec *Spec, opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
 		}
 		a.middlewares = append(a.middlewares, h)
+	}
+	if len(spec.MCPServers) > 0 {
+		if opts.MCP == nil {
+			return nil, fmt.Errorf("%w: field %q: MCP servers are not available here", ErrInvalidSpec, "mcp_servers")
+		}
+		a.middlewares = append(a.middlewares, newMCPTools(opts.MCP, spec.MCPServers))
 	}
 	if opts.Extend != nil {
 		extra, err := opts.Extend(graphID, spec)

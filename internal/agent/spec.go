@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"agentserver/internal/mcptools"
 )
 
 // ErrInvalidSpec reports an agent spec that cannot be served; the message
@@ -25,6 +27,9 @@ type Spec struct {
 	// Tools names built-in tools (ls, read_file, write_file, edit_file, glob,
 	// grep, write_todos, bash).
 	Tools []string `json:"tools"`
+	// MCPServers are Model Context Protocol servers whose tools the agent
+	// may call (named "<server>_<tool>").
+	MCPServers []mcptools.ServerConfig `json:"mcp_servers"`
 	// MaxTurns bounds model calls per run; the last allowed call gets no
 	// tools, so the agent answers with what it has.
 	MaxTurns   int            `json:"max_turns"`
@@ -182,6 +187,9 @@ func (s *Spec) Validate() error {
 			field(fmt.Sprintf("tools[%d]", i), fmt.Sprintf("tool %q listed twice", t))
 		}
 		seen[t] = true
+	}
+	if err := mcptools.ValidateAll(s.MCPServers); err != nil {
+		errs = append(errs, err)
 	}
 	if s.Model.Temperature != nil && (*s.Model.Temperature < 0 || *s.Model.Temperature > 2) {
 		field("model.temperature", "must be between 0 and 2")

@@ -15,6 +15,7 @@ import (
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
 	"agentserver/internal/graphs"
+	"agentserver/internal/mcptools"
 	"agentserver/internal/storage"
 	"agentserver/internal/subagents"
 	"agentserver/internal/supervisor"
@@ -27,6 +28,8 @@ import (
 type agentRuntime struct {
 	local    *asynctasks.Local
 	notifier *supervisor.Notifier
+	// mcp owns the MCP client sessions (and stdio processes) of agents.
+	mcp *mcptools.Pool
 	// localGraphs are graph ids async subagents expect on this server,
 	// collected while langgraph.json loads and checked once it has.
 	localGraphs map[string]string // graph id -> the spec that needs it
@@ -46,7 +49,7 @@ type agentRuntime struct {
 // loadGraphs reads langgraph.json, compiling agent specs (with their async
 // subagents) on the way, and checks that co-deployed subagent graphs exist.
 func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry, db *storage.DB) (*graphs.Registry, *agentRuntime, error) {
-	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]string{}, supervisors: map[string]*supervisor.Supervisor{}}
+	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]string{}, supervisors: map[string]*supervisor.Supervisor{}, mcp: mcptools.NewPool(log)}
 	workspaces := tools.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
 	models := agent.NewModelFactory(os.Getenv, log)
 	builtins := tools.Builtins(tools.Options{Shell: cfg.EnableShell})
@@ -58,6 +61,7 @@ func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry
 		Workspace: workspaces.Dir,
 		Reducers:  reducers,
 		Extend:    rt.middlewaresFor,
+		MCP:       rt.mcp,
 		Log:       log,
 	})
 	reg, err := graphs.Load(cfg.GraphsFile, rt.resolve)

@@ -238,6 +238,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	s.reqCancel()
+	if err := s.agents.mcp.Close(); err != nil {
+		s.log.Warn("closing MCP sessions", "err", err)
+	}
 	if s.serveErr != nil { // serving: stop it and wait for Serve to return
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
