@@ -17,6 +17,7 @@ import (
 	"agentserver/internal/events"
 	"agentserver/internal/graphs"
 	"agentserver/internal/httpapi"
+	"agentserver/internal/mcpserver"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
@@ -146,6 +147,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	e, err := httpapi.New(httpapi.Deps{
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs,
 		Log: log, APIKey: cfg.APIKey, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
+		Mounts: s.protocolMounts(),
 	})
 	if err != nil {
 		db.Close()
@@ -155,6 +157,13 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	s.reqCancel = reqCancel
 	s.http = &http.Server{Handler: e, BaseContext: func(net.Listener) context.Context { return reqCtx }, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	return s, nil
+}
+
+// protocolMounts are the MCP and A2A endpoints.
+func (s *Server) protocolMounts() map[string]http.Handler {
+	return map[string]http.Handler{
+		"/mcp": mcpserver.New(mcpserver.Deps{Assistants: s.Assistants, Threads: s.Threads, Runs: s.Runs, Log: s.log}),
+	}
 }
 
 // Start starts background workers and begins serving on cfg.Addr. When it
