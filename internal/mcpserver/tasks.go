@@ -29,7 +29,12 @@ const maxListedTasks = 100
 // taskTools are the names of the task tools; assistants get other names.
 var taskTools = []string{"start_async_task", "check_async_task", "update_async_task", "cancel_async_task", "list_async_tasks"}
 
+// schema is an object schema; required is never null (the TypeScript SDK
+// rejects a null list).
 func schema(props map[string]any, required ...string) map[string]any {
+	if required == nil {
+		required = []string{}
+	}
 	return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
 }
 
