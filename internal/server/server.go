@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"agentserver/internal/a2a"
 	"agentserver/internal/assistants"
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
@@ -161,8 +162,11 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 
 // protocolMounts are the MCP and A2A endpoints.
 func (s *Server) protocolMounts() map[string]http.Handler {
+	a2aHandler := a2a.New(a2a.Deps{Assistants: s.Assistants, Threads: s.Threads, Runs: s.Runs})
 	return map[string]http.Handler{
-		"/mcp": mcpserver.New(mcpserver.Deps{Assistants: s.Assistants, Threads: s.Threads, Runs: s.Runs, Log: s.log}),
+		"/mcp":                         mcpserver.New(mcpserver.Deps{Assistants: s.Assistants, Threads: s.Threads, Runs: s.Runs, Log: s.log}),
+		"/a2a":                         a2aHandler,
+		"/.well-known/agent-card.json": a2aHandler,
 	}
 }
 
