@@ -17,5 +17,5 @@
 // SendStreamingMessage, GetTask, CancelTask, ListTasks, SubscribeToTask)
 // answer in v1.0 shapes (TASK_STATE_* states, wrapped stream events).
 // tasks/list is accepted as a v0.3-shaped alias of ListTasks. The agent
-// card is a v0.3 card, which v1.0 clients read too.
+// card carries the fields of both versions.
 package a2a

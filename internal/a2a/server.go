@@ -124,7 +124,8 @@ func writeRPC(w http.ResponseWriter, status int, id any, result any, err *rpcErr
 	writeJSON(w, status, body)
 }
 
-// serveCard answers an assistant's agent card (v0.3 form).
+// serveCard answers an assistant's agent card, readable by v1.0 and v0.3
+// clients.
 func (h *Handler) serveCard(w http.ResponseWriter, r *http.Request, ref string) {
 	if ref == "" {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"detail": "the assistant_id query parameter is required", "code": "invalid"})
@@ -155,12 +156,17 @@ func card(a assistants.Assistant, base string) map[string]any {
 	if a.Description != nil && *a.Description != "" {
 		desc = *a.Description
 	}
+	url := base + "/a2a/" + a.AssistantID.String()
 	return map[string]any{
-		"protocolVersion":    "0.3.0",
-		"name":               a.Name,
-		"description":        desc,
-		"url":                base + "/a2a/" + a.AssistantID.String(),
-		"preferredTransport": "JSONRPC",
+		// v1.0 clients read supportedInterfaces; v0.3 clients read
+		// protocolVersion, url and preferredTransport. Both wires are
+		// served at the one url.
+		"supportedInterfaces": []any{map[string]any{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}},
+		"protocolVersion":     "0.3.0",
+		"name":                a.Name,
+		"description":         desc,
+		"url":                 url,
+		"preferredTransport":  "JSONRPC",
 		"version":            version.Get().Version,
 		"capabilities":       map[string]any{"streaming": true, "pushNotifications": false, "stateTransitionHistory": false},
 		"defaultInputModes":  []string{"text/plain"},
