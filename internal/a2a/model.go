@@ -38,6 +38,9 @@ type Task struct {
 	Text      string
 	Answer    string // the artifact's text (completed tasks only)
 	Timestamp time.Time
+	// Interrupts are the pending interrupts of an input-required task,
+	// sent as a data part {"interrupts": […]} of its status message.
+	Interrupts []any
 }
 
 // Message is one message in a version-neutral form.
@@ -47,6 +50,20 @@ type Message struct {
 	Text      string
 	ContextID string
 	TaskID    string
+	// Data, when set, is sent as a data part after the text.
+	Data map[string]any
+}
+
+// statusMessage is the agent message of a task's status, or nil.
+func statusMessage(t Task) *Message {
+	if t.Text == "" {
+		return nil
+	}
+	m := &Message{ID: t.ID + "-status", Role: "agent", Text: t.Text, ContextID: t.ContextID, TaskID: t.ID}
+	if len(t.Interrupts) > 0 {
+		m.Data = map[string]any{"interrupts": t.Interrupts}
+	}
+	return m
 }
 
 // wire renders tasks and events for one protocol version.
@@ -64,7 +81,11 @@ type wire interface {
 type v03 struct{}
 
 func (v03) message(m Message) map[string]any {
-	out := map[string]any{"kind": "message", "messageId": m.ID, "role": m.Role, "parts": []any{map[string]any{"kind": "text", "text": m.Text}}}
+	parts := []any{map[string]any{"kind": "text", "text": m.Text}}
+	if m.Data != nil {
+		parts = append(parts, map[string]any{"kind": "data", "data": m.Data})
+	}
+	out := map[string]any{"kind": "message", "messageId": m.ID, "role": m.Role, "parts": parts}
 	setIf(out, "contextId", m.ContextID)
 	setIf(out, "taskId", m.TaskID)
 	return out
@@ -72,8 +93,8 @@ func (v03) message(m Message) map[string]any {
 
 func (w v03) status(t Task) map[string]any {
 	st := map[string]any{"state": t.State, "timestamp": t.Timestamp.UTC().Format(time.RFC3339Nano)}
-	if t.Text != "" {
-		st["message"] = w.message(Message{ID: t.ID + "-status", Role: "agent", Text: t.Text, ContextID: t.ContextID, TaskID: t.ID})
+	if m := statusMessage(t); m != nil {
+		st["message"] = w.message(*m)
 	}
 	return st
 }
@@ -114,7 +135,11 @@ func (v1) message(m Message) map[string]any {
 	if m.Role == "agent" {
 		role = "ROLE_AGENT"
 	}
-	out := map[string]any{"messageId": m.ID, "role": role, "parts": []any{map[string]any{"text": m.Text}}}
+	parts := []any{map[string]any{"text": m.Text}}
+	if m.Data != nil {
+		parts = append(parts, map[string]any{"data": m.Data})
+	}
+	out := map[string]any{"messageId": m.ID, "role": role, "parts": parts}
 	setIf(out, "contextId", m.ContextID)
 	setIf(out, "taskId", m.TaskID)
 	return out
@@ -122,8 +147,8 @@ func (v1) message(m Message) map[string]any {
 
 func (w v1) status(t Task) map[string]any {
 	st := map[string]any{"state": v1State(t.State), "timestamp": t.Timestamp.UTC().Format(time.RFC3339Nano)}
-	if t.Text != "" {
-		st["message"] = w.message(Message{ID: t.ID + "-status", Role: "agent", Text: t.Text, ContextID: t.ContextID, TaskID: t.ID})
+	if m := statusMessage(t); m != nil {
+		st["message"] = w.message(*m)
 	}
 	return st
 }

@@ -20,15 +20,16 @@ import (
 	"agentserver/internal/version"
 )
 
-// JSON-RPC and A2A error codes.
+// JSON-RPC and A2A error codes (the exported ones are those clients act
+// on).
 const (
 	codeParse           = -32700
 	codeInvalidRequest  = -32600
-	codeMethodNotFound  = -32601
-	codeInvalidParams   = -32602
+	CodeMethodNotFound  = -32601
+	CodeInvalidParams   = -32602
 	codeInternal        = -32603
-	codeTaskNotFound    = -32001
-	codeNotCancelable   = -32002
+	CodeTaskNotFound    = -32001
+	CodeNotCancelable   = -32002
 	defaultListPageSize = 50
 	maxListPageSize     = 100
 	// maxRequestBody bounds a JSON-RPC request.
@@ -71,9 +72,9 @@ func asRPC(err error) *rpcError {
 	case errors.As(err, &re):
 		return re
 	case errors.Is(err, errdefs.ErrNotFound):
-		return errorf(codeTaskNotFound, "%v", err)
+		return errorf(CodeTaskNotFound, "%v", err)
 	case errors.Is(err, errdefs.ErrInvalid), errors.Is(err, errdefs.ErrConflict):
-		return errorf(codeInvalidParams, "%v", err)
+		return errorf(CodeInvalidParams, "%v", err)
 	}
 	return errorf(codeInternal, "%v", err)
 }
@@ -195,12 +196,12 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request, ref string) {
 	}
 	m, ok := methods[req.Method]
 	if !ok {
-		writeRPC(w, http.StatusOK, req.ID, nil, errorf(codeMethodNotFound, "method %q is not supported", req.Method))
+		writeRPC(w, http.StatusOK, req.ID, nil, errorf(CodeMethodNotFound, "method %q is not supported", req.Method))
 		return
 	}
 	a, err := h.deps.Assistants.Get(r.Context(), ref)
 	if err != nil {
-		writeRPC(w, http.StatusNotFound, req.ID, nil, errorf(codeInvalidParams, "%v", err))
+		writeRPC(w, http.StatusNotFound, req.ID, nil, errorf(CodeInvalidParams, "%v", err))
 		return
 	}
 	c := &call{h: h, w: w, r: r, id: req.ID, assistant: a, wire: m.wire}
@@ -259,10 +260,10 @@ func init() {
 
 func decodeParams(raw json.RawMessage, v any) error {
 	if len(raw) == 0 {
-		return errorf(codeInvalidParams, "params are required")
+		return errorf(CodeInvalidParams, "params are required")
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return errorf(codeInvalidParams, "params: %v", err)
+		return errorf(CodeInvalidParams, "params: %v", err)
 	}
 	return nil
 }
@@ -301,18 +302,20 @@ func (c *call) start(raw json.RawMessage) (storage.Run, sendParams, error) {
 	}
 	text := partsText(p.Message.Parts)
 	if strings.TrimSpace(text) == "" {
-		return storage.Run{}, p, errorf(codeInvalidParams, "message.parts has no text")
+		return storage.Run{}, p, errorf(CodeInvalidParams, "message.parts has no text")
 	}
 	tid := uuid.Must(uuid.NewV7())
 	paused := false
 	if p.Message.ContextID != "" {
 		var err error
 		if tid, err = uuid.Parse(p.Message.ContextID); err != nil {
-			return storage.Run{}, p, errorf(codeInvalidParams, "contextId %q is not a thread id", p.Message.ContextID)
+			return storage.Run{}, p, errorf(CodeInvalidParams, "contextId %q is not a thread id", p.Message.ContextID)
 		}
-		if st, err := c.h.deps.Threads.GetState(c.ctx(), tid, nil); err == nil {
-			paused = len(st.Interrupts) > 0
+		st, err := c.h.deps.Threads.GetState(c.ctx(), tid, nil)
+		if err != nil {
+			return storage.Run{}, p, errorf(CodeTaskNotFound, "context %s not found (contexts are made by the server: send without contextId to start one)", tid)
 		}
+		paused = len(st.Interrupts) > 0
 	}
 	params := runs.CreateParams{ThreadID: &tid, IfNotExists: "create", Assistant: c.assistant.AssistantID.String(),
 		MultitaskStrategy: runs.StrategyInterrupt, Metadata: map[string]any{"a2a_message_id": p.Message.MessageID}}
@@ -366,11 +369,11 @@ func (c *call) run(raw json.RawMessage) (storage.Run, error) {
 	}
 	rid, err := uuid.Parse(p.ID)
 	if err != nil {
-		return storage.Run{}, errorf(codeTaskNotFound, "task %q not found", p.ID)
+		return storage.Run{}, errorf(CodeTaskNotFound, "task %q not found", p.ID)
 	}
 	run, err := c.h.deps.Runs.Get(c.ctx(), nil, rid)
 	if err != nil || run.AssistantID != c.assistant.AssistantID {
-		return storage.Run{}, errorf(codeTaskNotFound, "task %q not found", p.ID)
+		return storage.Run{}, errorf(CodeTaskNotFound, "task %q not found", p.ID)
 	}
 	return run, nil
 }
@@ -401,7 +404,7 @@ func (c *call) cancel(raw json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if !storage.RunActive(run.Status) {
-		return nil, errorf(codeNotCancelable, "task %s has ended (%s) and cannot be canceled", run.RunID, run.Status)
+		return nil, errorf(CodeNotCancelable, "task %s has ended (%s) and cannot be canceled", run.RunID, run.Status)
 	}
 	if err := c.h.deps.Runs.Cancel(c.ctx(), nil, run.RunID, runs.ActionInterrupt, false); err != nil && !errors.Is(err, errdefs.ErrConflict) {
 		return nil, err
@@ -436,7 +439,10 @@ func (c *call) list(raw json.RawMessage) (any, error) {
 	if p.ContextID != "" {
 		tid, err := uuid.Parse(p.ContextID)
 		if err != nil {
-			return nil, errorf(codeInvalidParams, "contextId %q is not a thread id", p.ContextID)
+			return nil, errorf(CodeInvalidParams, "contextId %q is not a thread id", p.ContextID)
+		}
+		if _, err := c.h.deps.Threads.Get(c.ctx(), tid); err != nil {
+			return nil, errorf(CodeTaskNotFound, "context %s not found", tid)
 		}
 		q.ThreadID = &tid
 	}

@@ -18,12 +18,12 @@ func (h *Handler) taskOf(ctx context.Context, run storage.Run, values map[string
 	case storage.RunRunning:
 		t.State = StateWorking
 	case storage.RunSuccess:
-		asks, err := h.pendingQuestion(ctx, run)
+		asks, err := h.pendingInterrupts(ctx, run)
 		if err != nil {
 			return t, err
 		}
-		if asks != "" {
-			t.State, t.Text = StateInputRequired, asks
+		if len(asks) > 0 {
+			t.State, t.Text, t.Interrupts = StateInputRequired, interruptText(asks), asks
 			break
 		}
 		t.State = StateCompleted
@@ -37,21 +37,21 @@ func (h *Handler) taskOf(ctx context.Context, run storage.Run, values map[string
 	return t, nil
 }
 
-// pendingQuestion is the text of the interrupts a run left its thread
-// paused on, or "" when the thread is not paused or a later run exists.
-func (h *Handler) pendingQuestion(ctx context.Context, run storage.Run) (string, error) {
+// pendingInterrupts are the interrupts a run left its thread paused on,
+// or none when the thread is not paused or a later run exists.
+func (h *Handler) pendingInterrupts(ctx context.Context, run storage.Run) ([]any, error) {
 	st, err := h.deps.Threads.GetState(ctx, run.ThreadID, nil)
 	if err != nil || len(st.Interrupts) == 0 {
-		return "", nil // a deleted thread: the run's own status stands
+		return nil, nil // a deleted thread: the run's own status stands
 	}
 	latest, _, err := h.deps.Runs.Search(ctx, storage.RunQuery{ThreadID: &run.ThreadID, Limit: 1})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if len(latest) == 0 || latest[0].RunID != run.RunID {
-		return "", nil
+		return nil, nil
 	}
-	return interruptText(st.Interrupts), nil
+	return st.Interrupts, nil
 }
 
 // interruptText renders interrupt values: a string value as it is,

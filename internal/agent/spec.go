@@ -50,13 +50,15 @@ type Spec struct {
 }
 
 // AsyncSubagent is one async subagent of a supervisor: a graph served by
-// this server (no url) or by the Agent Protocol server at url.
+// this server (no url), by the Agent Protocol server at url, or (protocol
+// a2a) the A2A agent whose endpoint is url.
 type AsyncSubagent struct {
 	Name        string            `json:"name"`
 	Description string            `json:"description"`
 	GraphID     string            `json:"graph_id"`
 	URL         string            `json:"url"`
 	Headers     map[string]string `json:"headers"`
+	Protocol    string            `json:"protocol"`
 }
 
 // Model configures the chat model of an agent.

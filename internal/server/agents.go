@@ -116,7 +116,8 @@ func (rt *agentRuntime) middlewaresFor(graphID string, spec *agent.Spec) ([]agen
 }
 
 // supervisorFor builds the supervisor middleware of a spec that lists async
-// subagents: no url means this server (in-process), a url means HTTP.
+// subagents: no url means this server (in-process), a url means HTTP, and
+// protocol a2a means A2A at url.
 func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent.Middleware, error) {
 	if spec.AsyncSubagents == nil {
 		rt.setSupervisor(graphID, nil) // a reload may have removed them
@@ -124,8 +125,8 @@ func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent
 	}
 	cfg := supervisor.Config{Prompt: spec.AsyncSystemPrompt, NotifyOnCompletion: spec.NotifyOnCompletion, CancelOnThreadDelete: spec.CancelTasksOnThreadDelete}
 	for _, a := range *spec.AsyncSubagents {
-		cfg.Subagents = append(cfg.Subagents, supervisor.Subagent{Name: a.Name, Description: a.Description, GraphID: a.GraphID, URL: a.URL, Headers: a.Headers})
-		if a.URL != "" {
+		cfg.Subagents = append(cfg.Subagents, supervisor.Subagent{Name: a.Name, Description: a.Description, GraphID: a.GraphID, URL: a.URL, Headers: a.Headers, Protocol: a.Protocol})
+		if a.URL != "" || a.Protocol != "" {
 			continue
 		}
 		if err := rt.needLocalGraph(spec.Name, a.GraphID); err != nil {
@@ -133,7 +134,10 @@ func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent
 		}
 	}
 	sup, err := supervisor.New(cfg, func(sub supervisor.Subagent) (asynctasks.Transport, error) {
-		if sub.URL == "" {
+		switch {
+		case sub.Protocol == supervisor.ProtocolA2A:
+			return asynctasks.NewA2A(asynctasks.A2AConfig{URL: sub.URL, Headers: sub.Headers})
+		case sub.URL == "":
 			return rt.local, nil
 		}
 		return asynctasks.NewHTTP(asynctasks.HTTPConfig{URL: sub.URL, Headers: sub.Headers})
