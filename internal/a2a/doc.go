@@ -5,7 +5,8 @@
 // Mapping (the same both ways):
 //   - contextId is a thread id, a task id is a run id on that thread;
 //   - a message without contextId starts a new thread, one with a
-//     contextId runs on that thread and interrupts its current run;
+//     contextId runs on that thread (which must exist: contexts are made
+//     by the server) and interrupts its current run;
 //   - a run paused on an interrupt is the task state "input-required", and
 //     the next message on its thread resumes it with the message's text;
 //   - the answer (the thread's last message) is the task's artifact and
