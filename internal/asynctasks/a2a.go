@@ -21,24 +21,6 @@ import (
 	"agentserver/internal/errdefs"
 )
 
-// A2AConfig configures an A2A transport.
-type A2AConfig struct {
-	// URL is the agent's JSON-RPC endpoint (the url of its agent card),
-	// e.g. "http://127.0.0.1:2024/a2a/<assistant_id>".
-	URL string
-	// Headers are sent on every request; the API key variables are added as
-	// for HTTP (see HTTPConfig).
-	Headers map[string]string
-	Getenv  func(string) string
-	// Timeout bounds each request but Wait's stream (default 30s).
-	Timeout time.Duration
-	// HTTPClient sends the requests (nil: a new client).
-	HTTPClient *http.Client
-	// MaxRetries is how many times a read (tasks/get, tasks/list) or a
-	// dropped Wait stream is retried (0: the default 3; negative: never).
-	MaxRetries int
-}
-
 // A2A is the transport that drives an async subagent through the
 // Agent2Agent protocol (v0.3 method names, which v1.0 servers of this
 // project accept too): Start sends a message in a new context, Update one
@@ -62,25 +44,18 @@ type A2A struct {
 
 var _ Transport = (*A2A)(nil)
 
-// NewA2A checks cfg and returns a transport for the agent at cfg.URL.
-func NewA2A(cfg A2AConfig) (*A2A, error) {
+// NewA2A checks cfg and returns a transport for the A2A agent whose
+// JSON-RPC endpoint (the url of its agent card) is cfg.URL, e.g.
+// "http://127.0.0.1:2024/a2a/<assistant_id>". Headers, timeouts and
+// retries are as for NewHTTP: reads (tasks/get, tasks/list) and a dropped
+// Wait stream are retried, sends and cancels are not.
+func NewA2A(cfg HTTPConfig) (*A2A, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("a2a agent url %q: want http(s)://host[:port]/path", cfg.URL)
 	}
-	x := &A2A{endpoint: cfg.URL, headers: resolveHeaders(cfg.Headers, cfg.Getenv), client: cfg.HTTPClient, timeout: cfg.Timeout, maxRetries: cfg.MaxRetries, answers: map[string]string{}}
-	if x.client == nil {
-		x.client = &http.Client{}
-	}
-	if x.timeout <= 0 {
-		x.timeout = DefaultHTTPTimeout
-	}
-	switch {
-	case x.maxRetries == 0:
-		x.maxRetries = DefaultHTTPMaxRetries
-	case x.maxRetries < 0:
-		x.maxRetries = 0
-	}
+	x := &A2A{endpoint: cfg.URL, headers: resolveHeaders(cfg.Headers, cfg.Getenv), client: cfg.client(), answers: map[string]string{}}
+	x.timeout, x.maxRetries = cfg.limits()
 	return x, nil
 }
 

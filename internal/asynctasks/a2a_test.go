@@ -37,7 +37,7 @@ func (w *a2aByGraph) graph(id string) *asynctasks.A2A {
 	if x, ok := w.byGraph[id]; ok {
 		return x
 	}
-	x, err := asynctasks.NewA2A(asynctasks.A2AConfig{URL: w.base + "/a2a/" + id, Getenv: noEnv})
+	x, err := asynctasks.NewA2A(asynctasks.HTTPConfig{URL: w.base + "/a2a/" + id, Getenv: noEnv})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -51,19 +51,10 @@ func (w *a2aByGraph) record(x *asynctasks.A2A, tid, rid string) {
 	w.byThread[tid], w.byRun[rid] = x, x
 }
 
-func (w *a2aByGraph) ofRun(rid string) *asynctasks.A2A {
+// of returns the transport recorded under key, else the echo agent's.
+func (w *a2aByGraph) of(m map[string]*asynctasks.A2A, key string) *asynctasks.A2A {
 	w.mu.Lock()
-	x := w.byRun[rid]
-	w.mu.Unlock()
-	if x == nil {
-		return w.graph("echo")
-	}
-	return x
-}
-
-func (w *a2aByGraph) ofThread(tid string) *asynctasks.A2A {
-	w.mu.Lock()
-	x := w.byThread[tid]
+	x := m[key]
 	w.mu.Unlock()
 	if x == nil {
 		return w.graph("echo")
@@ -90,19 +81,19 @@ func (w *a2aByGraph) Update(ctx context.Context, threadID, graphID, message stri
 }
 
 func (w *a2aByGraph) Run(ctx context.Context, threadID, runID string) (asynctasks.RunInfo, error) {
-	return w.ofRun(runID).Run(ctx, threadID, runID)
+	return w.of(w.byRun, runID).Run(ctx, threadID, runID)
 }
 
 func (w *a2aByGraph) LastMessage(ctx context.Context, threadID string) (any, error) {
-	return w.ofThread(threadID).LastMessage(ctx, threadID)
+	return w.of(w.byThread, threadID).LastMessage(ctx, threadID)
 }
 
 func (w *a2aByGraph) Cancel(ctx context.Context, threadID, runID string) error {
-	return w.ofRun(runID).Cancel(ctx, threadID, runID)
+	return w.of(w.byRun, runID).Cancel(ctx, threadID, runID)
 }
 
 func (w *a2aByGraph) Wait(ctx context.Context, threadID, runID string) (asynctasks.RunInfo, error) {
-	return w.ofRun(runID).Wait(ctx, threadID, runID)
+	return w.of(w.byRun, runID).Wait(ctx, threadID, runID)
 }
 
 // TestA2ATransportContract holds the A2A transport to the contract of
@@ -117,7 +108,7 @@ func TestA2ATransportContract(t *testing.T) {
 
 func TestNewA2AValidatesURL(t *testing.T) {
 	for _, u := range []string{"", "ftp://x/a2a", "http://", "::"} {
-		if _, err := asynctasks.NewA2A(asynctasks.A2AConfig{URL: u}); err == nil {
+		if _, err := asynctasks.NewA2A(asynctasks.HTTPConfig{URL: u}); err == nil {
 			t.Errorf("NewA2A accepted %q", u)
 		}
 	}
@@ -126,14 +117,14 @@ func TestNewA2AValidatesURL(t *testing.T) {
 func TestA2AAPIKey(t *testing.T) {
 	s := testutil.StartServer(t, testutil.Options{Graphs: contractGraphs, APIKey: "secret"})
 	url := s.URL() + "/a2a/echo"
-	without, err := asynctasks.NewA2A(asynctasks.A2AConfig{URL: url, Getenv: noEnv})
+	without, err := asynctasks.NewA2A(asynctasks.HTTPConfig{URL: url, Getenv: noEnv})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := without.Start(t.Context(), "", "hi"); !errors.Is(err, errdefs.ErrUnauthorized) {
 		t.Fatalf("Start without a key: %v; want unauthorized", err)
 	}
-	with, err := asynctasks.NewA2A(asynctasks.A2AConfig{URL: url, Getenv: func(k string) string {
+	with, err := asynctasks.NewA2A(asynctasks.HTTPConfig{URL: url, Getenv: func(k string) string {
 		if k == "LANGGRAPH_API_KEY" {
 			return "secret"
 		}

@@ -136,7 +136,7 @@ func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent
 	sup, err := supervisor.New(cfg, func(sub supervisor.Subagent) (asynctasks.Transport, error) {
 		switch {
 		case sub.Protocol == supervisor.ProtocolA2A:
-			return asynctasks.NewA2A(asynctasks.A2AConfig{URL: sub.URL, Headers: sub.Headers})
+			return asynctasks.NewA2A(asynctasks.HTTPConfig{URL: sub.URL, Headers: sub.Headers})
 		case sub.URL == "":
 			return rt.local, nil
 		}
