@@ -27,12 +27,17 @@ func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func connect(t *testing.T, s *testutil.Server, key string) (*mcp.ClientSession, error) {
+	return connectVersion(t, s, key, "")
+}
+
+// connectVersion connects with a protocol version ("" is the SDK's latest).
+func connectVersion(t *testing.T, s *testutil.Server, key, protocol string) (*mcp.ClientSession, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	tr := &mcp.StreamableClientTransport{Endpoint: s.URL() + "/mcp", HTTPClient: &http.Client{Transport: keyTransport{key}}, DisableStandaloneSSE: true, MaxRetries: -1}
-	cs, err := c.Connect(ctx, tr, nil)
+	cs, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}
@@ -157,4 +162,41 @@ func TestMCPAsyncTasks(t *testing.T) {
 	if res := call(t, cs, "check_async_task", map[string]any{"task_id": other}, nil); !res.IsError {
 		t.Fatal("a plain thread was reported as a task")
 	}
+}
+
+// TestMCPCancelledCallCancelsTheRun covers the latest protocol (the SDK
+// ties the handler to its request) and an older one (the handler watches
+// the request itself).
+func TestMCPCancelledCallCancelsTheRun(t *testing.T) {
+	for _, protocol := range []string{"", "2025-06-18"} {
+		t.Run("protocol "+protocol, func(t *testing.T) { cancelledCall(t, protocol) })
+	}
+}
+
+func cancelledCall(t *testing.T, protocol string) {
+	s := testutil.StartServer(t, testutil.Options{Graphs: graphsJSON})
+	cs, err := connectVersion(t, s, "", protocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := "mcp-cancel-" + uuid.NewString()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "gated", Arguments: map[string]any{"messages": []any{map[string]any{"role": "user", "content": gate}}}})
+		done <- err
+	}()
+	if err := testutil.AwaitWaiters(t.Context(), gate, 1); err != nil {
+		t.Fatal(err)
+	}
+	threads := func() int { return len(s.Must(200, "POST", "/threads/search", map[string]any{}).List(t)) }
+	if n := threads(); n != 1 {
+		t.Fatalf("threads while the call runs = %d, want its temporary thread", n)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled call succeeded")
+	}
+	// The run was cancelled: it ended and took its temporary thread along.
+	testutil.Eventually(t, 10*time.Second, "the run of the cancelled call still runs", func() bool { return threads() == 0 })
 }

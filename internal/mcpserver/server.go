@@ -38,7 +38,7 @@ type Handler struct {
 func New(d Deps) *Handler {
 	h := &Handler{deps: d, local: &asynctasks.Local{}}
 	h.local.Bind(d.Threads, d.Runs)
-	h.http = mcp.NewStreamableHTTPHandler(h.server, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: d.Log})
+	h.http = mcp.NewStreamableHTTPHandler(h.server, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, PropagateRequestCancellation: true, Logger: d.Log})
 	return h
 }
 
@@ -60,7 +60,7 @@ func (h *Handler) server(r *http.Request) *mcp.Server {
 	for _, a := range list {
 		name := toolName(a, taken)
 		taken[name] = true
-		s.AddTool(&mcp.Tool{Name: name, Description: h.description(a), InputSchema: h.inputSchema(r.Context(), a)}, h.runAssistant(a.AssistantID.String()))
+		s.AddTool(&mcp.Tool{Name: name, Description: h.description(a), InputSchema: h.inputSchema(r.Context(), a)}, h.runAssistant(a.AssistantID.String(), r.Context()))
 	}
 	h.addTaskTools(s)
 	return s
@@ -109,9 +109,15 @@ func (h *Handler) inputSchema(ctx context.Context, a assistants.Assistant) map[s
 }
 
 // runAssistant runs the assistant statelessly with the call's arguments as
-// input and answers with its final values.
-func (h *Handler) runAssistant(assistantID string) mcp.ToolHandler {
+// input and answers with its final values. The call also ends with request,
+// the HTTP request that carries it: the SDK does not tie a stateless
+// handler to its request for older protocol versions, and a client that
+// gives up on a call closes that request.
+func (h *Handler) runAssistant(assistantID string, request context.Context) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, stop := context.WithCancel(ctx)
+		defer stop()
+		defer context.AfterFunc(request, stop)()
 		input := map[string]any{}
 		if len(req.Params.Arguments) > 0 {
 			if err := json.Unmarshal(req.Params.Arguments, &input); err != nil {
