@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { API_URL, uniqueTag } from "./lib.mjs";
+import { API_URL, pollUntil, uniqueTag } from "./lib.mjs";
 
 async function connect() {
   const client = new Client({ name: "sdk-tests", version: "1.0.0" });
@@ -56,13 +56,13 @@ describe("MCP endpoint", () => {
       const tag = uniqueTag("task");
       const started = await callJSON(client, "start_async_task", { subagent_type: "echo", description: tag });
       assert.equal(started.status, "running");
-      let checked;
-      for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
-        checked = await callJSON(client, "check_async_task", { task_id: started.task_id });
-        if (checked.status === "success") break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      assert.equal(checked.status, "success");
+      const checked = await pollUntil(
+        async () => {
+          const c = await callJSON(client, "check_async_task", { task_id: started.task_id });
+          return c.status === "success" && c;
+        },
+        { what: "the task to succeed" },
+      );
       assert.match(String(checked.result), new RegExp(tag));
       const listed = await callJSON(client, "list_async_tasks", {});
       assert.ok(listed.tasks.some((t) => t.task_id === started.task_id));
