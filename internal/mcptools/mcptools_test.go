@@ -80,7 +80,10 @@ func runAgent(t *testing.T, s *testutil.Server, thread, text string) []any {
 	out := s.Must(200, "POST", "/threads/"+thread+"/runs/wait", map[string]any{
 		"assistant_id": "agent", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": text}}},
 	}).Object(t)
-	msgs, _ := out["messages"].([]any)
+	msgs, ok := out["messages"].([]any)
+	if !ok {
+		t.Fatalf("run ended with %v", out)
+	}
 	return msgs
 }
 

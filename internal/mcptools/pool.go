@@ -87,9 +87,11 @@ type Server struct {
 	cfg  ServerConfig
 	pool *Pool
 
-	mu      sync.Mutex // guards session and tools; held while connecting
+	mu      sync.Mutex // guards session, tools and end; held while connecting
 	session *mcp.ClientSession
 	tools   []*remoteTool
+	// end cancels the session's context (after it was closed).
+	end context.CancelFunc
 }
 
 // Config is the server's configuration.
@@ -105,13 +107,24 @@ func (s *Server) connected(ctx context.Context) (*mcp.ClientSession, error) {
 	if s.pool.isClosed() {
 		return nil, ErrClosed
 	}
+	// The session outlives the call that opens it (an SSE transport keeps
+	// the connect context for its event stream), so it gets a context of
+	// its own, which the caller's context and the timeout end only while
+	// connecting.
+	life, end := context.WithCancel(context.Background())
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout())
 	defer cancel()
-	cs, err := s.pool.client.Connect(cctx, s.transport(), nil)
-	if err != nil {
+	unbind := context.AfterFunc(cctx, end)
+	cs, err := s.pool.client.Connect(life, s.transport(), nil)
+	if !unbind() || err != nil {
+		end()
+		if err == nil {
+			cs.Close()
+			err = context.Cause(cctx)
+		}
 		return nil, fmt.Errorf("mcp server %q: connect: %w", s.cfg.Name, err)
 	}
-	s.session, s.tools = cs, nil
+	s.session, s.tools, s.end = cs, nil, end
 	go s.watch(cs)
 	return cs, nil
 }
@@ -133,18 +146,20 @@ func (s *Server) forget(cs *mcp.ClientSession) bool {
 	if s.session != cs {
 		return false
 	}
-	s.session, s.tools = nil, nil
+	s.end()
+	s.session, s.tools, s.end = nil, nil, nil
 	return true
 }
 
 func (s *Server) close() error {
 	s.mu.Lock()
-	cs := s.session
-	s.session, s.tools = nil, nil
+	cs, end := s.session, s.end
+	s.session, s.tools, s.end = nil, nil, nil
 	s.mu.Unlock()
 	if cs == nil {
 		return nil
 	}
+	defer end()
 	return cs.Close()
 }
 
