@@ -235,29 +235,48 @@ func TestStdioServerIsRestartedAfterItDies(t *testing.T) {
 func TestToolCallTimeoutAndCancellation(t *testing.T) {
 	sdk := testutil.SDKDir(t)
 	pidFile := filepath.Join(t.TempDir(), "pids")
-	s, model := mcpAgent(t, stdioEverything(sdk, pidFile)+"    timeout_seconds: 2\n")
-	long := func() scripted.Step {
-		return scripted.ToolCalls(scripted.Call("everything_trigger-long-running-operation", map[string]any{"duration": 60, "steps": 2}))
+	// The same server twice: "everything" with a 2 s timeout, "patient"
+	// with the default 60 s.
+	patient := strings.Replace(stdioEverything(sdk, pidFile), "name: everything", "name: patient", 1)
+	s, model := mcpAgent(t, stdioEverything(sdk, pidFile)+"    timeout_seconds: 2\n"+patient)
+	long := func(server string) scripted.Step {
+		return scripted.ToolCalls(scripted.Call(server+"_trigger-long-running-operation", map[string]any{"duration": 50, "steps": 2}))
 	}
-	model.Script(long(), scripted.Text("gave up"))
+	model.Script(long("everything"), scripted.Text("gave up"))
 	thread := newThread(t, s)
 	got := toolResults(runAgent(t, s, thread, "slow"))
 	if msg := got["everything_trigger-long-running-operation"]; !strings.Contains(msg, "no answer within 2s") {
 		t.Fatalf("timed-out call result = %q", msg)
 	}
-	// Cancelling the run ends the call at once, long before the timeout.
-	model.Script(long())
-	run := s.Must(200, "POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "agent",
-		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "again"}}}}).Object(t)
-	rid := run["run_id"].(string)
-	testutil.Eventually(t, 10*time.Second, "the model was not called", func() bool { return model.Pending() == 0 })
-	start := time.Now()
-	s.Must(202, "POST", "/threads/"+thread+"/runs/"+rid+"/cancel?wait=0", nil)
-	s.Must(200, "GET", "/threads/"+thread+"/runs/"+rid+"/join", nil)
-	if d := time.Since(start); d > 1500*time.Millisecond {
-		t.Fatalf("cancel took %v", d)
+	// Cancelling the run while the call runs ends it long before the
+	// operation (50 s) or the timeout (60 s) would.
+	model.Script(long("patient"))
+	resp := s.Stream("POST", "/threads/"+thread+"/runs/stream", map[string]any{"assistant_id": "agent", "stream_mode": []string{"tools"},
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "again"}}}}, nil)
+	defer resp.Body.Close()
+	rd := testutil.NewSSEReader(resp.Body)
+	runID := ""
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			t.Fatalf("the stream ended before the tool call started: %v", err)
+		}
+		if ev.Event == "metadata" {
+			runID, _ = ev.Data.(map[string]any)["run_id"].(string)
+		}
+		if d, ok := ev.Data.(map[string]any); ok && ev.Event == "tools" && d["event"] == "on_tool_start" {
+			break
+		}
 	}
-	if st := s.Must(200, "GET", "/threads/"+thread+"/runs/"+rid, nil).Object(t)["status"]; st != "interrupted" {
+	start := time.Now()
+	s.Must(202, "POST", "/threads/"+thread+"/runs/"+runID+"/cancel?wait=0", nil)
+	if _, err := rd.All(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("the cancelled call ran on for %v", d)
+	}
+	if st := s.Must(200, "GET", "/threads/"+thread+"/runs/"+runID, nil).Object(t)["status"]; st != "interrupted" {
 		t.Fatalf("run status = %v", st)
 	}
 }

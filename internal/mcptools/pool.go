@@ -66,12 +66,18 @@ func (p *Pool) Close() error {
 		servers = append(servers, s)
 	}
 	p.mu.Unlock()
-	var errs []error
-	for _, s := range servers {
-		if err := s.close(); err != nil {
-			errs = append(errs, fmt.Errorf("mcp server %q: %w", s.cfg.Name, err))
-		}
+	// In parallel: a stdio server that ignores its closed stdin is given a
+	// grace period before it is terminated.
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() {
+			if err := s.close(); err != nil {
+				errs[i] = fmt.Errorf("mcp server %q: %w", s.cfg.Name, err)
+			}
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
