@@ -238,12 +238,24 @@ func TestSupervisorStartupChecks(t *testing.T) {
 }
 
 func TestSupervisorNotifyOnCompletion(t *testing.T) {
+	for _, topology := range []string{"in-process", "a2a"} {
+		t.Run(topology, func(t *testing.T) { notifyOnCompletion(t, topology) })
+	}
+}
+
+func notifyOnCompletion(t *testing.T, topology string) {
 	model := scripted.New()
 	t.Cleanup(model.Close)
 	tm := &turnModel{}
 	model.SetResponder(tm.respond)
 	spec := supervisorSpec(model.URL(), "") + "notify_on_completion: true\n"
-	s := testutil.StartServer(t, testutil.Options{Graphs: `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated"}}`, Files: map[string]string{"boss.yaml": spec}})
+	graphs := `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated"}}`
+	if topology == "a2a" {
+		host := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs})
+		spec = supervisorSpecWith(model.URL(), a2aSubagents(host.URL())) + "notify_on_completion: true\n"
+		graphs = `{"graphs": {"boss": "./boss.yaml"}}`
+	}
+	s := testutil.StartServer(t, testutil.Options{Graphs: graphs, Files: map[string]string{"boss.yaml": spec}})
 	tid := newThread(t, s)
 	gate := "notify-" + tid
 	tm.push(scripted.ToolCalls(scripted.Call("start_async_task", map[string]any{"description": gate, "subagent_type": "waiter"})), scripted.Text("Started."))
