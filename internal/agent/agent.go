@@ -97,11 +97,13 @@ func New(graphID string, spec *Spec, opts Options) (*Agent, error) {
 		}
 		a.middlewares = append(a.middlewares, h)
 	}
-	if len(spec.MCPServers) > 0 {
-		if opts.MCP == nil {
-			return nil, fmt.Errorf("%w: field %q: MCP servers are not available here", ErrInvalidSpec, "mcp_servers")
+	switch {
+	case opts.MCP != nil:
+		if servers := opts.MCP.Use(graphID, spec.MCPServers); len(servers) > 0 {
+			a.middlewares = append(a.middlewares, &mcpTools{servers: servers})
 		}
-		a.middlewares = append(a.middlewares, newMCPTools(opts.MCP, spec.MCPServers))
+	case len(spec.MCPServers) > 0:
+		return nil, fmt.Errorf("%w: field %q: MCP servers are not available here", ErrInvalidSpec, "mcp_servers")
 	}
 	if opts.Extend != nil {
 		extra, err := opts.Extend(graphID, spec)

@@ -16,14 +16,6 @@ type mcpTools struct {
 	servers []*mcptools.Server
 }
 
-func newMCPTools(pool *mcptools.Pool, cfgs []mcptools.ServerConfig) *mcpTools {
-	m := &mcpTools{}
-	for _, c := range cfgs {
-		m.servers = append(m.servers, pool.Server(c))
-	}
-	return m
-}
-
 // Name identifies the middleware.
 func (m *mcpTools) Name() string { return "mcp_servers" }
 

@@ -11,7 +11,9 @@
 //     cancellation reaches the server (the SDK sends
 //     notifications/cancelled).
 //   - Stdio processes belong to the Pool: Close stops every one of them,
-//     and a Pool that was closed opens no new session.
+//     and a Pool that was closed opens no new session. Use records which
+//     entries each graph's spec lists; a session no spec lists any more is
+//     closed (and reopened only if an old agent still calls it).
 //   - Tool names are "<server>_<tool>", reduced to the characters chat
 //     model APIs accept; the remote name is what the server is called
 //     with.

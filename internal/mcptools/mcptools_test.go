@@ -304,3 +304,31 @@ mcp_servers:
 		}
 	}
 }
+
+func TestReloadWithoutTheServerStopsIt(t *testing.T) {
+	sdk := testutil.SDKDir(t)
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	s, model := mcpAgent(t, stdioEverything(sdk, pidFile))
+	model.Script(scripted.ToolCalls(scripted.Call("everything_echo", map[string]any{"message": "x"})), scripted.Text("ok"), scripted.Text("plain"))
+	thread := newThread(t, s)
+	if got := toolResults(runAgent(t, s, thread, "one")); !strings.Contains(got["everything_echo"], "x") {
+		t.Fatalf("results = %v", got)
+	}
+	ps := pids(t, pidFile)
+	if len(ps) != 1 || !alive(ps[0]) {
+		t.Fatalf("processes = %v", ps)
+	}
+	d, _ := s.Graphs.Get("agent")
+	if err := os.WriteFile(d.File, []byte(fmt.Sprintf("name: mcp\nmodel:\n  name: m\n  base_url: %s\n  max_retries: 0\n", model.URL())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.ReloadGraphs()
+	testutil.Eventually(t, 15*time.Second, "the stdio server of the removed entry still runs", func() bool { return !alive(ps[0]) })
+	msgs := runAgent(t, s, thread, "two")
+	if last := msgs[len(msgs)-1].(map[string]any)["content"]; last != "plain" {
+		t.Fatalf("the reloaded agent answered %v", last)
+	}
+	if reqs := model.Requests(); len(reqs[len(reqs)-1].Chat.Tools) != 0 {
+		t.Fatalf("the reloaded agent still offers %v", reqs[len(reqs)-1].Chat.ToolNames())
+	}
+}

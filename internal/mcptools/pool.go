@@ -31,6 +31,8 @@ type Pool struct {
 	mu      sync.Mutex
 	closed  bool
 	servers map[string]*Server // by configuration key
+	// uses are the servers each graph's current spec lists.
+	uses map[string][]*Server
 }
 
 // NewPool returns an empty pool; log may be nil.
@@ -39,7 +41,7 @@ func NewPool(log *slog.Logger) *Pool {
 		log = slog.New(slog.DiscardHandler)
 	}
 	impl := &mcp.Implementation{Name: "agentserver", Version: version.Get().Version}
-	return &Pool{log: log, client: mcp.NewClient(impl, nil), servers: map[string]*Server{}}
+	return &Pool{log: log, client: mcp.NewClient(impl, nil), servers: map[string]*Server{}, uses: map[string][]*Server{}}
 }
 
 // Server returns the pool's handle of a server configuration; equal
@@ -55,6 +57,44 @@ func (p *Pool) Server(cfg ServerConfig) *Server {
 	s := &Server{cfg: cfg, pool: p}
 	p.servers[key] = s
 	return s
+}
+
+// Use returns the handles of the servers graph's spec lists now (none is
+// fine) and records them; the sessions of servers that no graph lists any
+// more (a reload removed or changed them) are closed, stopping their
+// processes. A closed handle that is still called opens a new session.
+func (p *Pool) Use(graph string, cfgs []ServerConfig) []*Server {
+	out := make([]*Server, len(cfgs))
+	for i, c := range cfgs {
+		out[i] = p.Server(c)
+	}
+	p.mu.Lock()
+	prev := p.uses[graph]
+	p.uses[graph] = out
+	var unused []*Server
+	for _, s := range prev {
+		if !p.usedLocked(s) {
+			unused = append(unused, s)
+		}
+	}
+	p.mu.Unlock()
+	for _, s := range unused {
+		if err := s.close(); err != nil {
+			p.log.Warn("closing an MCP session no spec lists any more", "server", s.cfg.Name, "err", err)
+		}
+	}
+	return out
+}
+
+func (p *Pool) usedLocked(s *Server) bool {
+	for _, list := range p.uses {
+		for _, u := range list {
+			if u == s {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Close ends every session (stopping stdio processes) and refuses new ones.
