@@ -59,6 +59,7 @@ type rpcError struct {
 	Message string `json:"message"`
 }
 
+// Error is the error's message.
 func (e *rpcError) Error() string { return e.Message }
 
 func errorf(code int, format string, args ...any) *rpcError {

@@ -239,6 +239,7 @@ type headerTransport struct {
 	next    http.RoundTripper
 }
 
+// RoundTrip sends req with the headers set.
 func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	for k, v := range h.headers {
