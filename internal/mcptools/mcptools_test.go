@@ -20,6 +20,11 @@ import (
 	"agentserver/internal/testutil"
 )
 
+// sdkDir is tests/sdk, with the MCP server packages these tests run.
+func sdkDir(t *testing.T) string {
+	return testutil.SDKDir(t, "@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/sdk")
+}
+
 // everythingHTTP starts the reference "everything" server over streamable
 // HTTP (tests/sdk/mcp-everything-http.mjs) and returns its URL and a
 // function counting the sessions it opened.
@@ -139,7 +144,7 @@ func pids(t *testing.T, file string) []int {
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func TestAgentUsesStdioHTTPAndFilesystemServers(t *testing.T) {
-	sdk := testutil.SDKDir(t)
+	sdk := sdkDir(t)
 	url, sessions := everythingHTTP(t, sdk)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "note.txt"), []byte("hello"), 0o644); err != nil {
@@ -206,7 +211,7 @@ func TestAgentUsesStdioHTTPAndFilesystemServers(t *testing.T) {
 }
 
 func TestStdioServerIsRestartedAfterItDies(t *testing.T) {
-	sdk := testutil.SDKDir(t)
+	sdk := sdkDir(t)
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	s, model := mcpAgent(t, stdioEverything(sdk, pidFile))
 	model.Script(
@@ -233,7 +238,7 @@ func TestStdioServerIsRestartedAfterItDies(t *testing.T) {
 }
 
 func TestToolCallTimeoutAndCancellation(t *testing.T) {
-	sdk := testutil.SDKDir(t)
+	sdk := sdkDir(t)
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	// The same server twice: "everything" with a 2 s timeout, "patient"
 	// with the default 60 s.
@@ -306,7 +311,7 @@ mcp_servers:
 }
 
 func TestReloadWithoutTheServerStopsIt(t *testing.T) {
-	sdk := testutil.SDKDir(t)
+	sdk := sdkDir(t)
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	s, model := mcpAgent(t, stdioEverything(sdk, pidFile))
 	model.Script(scripted.ToolCalls(scripted.Call("everything_echo", map[string]any{"message": "x"})), scripted.Text("ok"), scripted.Text("plain"))

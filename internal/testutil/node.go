@@ -10,8 +10,9 @@ import (
 // SDKDir returns the Node test suite's directory (tests/sdk of the
 // module). It skips the test, saying why, when node is not installed or
 // its packages are not (run `npm ci` there first); CI installs them before
-// the Go tests run.
-func SDKDir(t testing.TB) string {
+// the Go tests run. An installation that lacks one of packages (older than
+// package.json) fails the test.
+func SDKDir(t testing.TB, packages ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed: the tests against real MCP and A2A packages need it")
@@ -33,6 +34,11 @@ func SDKDir(t testing.TB) string {
 	sdk := filepath.Join(dir, "tests", "sdk")
 	if _, err := os.Stat(filepath.Join(sdk, "node_modules")); err != nil {
 		t.Skipf("%s/node_modules is absent: run `npm ci --no-audit --no-fund` there to run this test", sdk)
+	}
+	for _, p := range packages {
+		if _, err := os.Stat(filepath.Join(sdk, "node_modules", p)); err != nil {
+			t.Fatalf("%s/node_modules lacks %s: run `npm ci --no-audit --no-fund` there", sdk, p)
+		}
 	}
 	return sdk
 }
