@@ -15,6 +15,7 @@ import (
 	"agentserver/internal/channels"
 	"agentserver/internal/graph"
 	"agentserver/internal/llm"
+	"agentserver/internal/mcptools"
 	"agentserver/internal/metrics"
 	"agentserver/internal/tools"
 	"agentserver/internal/tracing"
@@ -59,6 +60,9 @@ type Options struct {
 	// Extend builds middlewares from spec sections the agent package does
 	// not interpret itself (async subagents); they run after the built-ins.
 	Extend func(graphID string, spec *Spec) ([]Middleware, error)
+	// MCP owns the sessions of the MCP servers specs list; nil refuses
+	// specs that list any.
+	MCP *mcptools.Pool
 	// Log receives start-up warnings about a spec; nil discards them.
 	Log *slog.Logger
 }
@@ -95,6 +99,14 @@ func New(graphID string, spec *Spec, opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
 		}
 		a.middlewares = append(a.middlewares, h)
+	}
+	switch {
+	case opts.MCP != nil:
+		if servers := opts.MCP.Use(graphID, spec.MCPServers); len(servers) > 0 {
+			a.middlewares = append(a.middlewares, &mcpTools{servers: servers})
+		}
+	case len(spec.MCPServers) > 0:
+		return nil, fmt.Errorf("%w: field %q: MCP servers are not available here", ErrInvalidSpec, "mcp_servers")
 	}
 	if opts.Extend != nil {
 		extra, err := opts.Extend(graphID, spec)

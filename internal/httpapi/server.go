@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -42,6 +44,9 @@ type Deps struct {
 	// NoMetrics leaves GET /metrics out (it is served on a listener of
 	// its own).
 	NoMetrics bool
+	// Mounts are JSON-RPC protocol endpoints (MCP, A2A) by path prefix,
+	// served beside the generated routes behind the same middlewares.
+	Mounts map[string]http.Handler
 }
 
 // Handler implements the generated strict server interface.
@@ -84,7 +89,19 @@ func New(d Deps) (*echo.Echo, error) {
 	if !d.NoMetrics {
 		serveMetrics(e)
 	}
+	mount(e, d.Mounts)
 	return e, nil
+}
+
+// mount serves each handler at its prefix and below it. They are plain
+// echo routes, not generated ones: MCP and A2A are JSON-RPC over one URL
+// (the method is in the body), which the OpenAPI handler shape cannot
+// express. The middlewares of e (API key, CORS, access log) apply to them.
+func mount(e *echo.Echo, mounts map[string]http.Handler) {
+	for prefix, h := range mounts {
+		e.Any(prefix, echo.WrapHandler(h))
+		e.Any(strings.TrimSuffix(prefix, "/")+"/*", echo.WrapHandler(h))
+	}
 }
 
 // GetOk implements GET /ok.

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"agentserver/internal/a2a"
 	"agentserver/internal/assistants"
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
@@ -18,6 +19,7 @@ import (
 	"agentserver/internal/events"
 	"agentserver/internal/graphs"
 	"agentserver/internal/httpapi"
+	"agentserver/internal/mcpserver"
 	"agentserver/internal/metrics"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
@@ -177,6 +179,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs, Crons: s.Crons,
 		Log: log, APIKey: cfg.APIKey, Limits: httpapi.Limits{MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyStallTimeout: opts.BodyStallTimeout, BodyReadTimeout: opts.BodyReadTimeout}, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
 		NoMetrics: cfg.MetricsAddr != "",
+		Mounts:    s.protocolMounts(),
 	})
 	if err != nil {
 		db.Close()
@@ -194,6 +197,16 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
+}
+
+// protocolMounts are the MCP and A2A endpoints.
+func (s *Server) protocolMounts() map[string]http.Handler {
+	a2aHandler := a2a.New(a2a.Deps{Assistants: s.Assistants, Threads: s.Threads, Runs: s.Runs})
+	return map[string]http.Handler{
+		"/mcp":                         mcpserver.New(mcpserver.Deps{Assistants: s.Assistants, Threads: s.Threads, Runs: s.Runs, Log: s.log}),
+		"/a2a":                         a2aHandler,
+		"/.well-known/agent-card.json": a2aHandler,
+	}
 }
 
 // Start starts background workers and begins serving on cfg.Addr. When it
@@ -292,6 +305,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	s.reqCancel()
+	if err := s.agents.mcp.Close(); err != nil {
+		s.log.Warn("closing MCP sessions", "err", err)
+	}
 	if s.serveErr != nil { // serving: stop it and wait for Serve to return
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))

@@ -28,7 +28,7 @@ if [ "$node_major" -lt 20 ]; then
   exit 2
 fi
 
-if [ ! -d "$SDK_DIR/node_modules/@langchain/langgraph-sdk" ] || [ ! -d "$SDK_DIR/node_modules/deepagents" ]; then
+if [ ! -d "$SDK_DIR/node_modules/@langchain/langgraph-sdk" ] || [ ! -d "$SDK_DIR/node_modules/deepagents" ] || [ ! -d "$SDK_DIR/node_modules/@modelcontextprotocol/server-everything" ] || [ ! -d "$SDK_DIR/node_modules/@a2a-js/sdk" ]; then
   echo "run.sh: installing SDK test dependencies (npm ci)"
   (cd "$SDK_DIR" && npm ci --no-audit --no-fund --loglevel=error)
 fi
