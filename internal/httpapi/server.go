@@ -10,6 +10,7 @@ import (
 
 	"agentserver/api"
 	"agentserver/internal/assistants"
+	"agentserver/internal/console"
 	"agentserver/internal/graphs"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
@@ -28,7 +29,7 @@ type Deps struct {
 	Runs       *runs.Service
 	Log        *slog.Logger
 	// APIKey, when set, is required as x-api-key on every route but the
-	// public ones (/ok, /openapi.json, /docs).
+	// public ones (/ok, /openapi.json, /docs, the console's assets).
 	APIKey string
 	// ThreadDeleted is told about a thread (its graph and last values)
 	// just before it is deleted.
@@ -75,6 +76,7 @@ func New(d Deps) (*echo.Echo, error) {
 	if err := registerContractRoutes(e); err != nil {
 		return nil, err
 	}
+	console.Register(e)
 	return e, nil
 }
 
