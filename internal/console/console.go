@@ -37,12 +37,22 @@ var securityHeaders = map[string]string{
 	"Cache-Control": "no-cache",
 }
 
-// Register adds GET (and HEAD) /ui, /ui/ and /ui/* to e.
+// Register adds GET (and HEAD) /ui and /ui/* to e. /ui redirects to /ui/,
+// where the pages' relative asset paths resolve under the prefix.
 func Register(e *echo.Echo) {
-	e.GET(Prefix, serve)
+	e.GET(Prefix, toSlash)
+	e.HEAD(Prefix, toSlash)
 	e.GET(Prefix+"/*", serve)
-	e.HEAD(Prefix, serve)
 	e.HEAD(Prefix+"/*", serve)
+}
+
+// toSlash redirects /ui to /ui/, keeping the query.
+func toSlash(c echo.Context) error {
+	target := Prefix + "/"
+	if q := c.Request().URL.RawQuery; q != "" {
+		target += "?" + q
+	}
+	return c.Redirect(http.StatusMovedPermanently, target)
 }
 
 // Public reports whether r reads a console asset, which needs no API key.

@@ -58,6 +58,20 @@ func TestConsoleServesIndexAndAssetsWithTheirTypes(t *testing.T) {
 	}
 }
 
+func TestConsoleRedirectsItsRootToTheSlashedPath(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{})
+	noFollow := *s.Client
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noFollow.Get(s.URL() + "/ui?x=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/ui/?x=1" {
+		t.Fatalf("GET /ui: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
 func TestConsoleFallsBackToIndexForAppPathsOnly(t *testing.T) {
 	s := testutil.StartServer(t, testutil.Options{})
 	_, _, index := get(t, s, http.MethodGet, "/ui/", nil)

@@ -15,7 +15,8 @@
 //     need no API key). Everything the console shows it reads through the
 //     public HTTP API, sending the key the user typed as x-api-key, like
 //     any other client.
-//   - A path under /ui/ that names no asset and has no file extension is a
-//     page of the application and answers index.html (SPA fallback); one
-//     with an extension that names no asset is 404.
+//   - /ui redirects to /ui/, so relative asset paths resolve under the
+//     prefix. A path under /ui/ that names no asset and has no file
+//     extension is a page of the application and answers index.html (SPA
+//     fallback); one with an extension that names no asset is 404.
 package console

@@ -38,13 +38,13 @@ export function runView(tid, rid, ctx) {
     location.hash = `#/threads/${tid}/runs/${again.run_id}`;
   }) }, 'Rerun');
   const el = h('div', {},
-    h('div', { class: 'row', style: 'margin-bottom:12px' },
+    h('div', { class: 'row mb-12' },
       h('a', { href: `#/threads/${tid}/runs` }, '← all runs'), h('span', { class: 'grow' }),
       h('span', { class: 'mono small muted' }, rid), statusSlot, cancel, rerun),
     h('div', { class: 'split-2' },
-      h('div', {}, h('h3', {}, 'Run'), meta, h('h3', { style: 'margin-top:12px' }, 'Output'), output),
+      h('div', {}, h('h3', {}, 'Run'), meta, h('h3', { class: 'mt-12' }, 'Output'), output),
       h('div', {}, h('h3', {}, 'Stream'), eventList)),
-    h('div', { style: 'margin-top:12px' }, h('h3', {}, 'Task-tool subagents'), subagents));
+    h('div', { class: 'mt-12' }, h('h3', {}, 'Task-tool subagents'), subagents));
 
   let run = null;
   const texts = new Map(); // message id → text written so far

@@ -100,11 +100,11 @@ function threadDetail(first, ctx, refreshList) {
   const meta = h('dl', { class: 'kv' });
   const tabs = h('nav', { class: 'tabs' }, TABS.map(([id, label]) => h('a', { href: `#/threads/${tid}/${id}`, 'data-tab': id }, label)));
   const body = h('div', { class: 'card-body', id: 'tab-body' });
-  const composer = composerForm(ctx, tid, () => thread?.metadata?.graph_id);
+  const composer = composerForm(ctx, tid, () => undefined);
   const el = h('div', {},
     h('section', { class: 'card' },
       h('div', { class: 'card-head' }, liveDot, h('h1', { class: 'mono grow' }, tid), statusSlot),
-      h('div', { class: 'card-body' }, meta, h('div', { style: 'margin-top:12px' }, composer))),
+      h('div', { class: 'card-body' }, meta, h('div', { class: 'mt-12' }, composer))),
     h('section', { class: 'card' }, tabs, body));
 
   let thread = null;
@@ -213,7 +213,7 @@ function stateView(st) {
         h('dt', {}, 'created'), h('dd', {}, time(st.created_at)),
         h('dt', {}, 'next'), h('dd', {}, (st.next || []).join(', ') || '—'),
         h('dt', {}, 'step'), h('dd', {}, st.metadata?.step ?? '—')),
-      h('h3', { style: 'margin-top:12px' }, 'Other values'),
+      h('h3', { class: 'mt-12' }, 'Other values'),
       json(rest)));
 }
 
@@ -234,7 +234,7 @@ async function renderHistory(slot, ctx, tid) {
   h('td', {}, (cp.next || []).join(', ') || '—'),
   h('td', {}, time(cp.created_at))));
   const table = h('table', { id: 'history-table' },
-    h('colgroup', {}, h('col', { style: 'width:130px' }), h('col', { style: 'width:50px' }), h('col', { style: 'width:70px' }), h('col'), h('col', { style: 'width:110px' })),
+    h('colgroup', {}, h('col', { class: 'w-130' }), h('col', { class: 'w-50' }), h('col', { class: 'w-70' }), h('col'), h('col', { class: 'w-110' })),
     h('thead', {}, h('tr', {}, h('th', {}, 'checkpoint'), h('th', {}, 'step'), h('th', {}, 'source'), h('th', {}, 'next'), h('th', {}, 'time'))),
     h('tbody', {}, rows));
   function pick(row, cp, newest) {
@@ -252,8 +252,8 @@ function checkpointView(ctx, tid, cp, newest) {
   const form = composerForm(ctx, tid, () => cp.metadata?.graph_id, { checkpointId: id, copy, label: 'Run from here' });
   return h('div', {},
     h('div', { class: 'row' }, h('h3', { class: 'grow' }, newest ? 'Newest checkpoint' : 'Past checkpoint'), h('span', { class: 'mono small' }, id)),
-    h('div', { style: 'margin:8px 0 12px' }, form,
-      h('label', { class: 'small muted row', style: 'margin-top:6px' }, copy, 'fork: run on a copy of the thread (this thread stays as it is)')),
+    h('div', { class: 'mt-8 mb-12' }, form,
+      h('label', { class: 'small muted row mt-6' }, copy, 'fork: run on a copy of the thread (this thread stays as it is)')),
     stateView(cp));
 }
 
@@ -292,7 +292,7 @@ async function renderRuns(slot, tid) {
 export function runsTable(runs, { showThread, onChange = () => {} }) {
   const live = (s) => s === 'pending' || s === 'running';
   return h('table', { class: 'runs-table' },
-    h('colgroup', {}, h('col', { style: 'width:150px' }), showThread && h('col', { style: 'width:150px' }), h('col'), h('col', { style: 'width:110px' }), h('col', { style: 'width:110px' }), h('col', { style: 'width:150px' })),
+    h('colgroup', {}, h('col', { class: 'w-150' }), showThread && h('col', { class: 'w-150' }), h('col'), h('col', { class: 'w-110' }), h('col', { class: 'w-110' }), h('col', { class: 'w-150' })),
     h('thead', {}, h('tr', {}, h('th', {}, 'run'), showThread && h('th', {}, 'thread'), h('th', {}, 'assistant'), h('th', {}, 'status'), h('th', {}, 'created'), h('th', {}, ''))),
     h('tbody', {}, runs.map((r) => h('tr', { dataset: { runId: r.run_id } },
       h('td', { class: 'mono' }, h('a', { href: `#/threads/${r.thread_id}/runs/${r.run_id}` }, shortId(r.run_id))),
