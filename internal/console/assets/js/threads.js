@@ -201,10 +201,10 @@ function threadDetail(first, ctx, refreshList) {
 }
 
 /** stateView shows a ThreadState: its messages, the other values, and where it stands. */
-function stateView(st) {
+function stateView(st, { stacked = false } = {}) {
   const values = st.values || {};
   const { messages: msgs, ...rest } = values;
-  return h('div', { class: 'split-2' },
+  return h('div', { class: stacked ? 'stack' : 'split-2' },
     h('div', {}, h('h3', {}, 'Messages'), messages(msgs)),
     h('div', {},
       h('h3', {}, 'Checkpoint'),
@@ -242,7 +242,7 @@ async function renderHistory(slot, ctx, tid) {
     row.classList.add('selected');
     replace(pane, checkpointView(ctx, tid, cp, newest));
   }
-  replace(slot, h('div', { class: 'split-2' }, h('div', { class: 'history-list' }, table), pane));
+  replace(slot, h('div', { class: 'split-history' }, h('div', { class: 'history-list' }, table), pane));
   pick(rows[0], history[0], true);
 }
 
@@ -254,7 +254,7 @@ function checkpointView(ctx, tid, cp, newest) {
     h('div', { class: 'row' }, h('h3', { class: 'grow' }, newest ? 'Newest checkpoint' : 'Past checkpoint'), h('span', { class: 'mono small' }, id)),
     h('div', { class: 'mt-8 mb-12' }, form,
       h('label', { class: 'small muted row mt-6' }, copy, 'fork: run on a copy of the thread (this thread stays as it is)')),
-    stateView(cp));
+    stateView(cp, { stacked: true }));
 }
 
 // composerForm is the "send a message" form: assistant, text, Run. With a

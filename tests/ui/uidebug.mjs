@@ -1,0 +1,15 @@
+import { apiClient, launchBrowser, startServer, stopAll } from './harness.mjs';
+const server = await startServer({ bins: '/tmp/uibin', config: '/work/wt-console/langgraph.json', apiKey: '' });
+const api = apiClient(server.url, '');
+const t = (await api('POST', '/threads', {})).thread_id;
+await api('POST', `/threads/${t}/runs/wait`, { assistant_id: 'echo', input: { messages: [{ role: 'user', content: 'hi' }] } });
+const b = await launchBrowser();
+const page = b.pages()[0];
+page.on('console', (m) => console.log('console:', m.type(), m.text()));
+page.on('pageerror', (e) => console.log('pageerror:', e.message, e.stack));
+page.on('response', (r) => { if (r.status() >= 400) console.log('resp:', r.status(), r.url()); });
+await page.goto(server.url + '/ui/#/threads/' + t + process.argv[2]);
+await new Promise((r) => setTimeout(r, 2000));
+console.log((await page.locator('#thread-detail').innerHTML()).slice(0, 1500));
+await page.screenshot({ path: '/tmp/dbg.png' });
+await b.close(); await stopAll();
