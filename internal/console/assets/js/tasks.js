@@ -87,7 +87,7 @@ export function subagentNodes(list) {
     const steps = s.steps || [];
     return h('li', { class: 'subagent', dataset: { toolCallId: s.tool_call_id, live: s.status === 'running' ? '1' : '0' } },
       node('S', '', h('span', { class: 'grow' }, h('strong', {}, s.subagent_type), ' ', s.description || ''), badge(s.status), [
-        h('span', {}, `${steps.length} steps`),
+        h('span', {}, `${steps.length} step${steps.length === 1 ? '' : 's'}`),
         h('span', {}, `${tokens} tokens`),
         h('span', {}, 'stop ', s.stop_reason || '—'),
         s.model && h('span', {}, s.model),
