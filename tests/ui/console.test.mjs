@@ -157,6 +157,7 @@ test('the run queue lists pending runs across threads and cancels them', async (
   const row = page.locator(`tr[data-run-id="${run.run_id}"]`);
   await row.waitFor(WAIT);
   assert.equal(await row.locator('[data-status]').getAttribute('data-status'), 'pending');
+  assert.match(await row.textContent(), /echo/, 'the queue names the run\'s graph');
   await shot('queue');
   await row.locator('.run-cancel').click();
   await page.locator('#queue-empty').waitFor(WAIT);

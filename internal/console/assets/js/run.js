@@ -17,6 +17,11 @@ export function startRun(tid, { assistant, text, checkpointId, input, config }) 
   return post(`/threads/${tid}/runs`, body);
 }
 
+/** graphOf names the graph a run ran (the server records it in its config). */
+export function graphOf(run) {
+  return run.kwargs?.config?.configurable?.graph_id || run.assistant_id;
+}
+
 const MAX_EVENTS = 300;
 
 /** runView follows one run until it ends; dispose() stops following. */
@@ -57,7 +62,7 @@ export function runView(tid, rid, ctx) {
     cancel.disabled = !live;
     rerun.disabled = live;
     replace(meta,
-      h('dt', {}, 'assistant'), h('dd', {}, run.metadata?.graph_id || run.assistant_id),
+      h('dt', {}, 'assistant'), h('dd', {}, graphOf(run)),
       h('dt', {}, 'created'), h('dd', {}, time(run.created_at)),
       h('dt', {}, 'updated'), h('dd', {}, time(run.updated_at)),
       h('dt', {}, 'strategy'), h('dd', {}, run.multitask_strategy || '—'),

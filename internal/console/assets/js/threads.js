@@ -2,7 +2,7 @@
 // right (state, history with time travel, runs, task tree, live events).
 import { get, post, openStream } from './api.js';
 import { h, replace, badge, shortId, time, json, messages, guard, debounce, toast, appendEvent } from './ui.js';
-import { runView, startRun } from './run.js';
+import { runView, startRun, graphOf } from './run.js';
 import { renderTaskTree } from './tasks.js';
 
 const LIST_REFRESH_MS = 5000;
@@ -100,7 +100,7 @@ function threadDetail(first, ctx, refreshList) {
   const meta = h('dl', { class: 'kv' });
   const tabs = h('nav', { class: 'tabs' }, TABS.map(([id, label]) => h('a', { href: `#/threads/${tid}/${id}`, 'data-tab': id }, label)));
   const body = h('div', { class: 'card-body', id: 'tab-body' });
-  const composer = composerForm(ctx, tid, () => undefined);
+  const composer = composerForm(ctx, tid, undefined);
   const el = h('div', {},
     h('section', { class: 'card' },
       h('div', { class: 'card-head' }, liveDot, h('h1', { class: 'mono grow' }, tid), statusSlot),
@@ -249,7 +249,7 @@ async function renderHistory(slot, ctx, tid) {
 function checkpointView(ctx, tid, cp, newest) {
   const id = cp.checkpoint?.checkpoint_id;
   const copy = h('input', { type: 'checkbox', id: 'fork-copy' });
-  const form = composerForm(ctx, tid, () => cp.metadata?.graph_id, { checkpointId: id, copy, label: 'Run from here' });
+  const form = composerForm(ctx, tid, cp.metadata?.graph_id, { checkpointId: id, copy, label: 'Run from here' });
   return h('div', {},
     h('div', { class: 'row' }, h('h3', { class: 'grow' }, newest ? 'Newest checkpoint' : 'Past checkpoint'), h('span', { class: 'mono small' }, id)),
     h('div', { class: 'mt-8 mb-12' }, form,
@@ -259,7 +259,7 @@ function checkpointView(ctx, tid, cp, newest) {
 
 // composerForm is the "send a message" form: assistant, text, Run. With a
 // checkpoint id it runs from that checkpoint, optionally on a copy.
-function composerForm(ctx, tid, graphOf, { checkpointId, copy, label = 'Run' } = {}) {
+function composerForm(ctx, tid, defaultGraph, { checkpointId, copy, label = 'Run' } = {}) {
   const assistant = h('select', { class: 'composer-assistant', title: 'Assistant' }, ctx.graphs.map((g) => h('option', { value: g }, g)));
   const text = h('input', { type: 'text', class: 'composer-input', placeholder: checkpointId ? 'Message to continue with (optional)' : 'Message to the agent' });
   const go = h('button', { class: 'btn primary composer-run', type: 'submit' }, label);
@@ -276,7 +276,7 @@ function composerForm(ctx, tid, graphOf, { checkpointId, copy, label = 'Run' } =
   } }, assistant, text, go);
   form.setDefault = (g) => { if (g && !form.dataset.touched) assistant.value = g; };
   assistant.addEventListener('change', () => { form.dataset.touched = '1'; });
-  form.setDefault(graphOf());
+  form.setDefault(defaultGraph);
   return form;
 }
 
@@ -297,7 +297,7 @@ export function runsTable(runs, { showThread, onChange = () => {} }) {
     h('tbody', {}, runs.map((r) => h('tr', { dataset: { runId: r.run_id } },
       h('td', { class: 'mono' }, h('a', { href: `#/threads/${r.thread_id}/runs/${r.run_id}` }, shortId(r.run_id))),
       showThread && h('td', { class: 'mono' }, h('a', { href: `#/threads/${r.thread_id}` }, shortId(r.thread_id))),
-      h('td', {}, r.metadata?.graph_id || r.assistant_id),
+      h('td', {}, graphOf(r)),
       h('td', {}, badge(r.status)),
       h('td', {}, time(r.created_at)),
       h('td', { class: 'row end' },
