@@ -88,6 +88,9 @@ func TestConsoleFallsBackToIndexForAppPathsOnly(t *testing.T) {
 	if status, _, body := get(t, s, http.MethodGet, "/ui/../../go.mod", nil); status == http.StatusOK && strings.Contains(body, "module agentserver") {
 		t.Fatal("a path with .. reached a file outside the assets")
 	}
+	if status, h, _ := get(t, s, http.MethodPost, "/ui/echo", nil); status != http.StatusMethodNotAllowed || !strings.Contains(h.Get("Allow"), "GET") {
+		t.Fatalf("POST /ui/echo: %d, Allow %q; want 405 (only reading is served)", status, h.Get("Allow"))
+	}
 	if status, h, _ := get(t, s, http.MethodHead, "/ui/console.css", nil); status != http.StatusOK || h.Get("Content-Type") != "text/css; charset=utf-8" {
 		t.Fatalf("HEAD: %d %q", status, h.Get("Content-Type"))
 	}

@@ -23,7 +23,11 @@ let supervisor;
 let echoThread;
 const pageErrors = [];
 
-const shot = (name) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
+// shot saves a screenshot without the passing toast, so shots compare well.
+const shot = async (name) => {
+  await page.evaluate(() => { document.getElementById('toast').className = 'toast'; });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), animations: 'disabled' });
+};
 const open = async (hash) => { await page.evaluate((h) => { location.hash = h; }, hash); };
 const waitFor = async (what, fn) => {
   const deadline = Date.now() + WAIT.timeout;
