@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -17,23 +16,8 @@ import (
 // status, the headers and the body.
 func get(t *testing.T, s *testutil.Server, method, path string, header http.Header) (int, http.Header, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, s.URL()+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	resp, err := s.Client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(body)
+	resp, body := s.Fetch(method, path, header)
+	return resp.StatusCode, resp.Header, body
 }
 
 func TestConsoleServesIndexAndAssetsWithTheirTypes(t *testing.T) {

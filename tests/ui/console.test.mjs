@@ -201,6 +201,9 @@ test('the task tree updates live from the thread stream', async () => {
   await api('POST', `/threads/${supervisor}/runs`, { assistant_id: 'supervisor', input: { messages: [{ role: 'user', content: 'start coder: write a haiku' }] } });
   await waitFor('the second async task', async () => (await page.locator('#async-tasks .async-task').count()) === 2);
   await page.locator('#live-dot.on').waitFor(WAIT);
+  await page.click('[data-tab="events"]');
+  await page.locator('#thread-events li .ev', { hasText: 'values' }).first().waitFor(WAIT);
+  await shot('thread-events');
 });
 
 test('the theme toggle overrides the system scheme', async () => {

@@ -234,7 +234,7 @@ async function renderHistory(slot, ctx, tid) {
   h('td', {}, (cp.next || []).join(', ') || '—'),
   h('td', {}, time(cp.created_at))));
   const table = h('table', { id: 'history-table' },
-    h('colgroup', {}, h('col', { class: 'w-130' }), h('col', { class: 'w-50' }), h('col', { class: 'w-70' }), h('col'), h('col', { class: 'w-110' })),
+    h('colgroup', {}, h('col', { class: 'w-120' }), h('col', { class: 'w-44' }), h('col', { class: 'w-64' }), h('col'), h('col', { class: 'w-110' })),
     h('thead', {}, h('tr', {}, h('th', {}, 'checkpoint'), h('th', {}, 'step'), h('th', {}, 'source'), h('th', {}, 'next'), h('th', {}, 'time'))),
     h('tbody', {}, rows));
   function pick(row, cp, newest) {
