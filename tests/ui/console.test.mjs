@@ -84,6 +84,7 @@ test('asks for the API key once and lists the threads', async () => {
   await page.locator(`[data-thread-id="${supervisor}"]`).waitFor(WAIT);
   assert.equal(await page.evaluate(() => sessionStorage.getItem('agentserver.console.apiKey')), KEY);
   assert.equal(await dialog.isVisible(), false);
+  assert.equal(await page.locator('[data-nav="crons"]').isHidden(), true, 'no Crons page while /info says crons: false');
   await shot('threads-light');
 });
 

@@ -97,10 +97,15 @@ export function runView(tid, rid, ctx) {
     if (ev.event === 'custom' && String(ev.data?.type || '').startsWith('task_')) refreshSubagents();
   }
 
+  let seen = 0;
   const stream = openStream(`${path}/stream`, {
     lastEventId: -1,
-    onEvent,
-    onEnd: () => { loadRun(); loadSubagents(); },
+    onEvent: (ev) => { seen++; onEvent(ev); },
+    onEnd: () => {
+      if (seen === 0) output.textContent = 'The server no longer keeps this run\'s events; its result is in the thread\'s state.';
+      loadRun();
+      loadSubagents();
+    },
   });
   loadRun();
   loadSubagents();
