@@ -14,10 +14,12 @@ export async function renderTaskTree(slot, tid) {
   if (!state || !runs) return;
   const records = Object.values(state.values?.async_tasks || {});
   const reported = resultsInMessages(state.values?.messages || []);
-  const [asyncNodes, runNodes] = await Promise.all([
+  const nodes = await guard(() => Promise.all([
     Promise.all(records.map((rec) => asyncTaskNode(rec, reported.get(rec.task_id)))),
     Promise.all(runs.map((run) => runSubagentsNode(tid, run))),
-  ]);
+  ]));
+  if (!nodes) return;
+  const [asyncNodes, runNodes] = nodes;
   const withSubagents = runNodes.filter(Boolean);
   if (asyncNodes.length === 0 && withSubagents.length === 0) {
     replace(slot, h('p', { class: 'empty' }, 'No subagents on this thread: a supervisor\'s async tasks and a lead\'s task-tool subagents show here.'));
@@ -56,7 +58,8 @@ async function asyncTaskNode(rec, reported) {
     const last = (live.values?.messages || []).filter((m) => m.type === 'ai').pop();
     if (last && rec.status === 'success') result = textOf(last.content);
   } catch (err) {
-    if (!(err instanceof ApiError && err.status === 404)) throw err;
+    // Not a thread here (404, or 422 for an id that is not ours): remote.
+    if (!(err instanceof ApiError && err.status < 500)) throw err;
   }
   const title = h('span', { class: 'grow' }, h('strong', {}, rec.agent_name), ' ', h('span', { class: 'mono muted' }, shortId(rec.task_id)));
   return h('li', { class: 'async-task', dataset: { taskId: rec.task_id, live: live?.status === 'busy' ? '1' : '0' } },
