@@ -73,10 +73,10 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
 	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
+	console.Register(e)
 	if err := registerContractRoutes(e); err != nil {
 		return nil, err
 	}
-	console.Register(e)
 	return e, nil
 }
 

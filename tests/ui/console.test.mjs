@@ -84,7 +84,8 @@ test('asks for the API key once and lists the threads', async () => {
   await page.locator(`[data-thread-id="${supervisor}"]`).waitFor(WAIT);
   assert.equal(await page.evaluate(() => sessionStorage.getItem('agentserver.console.apiKey')), KEY);
   assert.equal(await dialog.isVisible(), false);
-  assert.equal(await page.locator('[data-nav="crons"]').isHidden(), true, 'no Crons page while /info says crons: false');
+  const { flags } = await api('GET', '/info');
+  assert.equal(await page.locator('[data-nav="crons"]').isVisible(), flags.crons === true, 'a Crons page exactly when /info says crons: true');
   await shot('threads-light');
 });
 
@@ -205,6 +206,20 @@ test('the task tree updates live from the thread stream', async () => {
   await page.click('[data-tab="events"]');
   await page.locator('#thread-events li .ev', { hasText: 'values' }).first().waitFor(WAIT);
   await shot('thread-events');
+});
+
+test('the crons page lists crons when the server has them', async (t) => {
+  const { flags } = await api('GET', '/info');
+  if (!flags.crons) {
+    t.skip('this server has no crons (GET /info flags.crons is false)');
+    return;
+  }
+  const cron = await api('POST', '/runs/crons', { assistant_id: 'echo', schedule: '0 0 1 1 *', input: { messages: [{ role: 'user', content: 'new year' }] } });
+  await page.click('[data-nav="crons"]');
+  const row = page.locator(`#crons-table tr[data-cron-id="${cron.cron_id}"]`);
+  await row.waitFor(WAIT);
+  assert.match(await row.textContent(), /0 0 1 1 \*/);
+  await shot('crons');
 });
 
 test('the theme toggle overrides the system scheme', async () => {

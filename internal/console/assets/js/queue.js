@@ -49,12 +49,13 @@ export function cronsPage() {
     if (!crons) return null;
     if (crons.length === 0) return h('p', { class: 'empty' }, 'No crons.');
     return h('table', { id: 'crons-table' },
-      h('thead', {}, h('tr', {}, ['cron', 'schedule', 'assistant', 'thread', 'next run', 'end'].map((c) => h('th', {}, c)))),
-      h('tbody', {}, crons.map((c) => h('tr', {},
+      h('thead', {}, h('tr', {}, ['cron', 'schedule', 'assistant', 'thread', 'enabled', 'next run', 'end'].map((c) => h('th', {}, c)))),
+      h('tbody', {}, crons.map((c) => h('tr', { dataset: { cronId: c.cron_id } },
         h('td', { class: 'mono' }, shortId(c.cron_id)),
-        h('td', { class: 'mono' }, c.schedule || '—'),
-        h('td', {}, c.assistant_id || '—'),
+        h('td', { class: 'mono', title: c.timezone || 'UTC' }, c.schedule || '—', c.timezone ? ` (${c.timezone})` : ''),
+        h('td', { class: 'mono' }, shortId(c.assistant_id)),
         h('td', { class: 'mono' }, c.thread_id ? h('a', { href: `#/threads/${c.thread_id}` }, shortId(c.thread_id)) : 'new thread per run'),
+        h('td', {}, c.enabled === false ? 'no' : 'yes'),
         h('td', {}, time(c.next_run_date)),
         h('td', {}, time(c.end_time))))));
   });
