@@ -9,7 +9,13 @@ import (
 // body as text, whatever the content type (Do wants JSON).
 func (s *Server) Fetch(method, path string, header http.Header) (*http.Response, string) {
 	s.T.Helper()
-	req := s.newRequest(method, path, nil)
+	resp, raw := s.send(s.newRequest(method, path, nil), header)
+	return resp, string(raw)
+}
+
+// send adds header to req, sends it and reads the whole answer.
+func (s *Server) send(req *http.Request, header http.Header) (*http.Response, []byte) {
+	s.T.Helper()
 	for k, v := range header {
 		req.Header[k] = v
 	}
@@ -18,9 +24,9 @@ func (s *Server) Fetch(method, path string, header http.Header) (*http.Response,
 		s.T.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		s.T.Fatal(err)
 	}
-	return resp, string(body)
+	return resp, raw
 }

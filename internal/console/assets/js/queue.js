@@ -49,6 +49,7 @@ export function cronsPage() {
     if (!crons) return null;
     if (crons.length === 0) return h('p', { class: 'empty' }, 'No crons.');
     return h('table', { id: 'crons-table' },
+      h('colgroup', {}, ['w-130', '', 'w-130', 'w-150', 'w-80', 'w-190', 'w-150'].map((c) => h('col', { class: c || undefined }))),
       h('thead', {}, h('tr', {}, ['cron', 'schedule', 'assistant', 'thread', 'enabled', 'next run', 'end'].map((c) => h('th', {}, c)))),
       h('tbody', {}, crons.map((c) => h('tr', { dataset: { cronId: c.cron_id } },
         h('td', { class: 'mono' }, shortId(c.cron_id)),
