@@ -1,14 +1,15 @@
 # Run `make help` for the list of targets.
 GO ?= go
 
-.PHONY: help run build generate check-generated vet test test-go test-sdk bench fuzz
+.PHONY: help run build generate check-generated vet test test-go test-sdk test-ui bench fuzz
 
 help:
 	@echo "run              build and serve ./langgraph.json on 127.0.0.1:2024 (data in ./data)"
 	@echo "build            build bin/server and bin/loadgen (version and commit stamped in)"
-	@echo "test             everything CI runs: generated code, vet, Go tests (-race), SDK suite"
+	@echo "test             everything CI runs: generated code, vet, Go tests (-race), SDK suite, console"
 	@echo "test-go          the Go tests alone, with -race"
 	@echo "test-sdk         the Node suite alone (real @langchain/langgraph-sdk against the server)"
+	@echo "test-ui          the web console in Chromium (playwright-core; needs /usr/bin/chromium)"
 	@echo "vet              go vet and gofmt"
 	@echo "generate         regenerate api/*.gen.go from api/openapi.yaml"
 	@echo "check-generated  fail when api/*.gen.go does not match api/openapi.yaml"
@@ -46,7 +47,10 @@ test-go:
 test-sdk:
 	bash tests/sdk/run.sh
 
-test: check-generated vet test-go test-sdk
+test-ui:
+	bash tests/ui/run.sh
+
+test: check-generated vet test-go test-sdk test-ui
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/storage/ ./internal/httpapi/

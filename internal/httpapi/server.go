@@ -12,6 +12,7 @@ import (
 
 	"agentserver/api"
 	"agentserver/internal/assistants"
+	"agentserver/internal/console"
 	"agentserver/internal/crons"
 	"agentserver/internal/graphs"
 	"agentserver/internal/runs"
@@ -32,7 +33,7 @@ type Deps struct {
 	Crons      *crons.Service
 	Log        *slog.Logger
 	// APIKey, when set, is required as x-api-key on every route but the
-	// public ones (/ok, /openapi.json, /docs).
+	// public ones (/ok, /openapi.json, /docs, the console's assets).
 	APIKey string
 	// ThreadDeleted is told about a thread (its graph and last values)
 	// just before it is deleted.
@@ -83,6 +84,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(observe(), accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
 	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, crons: d.Crons, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
+	console.Register(e)
 	if err := registerContractRoutes(e); err != nil {
 		return nil, err
 	}

@@ -207,19 +207,7 @@ func (s *Server) Do(method, path string, body any) Response {
 // DoWith is Do with extra headers.
 func (s *Server) DoWith(method, path string, body any, header http.Header) Response {
 	s.T.Helper()
-	req := s.newRequest(method, path, body)
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	resp, err := s.Client.Do(req)
-	if err != nil {
-		s.T.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.T.Fatal(err)
-	}
+	resp, raw := s.send(s.newRequest(method, path, body), header)
 	out := Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &out.JSON); err != nil {
