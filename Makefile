@@ -1,7 +1,7 @@
 # Run `make help` for the list of targets.
 GO ?= go
 
-.PHONY: help run build generate check-generated vet test test-go test-sdk test-ui bench fuzz
+.PHONY: help run build generate check-generated vet test test-go test-sdk test-ui sdk-deps bench fuzz
 
 help:
 	@echo "run              build and serve ./langgraph.json on 127.0.0.1:2024 (data in ./data)"
@@ -10,6 +10,7 @@ help:
 	@echo "test-go          the Go tests alone, with -race"
 	@echo "test-sdk         the Node suite alone (real @langchain/langgraph-sdk against the server)"
 	@echo "test-ui          the web console in Chromium (playwright-core; needs /usr/bin/chromium)"
+	@echo "sdk-deps         install tests/sdk's npm packages (the SDKs, deepagents, MCP servers) if missing"
 	@echo "vet              go vet and gofmt"
 	@echo "generate         regenerate api/*.gen.go from api/openapi.yaml"
 	@echo "check-generated  fail when api/*.gen.go does not match api/openapi.yaml"
@@ -41,7 +42,11 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
-test-go:
+# The Go tests drive real MCP servers from tests/sdk's npm packages.
+sdk-deps:
+	@[ -d tests/sdk/node_modules/@modelcontextprotocol ] || (cd tests/sdk && npm ci --no-audit --no-fund)
+
+test-go: sdk-deps
 	$(GO) test -race -count=1 ./...
 
 test-sdk:

@@ -12,6 +12,13 @@ REPO_ROOT="$(cd "$UI_DIR/../.." && pwd)"
 CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 
 command -v node >/dev/null || { echo "tests/ui: node is not installed" >&2; exit 2; }
+if [ ! -x "$CHROMIUM" ] && [ "$CHROMIUM" = /usr/bin/chromium ]; then
+  # A bare machine: Debian's Chromium, never a browser download.
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "tests/ui: installing Debian's chromium"
+  $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 [ -x "$CHROMIUM" ] || { echo "tests/ui: $CHROMIUM not found (apt-get install chromium)" >&2; exit 2; }
 if [ ! -d "$UI_DIR/node_modules/playwright-core" ]; then
   echo "tests/ui: installing playwright-core (npm ci)"
