@@ -45,7 +45,7 @@ func benchThread(i int) Thread {
 // benchTxID returns the id of the last committed write transaction.
 func benchTxID(b *testing.B, db *DB) int {
 	var id int
-	if err := db.bolt.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+	if err := db.boltDB().View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
 		b.Fatal(err)
 	}
 	return id
@@ -118,8 +118,8 @@ func BenchmarkSearchThreads(b *testing.B) {
 	t0 := time.Now()
 	const perTx = 10_000
 	for start := 0; start < benchSearchThreads; start += perTx {
-		err := db.bolt.Update(func(btx *bolt.Tx) error {
-			tx := &Tx{tx: btx}
+		err := db.be.update(func(kv kvTx) error {
+			tx := &Tx{kv: kv}
 			for i := start; i < min(start+perTx, benchSearchThreads); i++ {
 				if err := tx.PutThread(benchThread(i)); err != nil {
 					return err

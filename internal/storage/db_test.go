@@ -124,7 +124,7 @@ func TestReopenKeepsDataAndRejectsNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Pretend a newer build wrote the file.
-	if err := db.bolt.Update(func(btx *boltTx) error {
+	if err := db.boltDB().Update(func(btx *boltTx) error {
 		return btx.Bucket(bucketMeta).Put(keySchemaVersion, []byte("99"))
 	}); err != nil {
 		t.Fatal(err)
@@ -270,9 +270,9 @@ func TestCheckpointsNewestFirstAndDeleteThread(t *testing.T) {
 func bucketRoots(t *testing.T, db *DB, names ...[]byte) []uint64 {
 	t.Helper()
 	var roots []uint64
-	err := db.View(func(tx *Tx) error {
+	err := db.boltDB().View(func(tx *boltTx) error {
 		for _, n := range names {
-			roots = append(roots, uint64(tx.bucket(n).Root()))
+			roots = append(roots, uint64(tx.Bucket(n).Root()))
 		}
 		return nil
 	})

@@ -128,7 +128,7 @@ func TestThreadExpiryBackfill(t *testing.T) {
 	if err := db.Update(context.Background(), func(tx *Tx) error { return tx.PutThread(th) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.bolt.Update(func(btx *boltTx) error { return btx.DeleteBucket(bucketThreadsByExpiry) }); err != nil {
+	if err := db.boltDB().Update(func(btx *boltTx) error { return btx.DeleteBucket(bucketThreadsByExpiry) }); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
