@@ -31,8 +31,9 @@ func newThread(meta map[string]any, status string) Thread {
 	return Thread{ThreadID: uuid.Must(uuid.NewV7()), CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Metadata: meta, Status: status}
 }
 
-func TestGroupCommitIsolatesFailingMember(t *testing.T) {
-	db := openTest(t)
+func TestGroupCommitIsolatesFailingMember(t *testing.T) { forEachBackend(t, testGroupCommitIsolatesFailingMember) }
+
+func testGroupCommitIsolatesFailingMember(t *testing.T, db *DB) {
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -72,8 +73,9 @@ func TestGroupCommitIsolatesFailingMember(t *testing.T) {
 	}
 }
 
-func TestAfterCommitRunsOnlyOnSuccess(t *testing.T) {
-	db := openTest(t)
+func TestAfterCommitRunsOnlyOnSuccess(t *testing.T) { forEachBackend(t, testAfterCommitRunsOnlyOnSuccess) }
+
+func testAfterCommitRunsOnlyOnSuccess(t *testing.T, db *DB) {
 	var ran atomic.Int32
 	_ = db.Update(context.Background(), func(tx *Tx) error {
 		tx.AfterCommit(func() { ran.Add(1) })
@@ -91,8 +93,12 @@ func TestAfterCommitRunsOnlyOnSuccess(t *testing.T) {
 }
 
 func TestReopenKeepsDataAndRejectsNewerSchema(t *testing.T) {
-	dir := t.TempDir()
-	db, err := Open(dir, Options{})
+	forEachBackendAt(t, testReopenKeepsDataAndRejectsNewerSchema)
+}
+
+func testReopenKeepsDataAndRejectsNewerSchema(t *testing.T, be testBackend) {
+	dir := be.location(t)
+	db, err := be.open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +112,7 @@ func TestReopenKeepsDataAndRejectsNewerSchema(t *testing.T) {
 	if err := db.Update(context.Background(), func(tx *Tx) error { return nil }); !errors.Is(err, ErrClosed) {
 		t.Fatalf("update after close: %v", err)
 	}
-	db, err = Open(dir, Options{})
+	db, err = be.open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,20 +129,21 @@ func TestReopenKeepsDataAndRejectsNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Pretend a newer build wrote the file.
-	if err := db.boltDB().Update(func(btx *boltTx) error {
-		return btx.Bucket(bucketMeta).Put(keySchemaVersion, []byte("99"))
+	// Pretend a newer build wrote the database.
+	if err := db.be.update(func(kv kvTx) error {
+		return kv.bucket(bucketMeta).Put(keySchemaVersion, []byte("99"))
 	}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := Open(dir, Options{}); !errors.Is(err, ErrSchemaTooNew) {
+	if _, err := be.open(dir, Options{}); !errors.Is(err, ErrSchemaTooNew) {
 		t.Fatalf("open newer schema: %v", err)
 	}
 }
 
-func TestSearchThreadsIndexes(t *testing.T) {
-	db := openTest(t)
+func TestSearchThreadsIndexes(t *testing.T) { forEachBackend(t, testSearchThreadsIndexes) }
+
+func testSearchThreadsIndexes(t *testing.T, db *DB) {
 	var all []Thread
 	for i := 0; i < 30; i++ {
 		status := "idle"
@@ -208,8 +215,9 @@ func TestSearchThreadsIndexes(t *testing.T) {
 	}
 }
 
-func TestCheckpointsNewestFirstAndDeleteThread(t *testing.T) {
-	db := openTest(t)
+func TestCheckpointsNewestFirstAndDeleteThread(t *testing.T) { forEachBackend(t, testCheckpointsNewestFirstAndDeleteThread) }
+
+func testCheckpointsNewestFirstAndDeleteThread(t *testing.T, db *DB) {
 	th := newThread(nil, "idle")
 	var ids []uuid.UUID
 	err := db.Update(context.Background(), func(tx *Tx) error {
@@ -359,8 +367,9 @@ func TestUpdatesWriteOnlyChangedIndexes(t *testing.T) {
 
 // ActiveThreadRuns returns the thread's pending and running runs, oldest
 // first, and follows their status changes.
-func TestActiveThreadRuns(t *testing.T) {
-	db := openTest(t)
+func TestActiveThreadRuns(t *testing.T) { forEachBackend(t, testActiveThreadRuns) }
+
+func testActiveThreadRuns(t *testing.T, db *DB) {
 	th, other := newThread(nil, "busy"), newThread(nil, "busy")
 	statuses := []string{RunSuccess, RunPending, RunError, RunRunning, RunInterrupted}
 	var runs []Run

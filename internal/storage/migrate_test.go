@@ -1,0 +1,48 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"agentserver/internal/testutil/pgtest"
+)
+
+// Opening applies the migrations once and records them; a database whose
+// migrations are newer than the build is refused.
+func TestPostgresMigrations(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip(pgtest.EnvURL + " is not set")
+	}
+	url := pgtest.FreshSchema(t)
+	for range 2 { // the second open finds everything applied
+		db, err := OpenPostgres(url, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+	all, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := openPostgres(url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.close()
+	ctx := context.Background()
+	var n, newest int
+	if err := be.pool.QueryRow(ctx, `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &newest); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(all) || newest != all[len(all)-1].version {
+		t.Fatalf("schema_migrations has %d rows up to %d, want %d up to %d", n, newest, len(all), all[len(all)-1].version)
+	}
+	if _, err := be.pool.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (99999, 'from_the_future.sql')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenPostgres(url, Options{}); !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("open a newer schema: %v, want ErrSchemaTooNew", err)
+	}
+}
