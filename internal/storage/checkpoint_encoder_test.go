@@ -57,7 +57,9 @@ func TestCheckpointEncoderMatchesJSONMarshal(t *testing.T) {
 }
 
 // An encoded checkpoint reads back as the checkpoint.
-func TestPutEncodedCheckpointRoundTrip(t *testing.T) { forEachBackend(t, testPutEncodedCheckpointRoundTrip) }
+func TestPutEncodedCheckpointRoundTrip(t *testing.T) {
+	forEachBackend(t, testPutEncodedCheckpointRoundTrip)
+}
 
 func testPutEncodedCheckpointRoundTrip(t *testing.T, db *DB) {
 	thread := uuid.Must(uuid.NewV7())

@@ -31,7 +31,9 @@ func newThread(meta map[string]any, status string) Thread {
 	return Thread{ThreadID: uuid.Must(uuid.NewV7()), CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Metadata: meta, Status: status}
 }
 
-func TestGroupCommitIsolatesFailingMember(t *testing.T) { forEachBackend(t, testGroupCommitIsolatesFailingMember) }
+func TestGroupCommitIsolatesFailingMember(t *testing.T) {
+	forEachBackend(t, testGroupCommitIsolatesFailingMember)
+}
 
 func testGroupCommitIsolatesFailingMember(t *testing.T, db *DB) {
 	const n = 200
@@ -73,7 +75,9 @@ func testGroupCommitIsolatesFailingMember(t *testing.T, db *DB) {
 	}
 }
 
-func TestAfterCommitRunsOnlyOnSuccess(t *testing.T) { forEachBackend(t, testAfterCommitRunsOnlyOnSuccess) }
+func TestAfterCommitRunsOnlyOnSuccess(t *testing.T) {
+	forEachBackend(t, testAfterCommitRunsOnlyOnSuccess)
+}
 
 func testAfterCommitRunsOnlyOnSuccess(t *testing.T, db *DB) {
 	var ran atomic.Int32
@@ -215,7 +219,9 @@ func testSearchThreadsIndexes(t *testing.T, db *DB) {
 	}
 }
 
-func TestCheckpointsNewestFirstAndDeleteThread(t *testing.T) { forEachBackend(t, testCheckpointsNewestFirstAndDeleteThread) }
+func TestCheckpointsNewestFirstAndDeleteThread(t *testing.T) {
+	forEachBackend(t, testCheckpointsNewestFirstAndDeleteThread)
+}
 
 func testCheckpointsNewestFirstAndDeleteThread(t *testing.T, db *DB) {
 	th := newThread(nil, "idle")

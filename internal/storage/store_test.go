@@ -98,7 +98,9 @@ func expiryLen(t *testing.T, db *DB) int {
 	return n
 }
 
-func TestStorePutOverExpiredItemResetsCreatedAt(t *testing.T) { forEachBackend(t, testStorePutOverExpiredItemResetsCreatedAt) }
+func TestStorePutOverExpiredItemResetsCreatedAt(t *testing.T) {
+	forEachBackend(t, testStorePutOverExpiredItemResetsCreatedAt)
+}
 
 func testStorePutOverExpiredItemResetsCreatedAt(t *testing.T, db *DB) {
 	ns := []string{"a"}
@@ -141,7 +143,9 @@ func testStoreGetMissingAndExpired(t *testing.T, db *DB) {
 	}
 }
 
-func TestStorePutRefusesUnframeableNamespace(t *testing.T) { forEachBackend(t, testStorePutRefusesUnframeableNamespace) }
+func TestStorePutRefusesUnframeableNamespace(t *testing.T) {
+	forEachBackend(t, testStorePutRefusesUnframeableNamespace)
+}
 
 func testStorePutRefusesUnframeableNamespace(t *testing.T, db *DB) {
 	for _, ns := range [][]string{nil, {}, {""}, {"a", ""}, {"a\x1fb"}, {"a\x00"}} {
@@ -233,7 +237,9 @@ func testStoreSearchPrefixFraming(t *testing.T, db *DB) {
 	}
 }
 
-func TestStoreSearchOrderPagingMatchExpiry(t *testing.T) { forEachBackend(t, testStoreSearchOrderPagingMatchExpiry) }
+func TestStoreSearchOrderPagingMatchExpiry(t *testing.T) {
+	forEachBackend(t, testStoreSearchOrderPagingMatchExpiry)
+}
 
 func testStoreSearchOrderPagingMatchExpiry(t *testing.T, db *DB) {
 	putItems(t, db,
