@@ -1,11 +1,12 @@
 # Run `make help` for the list of targets.
 GO ?= go
 
-.PHONY: help run build generate check-generated vet test test-go test-sdk bench fuzz
+.PHONY: help run build generate check-generated vet test test-go test-go-postgres test-sdk bench fuzz
 
 help:
 	@echo "run              serve ./langgraph.json on 127.0.0.1:2024 (data in ./data)"
-	@echo "test             everything CI runs: generated code, vet, Go tests (-race), SDK suite"
+	@echo "test             everything CI runs: generated code, vet, Go tests (-race) on bbolt and on PostgreSQL, SDK suite"
+	@echo "test-go-postgres the Go tests on a throwaway PostgreSQL cluster (scripts/pg-test-cluster.sh)"
 	@echo "generate         regenerate api/*.gen.go from api/openapi.yaml"
 	@echo "bench            storage and HTTP benchmarks (see docs/benchmarks.md)"
 
@@ -34,10 +35,16 @@ vet:
 test-go:
 	$(GO) test -race -count=1 ./...
 
+# The same tests with every database in PostgreSQL: the script starts a
+# throwaway cluster (installing the postgresql package when missing) and
+# removes it afterwards.
+test-go-postgres:
+	./scripts/pg-test-cluster.sh $(GO) test -race -count=1 ./...
+
 test-sdk:
 	bash tests/sdk/run.sh
 
-test: check-generated vet test-go test-sdk
+test: check-generated vet test-go test-go-postgres test-sdk
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/storage/ ./internal/httpapi/

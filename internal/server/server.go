@@ -209,7 +209,11 @@ func (s *Server) Start() error {
 		}
 		s.serveErr <- err
 	}()
-	s.log.Info("serving", "addr", ln.Addr().String(), "data_dir", s.cfg.DataDir, "database", s.db.Describe(), "graphs", s.Graphs.IDs())
+	attrs := []any{"addr", ln.Addr().String(), "data_dir", s.cfg.DataDir}
+	if s.cfg.DatabaseURL != "" {
+		attrs = append(attrs, "database", s.db.Describe()) // without the password
+	}
+	s.log.Info("serving", append(attrs, "graphs", s.Graphs.IDs())...)
 	return nil
 }
 
