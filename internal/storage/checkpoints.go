@@ -161,6 +161,9 @@ func prefixEnd(prefix []byte) []byte {
 
 // deletePrefix deletes every key of b that starts with prefix.
 func deletePrefix(b kvBucket, prefix []byte) error {
+	if rd, ok := b.(rangeDeleter); ok {
+		return rd.deleteRange(prefix, prefixEnd(prefix))
+	}
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
 		if err := c.Delete(); err != nil {

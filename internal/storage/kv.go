@@ -34,6 +34,13 @@ type kvCursor interface {
 	Delete() error
 }
 
+// rangeDeleter is a kvBucket that deletes every key in [from, to) at once
+// (to nil: to the end); deletePrefix uses it where a backend has it, instead
+// of one cursor step per key.
+type rangeDeleter interface {
+	deleteRange(from, to []byte) error
+}
+
 // kvTx is one backend transaction.
 type kvTx interface {
 	bucket(name []byte) kvBucket

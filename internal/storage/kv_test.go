@@ -119,3 +119,39 @@ func testKVReadsOwnWrites(t *testing.T, db *DB) {
 		t.Fatal(err)
 	}
 }
+
+// deletePrefix removes exactly the keys with the prefix, also when the
+// prefix has no successor (all 0xff).
+func TestKVDeletePrefix(t *testing.T) { forEachBackend(t, testKVDeletePrefix) }
+
+func testKVDeletePrefix(t *testing.T, db *DB) {
+	keys := []string{"a", "ab", "abc", "ac", "b", "\xff", "\xff\xff", "\xff\xff\x00"}
+	err := db.be.update(func(kv kvTx) error {
+		b := kv.bucket(bucketSubagents)
+		for _, k := range keys {
+			if err := b.Put([]byte(k), nil); err != nil {
+				return err
+			}
+		}
+		if err := deletePrefix(b, []byte("ab")); err != nil {
+			return err
+		}
+		return deletePrefix(b, []byte("\xff\xff"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	err = db.be.view(func(kv kvTx) error {
+		return kv.bucket(bucketSubagents).ForEach(func(k, _ []byte) error {
+			left = append(left, string(k))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a", "ac", "b", "\xff"}; fmt.Sprintf("%q", left) != fmt.Sprintf("%q", want) {
+		t.Fatalf("left %q, want %q", left, want)
+	}
+}

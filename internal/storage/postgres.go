@@ -36,6 +36,8 @@ const (
 	pgGetSQL    = `SELECT v FROM kv WHERE bucket = $1 AND k = $2`
 	pgPutSQL    = `INSERT INTO kv (bucket, k, v) VALUES ($1, $2, $3) ON CONFLICT (bucket, k) DO UPDATE SET v = excluded.v`
 	pgDeleteSQL = `DELETE FROM kv WHERE bucket = $1 AND k = $2`
+	pgRangeSQL  = `DELETE FROM kv WHERE bucket = $1 AND k >= $2 AND k < $3`
+	pgTailSQL   = `DELETE FROM kv WHERE bucket = $1 AND k >= $2`
 	pgFromSQL   = `SELECT k, v FROM kv WHERE bucket = $1 AND k >= $2 ORDER BY k LIMIT $3`
 	pgAfterSQL  = `SELECT k, v FROM kv WHERE bucket = $1 AND k > $2 ORDER BY k LIMIT $3`
 	pgBeforeSQL = `SELECT k, v FROM kv WHERE bucket = $1 AND k < $2 ORDER BY k DESC LIMIT $3`
@@ -261,6 +263,14 @@ func (b *pgBucket) Put(k, v []byte) error {
 
 func (b *pgBucket) Delete(k []byte) error {
 	return b.t.queue(pgDeleteSQL, b.name, k)
+}
+
+// deleteRange queues one statement deleting every key in [from, to).
+func (b *pgBucket) deleteRange(from, to []byte) error {
+	if to == nil {
+		return b.t.queue(pgTailSQL, b.name, present(from))
+	}
+	return b.t.queue(pgRangeSQL, b.name, present(from), to)
 }
 
 func (b *pgBucket) ForEach(fn func(k, v []byte) error) error {
