@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"agentserver/internal/testutil/pgtest"
@@ -44,5 +45,39 @@ func TestPostgresMigrations(t *testing.T) {
 	}
 	if _, err := OpenPostgres(url, Options{}); !errors.Is(err, ErrSchemaTooNew) {
 		t.Fatalf("open a newer schema: %v, want ErrSchemaTooNew", err)
+	}
+}
+
+// A read that fails on PostgreSQL fails its transaction with the database's
+// error: the caller never mistakes it for a missing record.
+func TestPostgresFailedReadFailsTheTransaction(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip(pgtest.EnvURL + " is not set")
+	}
+	db, err := OpenPostgres(pgtest.FreshSchema(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	be := db.be.(*pgBackend)
+	if _, err := be.pool.Exec(context.Background(), `ALTER TABLE kv RENAME TO kv_away`); err != nil {
+		t.Fatal(err)
+	}
+	th := newThread(nil, "idle")
+	err = db.View(func(tx *Tx) error {
+		_, err := tx.GetThread(th.ThreadID)
+		return err
+	})
+	if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "kv") {
+		t.Fatalf("view over a missing table: %v, want the database's error", err)
+	}
+	err = db.Update(context.Background(), func(tx *Tx) error {
+		if tx.ThreadExists(th.ThreadID) {
+			return errors.New("exists")
+		}
+		return ErrConflict
+	})
+	if err == nil || errors.Is(err, ErrConflict) {
+		t.Fatalf("update over a missing table: %v, want the database's error", err)
 	}
 }
