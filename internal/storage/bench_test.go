@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
+
+	"agentserver/internal/testutil/pgtest"
 )
 
 // Storage benchmarks. Run them with
@@ -164,4 +166,47 @@ func BenchmarkSearchThreads(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 		})
 	}
+}
+
+// BenchmarkPostgresPutThread is the write path on PostgreSQL (when
+// AGENTSERVER_TEST_DATABASE_URL names a test database): one writer, then
+// benchWriters writers whose writes the writer loop groups per transaction.
+func BenchmarkPostgresPutThread(b *testing.B) {
+	if !pgtest.Enabled() {
+		b.Skip(pgtest.EnvURL + " is not set")
+	}
+	db, err := OpenPostgres(pgtest.FreshSchema(b), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	var next atomic.Int64
+	b.Run("sequential", func(b *testing.B) {
+		for b.Loop() {
+			if err := benchPut(db, int(next.Add(1))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.SetParallelism((benchWriters + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := benchPut(db, int(next.Add(1))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	})
+	b.Run("search-metadata-limit10", func(b *testing.B) {
+		q := ThreadQuery{Metadata: map[string]any{"user": "u42"}, Limit: 10, Desc: true}
+		for b.Loop() {
+			if err := db.View(func(tx *Tx) error { _, _, err := tx.SearchThreads(q); return err }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
