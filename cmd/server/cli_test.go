@@ -199,7 +199,7 @@ func TestStartupErrorsNameTheirCause(t *testing.T) {
 
 	t.Run("data dir in use", func(t *testing.T) {
 		if pgtest.Enabled() {
-			t.Skip("the lock on the data directory is the embedded database's")
+			t.Skip("the data directory's lock is bbolt's; storage's TestPostgresOneServerPerSchema covers PostgreSQL's")
 		}
 		dataDir := t.TempDir()
 		p := startProcess(t, bin, dataDir)

@@ -25,7 +25,9 @@ var (
 	ErrClosed = errors.New("storage closed")
 	// ErrSchemaTooNew reports a file written by a newer build.
 	ErrSchemaTooNew = errors.New("database schema is newer than this build")
-	// ErrLocked reports an embedded database file another process holds open.
+	// ErrLocked reports a database another server holds: the embedded file
+	// of a data directory, or a PostgreSQL schema (one server per schema
+	// until replicas coordinate their runs).
 	ErrLocked = errors.New("database is in use by another process")
 )
 

@@ -19,7 +19,11 @@
 //     before the next read and at commit; cursors fetch pages of rows that
 //     grow from a few to 64. Write transactions take an advisory lock named
 //     after the schema, so writers of one schema are serialized even across
-//     processes. Reads run in a REPEATABLE READ READ ONLY transaction.
+//     processes. Reads run in a REPEATABLE READ READ ONLY transaction. An
+//     open database holds a session advisory lock of its schema on a
+//     connection of its own, so a second server on the schema is refused
+//     (ErrLocked) as on a bbolt file: runs are not yet shared between
+//     servers.
 //
 // One table rather than a table per bucket: the code above the seam creates
 // no bucket at run time, every bucket has the same shape (ordered bytes to

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"agentserver/internal/testutil/pgtest"
 )
@@ -80,4 +81,35 @@ func TestPostgresFailedReadFailsTheTransaction(t *testing.T) {
 	if err == nil || errors.Is(err, ErrConflict) {
 		t.Fatalf("update over a missing table: %v, want the database's error", err)
 	}
+}
+
+// A second server on the same schema is refused while the first has it
+// open, and gets it once the first has closed it.
+func TestPostgresOneServerPerSchema(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip(pgtest.EnvURL + " is not set")
+	}
+	url := pgtest.FreshSchema(t)
+	first, err := OpenPostgres(url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(wait time.Duration) { pgLockWait = wait }(pgLockWait)
+	pgLockWait = 0
+	if _, err := OpenPostgres(url, Options{}); !errors.Is(err, ErrLocked) {
+		first.Close()
+		t.Fatalf("second server: %v, want ErrLocked", err)
+	}
+	other, err := OpenPostgres(pgtest.FreshSchema(t), Options{})
+	if err != nil {
+		t.Fatalf("a server on another schema: %v", err)
+	}
+	other.Close()
+	first.Close()
+	pgLockWait = 10 * time.Second
+	again, err := OpenPostgres(url, Options{})
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	again.Close()
 }

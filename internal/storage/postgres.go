@@ -17,6 +17,18 @@ import (
 // in different schemas of one database do not wait for each other.
 const writerLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('agentserver writer ' || current_schema(), 0))`
 
+// serverLockSQL takes the session advisory lock that marks a schema as
+// used by a server; it returns false at once when another session has it.
+const serverLockSQL = `SELECT pg_try_advisory_lock(hashtextextended('agentserver server ' || current_schema(), 0))`
+
+// pgLockWait is how long OpenPostgres waits for the server lock: a server
+// that just stopped (or was killed) releases it when PostgreSQL notices its
+// connection has gone, which is quick but not instant.
+var pgLockWait = 5 * time.Second
+
+// pgLockPoll is how often OpenPostgres retries the server lock.
+const pgLockPoll = 100 * time.Millisecond
+
 // Cursor page sizes: a cursor first fetches pgFirstPage rows from where it
 // is positioned, then pages grow fourfold up to pgMaxPage, so a point
 // lookup reads little and a long scan costs few round trips.
@@ -48,6 +60,9 @@ const (
 // migrations/0001_kv.sql).
 type pgBackend struct {
 	pool *pgxpool.Pool
+	// held is the connection holding the server lock for as long as the
+	// database is open.
+	held *pgx.Conn
 	name string // the URL without its password
 }
 
@@ -85,7 +100,39 @@ func openPostgres(databaseURL string, opts Options) (*pgBackend, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open database %s: %w", name, err)
 	}
-	return &pgBackend{pool: pool, name: name}, nil
+	held, err := holdServerLock(ctx, cfg.ConnConfig)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open database %s: %w", name, err)
+	}
+	return &pgBackend{pool: pool, held: held, name: name}, nil
+}
+
+// holdServerLock opens a connection that holds the schema's server lock,
+// waiting up to pgLockWait for a server that is stopping to release it.
+// Until replicas coordinate their runs, a second server on one schema would
+// run every queued run a second time, so it is refused (ErrLocked).
+func holdServerLock(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(pgLockWait)
+	for {
+		var got bool
+		if err := conn.QueryRow(ctx, serverLockSQL).Scan(&got); err != nil {
+			conn.Close(ctx)
+			return nil, err
+		}
+		if got {
+			return conn, nil
+		}
+		if time.Now().After(deadline) {
+			conn.Close(ctx)
+			return nil, fmt.Errorf("%w (another server uses this database and schema; run one server per schema)", ErrLocked)
+		}
+		time.Sleep(pgLockPoll) // polling another process's lock, with a deadline
+	}
 }
 
 // redactURL is databaseURL without its password, for errors and logs.
@@ -146,7 +193,7 @@ func (be *pgBackend) ping() error {
 
 func (be *pgBackend) close() error {
 	be.pool.Close()
-	return nil
+	return be.held.Close(context.Background())
 }
 
 func (be *pgBackend) describe() string { return be.name }
