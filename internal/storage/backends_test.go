@@ -57,3 +57,18 @@ func (be testBackend) openNew(t *testing.T) *DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// openPostgresOrSkip opens a PostgreSQL database in a fresh schema, closed
+// when the test ends, or skips the test when no test database is set.
+func openPostgresOrSkip(tb testing.TB) *DB {
+	tb.Helper()
+	if !pgtest.Enabled() {
+		tb.Skip(pgtest.EnvURL + " is not set")
+	}
+	db, err := OpenPostgres(pgtest.FreshSchema(tb), Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}

@@ -10,8 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
-
-	"agentserver/internal/testutil/pgtest"
 )
 
 // Storage benchmarks. Run them with
@@ -172,14 +170,7 @@ func BenchmarkSearchThreads(b *testing.B) {
 // AGENTSERVER_TEST_DATABASE_URL names a test database): one writer, then
 // benchWriters writers whose writes the writer loop groups per transaction.
 func BenchmarkPostgresPutThread(b *testing.B) {
-	if !pgtest.Enabled() {
-		b.Skip(pgtest.EnvURL + " is not set")
-	}
-	db, err := OpenPostgres(pgtest.FreshSchema(b), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
+	db := openPostgresOrSkip(b)
 	var next atomic.Int64
 	b.Run("sequential", func(b *testing.B) {
 		for b.Loop() {

@@ -52,20 +52,13 @@ func TestPostgresMigrations(t *testing.T) {
 // A read that fails on PostgreSQL fails its transaction with the database's
 // error: the caller never mistakes it for a missing record.
 func TestPostgresFailedReadFailsTheTransaction(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip(pgtest.EnvURL + " is not set")
-	}
-	db, err := OpenPostgres(pgtest.FreshSchema(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openPostgresOrSkip(t)
 	be := db.be.(*pgBackend)
 	if _, err := be.pool.Exec(context.Background(), `ALTER TABLE kv RENAME TO kv_away`); err != nil {
 		t.Fatal(err)
 	}
 	th := newThread(nil, "idle")
-	err = db.View(func(tx *Tx) error {
+	err := db.View(func(tx *Tx) error {
 		_, err := tx.GetThread(th.ThreadID)
 		return err
 	})
