@@ -67,9 +67,15 @@ func openBolt(dir string, opts Options) (*boltBackend, error) {
 }
 
 // createBuckets makes every bucket of the tree, indexing existing records
-// when an index bucket is new.
+// when an index bucket is new. A file written by a newer schema is refused
+// before anything is written to it.
 func createBuckets(b *bolt.DB) error {
 	return b.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketMeta) != nil {
+			if err := checkSchemaVersion(boltTxn{tx}); err != nil {
+				return err
+			}
+		}
 		backfill := tx.Bucket(bucketThreadsByExpiry) == nil && tx.Bucket(bucketThreads) != nil
 		for _, name := range bucketNames {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {

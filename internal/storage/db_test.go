@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
 )
 
 func openTest(t *testing.T) *DB {
@@ -445,5 +446,40 @@ func TestOpenNamesTheFileWhenItCannot(t *testing.T) {
 	}
 	if _, err := Open(junk, Options{}); err == nil || !strings.Contains(err.Error(), "open database "+path+": ") {
 		t.Fatalf("open of a corrupt file: %v", err)
+	}
+}
+
+// A bbolt file of a newer schema is refused before anything is written to
+// it: a bucket this build would create stays absent.
+func TestNewerFileIsLeftUntouched(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.boltDB().Update(func(tx *boltTx) error {
+		if err := tx.DeleteBucket(bucketSubagents); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, []byte("99"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("open newer schema: %v", err)
+	}
+	b, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.View(func(tx *boltTx) error {
+		if tx.Bucket(bucketSubagents) != nil {
+			return errors.New("the refused file got a new bucket")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
