@@ -12,13 +12,19 @@
 # as the postgres user.
 set -euo pipefail
 
+# find_bindir prints the directory of the newest Debian PostgreSQL server
+# binaries, else that of an initdb on PATH.
 find_bindir() {
-	local d
-	for d in /usr/lib/postgresql/*/bin; do
+	local d found
+	found=$(for d in /usr/lib/postgresql/*/bin; do
 		if [ -x "$d/initdb" ]; then
 			echo "$d"
 		fi
-	done | sort -V | tail -n 1
+	done | sort -V | tail -n 1)
+	if [ -z "$found" ] && command -v initdb >/dev/null; then
+		found=$(dirname "$(command -v initdb)")
+	fi
+	echo "$found"
 }
 
 bindir=$(find_bindir)
