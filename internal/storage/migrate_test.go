@@ -106,3 +106,16 @@ func TestPostgresOneServerPerSchema(t *testing.T) {
 	}
 	again.Close()
 }
+
+// An unreachable PostgreSQL server is reported on one line that names the
+// URL without its password.
+func TestPostgresOpenErrorIsOneLineWithoutPassword(t *testing.T) {
+	_, err := OpenPostgres("postgres://agent:s3cret@127.0.0.1:1/agents?connect_timeout=5", Options{})
+	if err == nil {
+		t.Fatal("opened a database on port 1")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "s3cret") || strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "open database postgres://agent:xxxxx@127.0.0.1:1/agents") {
+		t.Fatalf("error = %q", msg)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -98,12 +99,12 @@ func openPostgres(databaseURL string, opts Options) (*pgBackend, error) {
 	}
 	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return migrate(ctx, tx) }); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open database %s: %w", name, err)
+		return nil, fmt.Errorf("open database %s: %w", name, oneLine{err})
 	}
 	held, err := holdServerLock(ctx, cfg.ConnConfig)
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open database %s: %w", name, err)
+		return nil, fmt.Errorf("open database %s: %w", name, oneLine{err})
 	}
 	return &pgBackend{pool: pool, held: held, name: name}, nil
 }
@@ -134,6 +135,30 @@ func holdServerLock(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error)
 		time.Sleep(pgLockPoll) // polling another process's lock, with a deadline
 	}
 }
+
+// oneLine is an error whose text fits one line: the driver lists each
+// connection attempt on a line of its own, and start-up errors are one line.
+type oneLine struct{ err error }
+
+func (e oneLine) Error() string {
+	var b strings.Builder
+	for _, line := range strings.Split(e.err.Error(), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+			continue
+		case b.Len() == 0:
+		case strings.HasSuffix(b.String(), ":"):
+			b.WriteString(" ")
+		default:
+			b.WriteString("; ")
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+func (e oneLine) Unwrap() error { return e.err }
 
 // redactURL is databaseURL without its password, for errors and logs.
 func redactURL(databaseURL string) string {
