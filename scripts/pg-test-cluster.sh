@@ -58,7 +58,11 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 chmod 700 "$dir"
 
+idle="" # the sleep of the interactive mode
 cleanup() {
+	if [ -n "$idle" ]; then
+		kill "$idle" 2>/dev/null || true
+	fi
 	as_owner "$bindir/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
 	rm -rf "$dir"
 }
@@ -91,6 +95,11 @@ export AGENTSERVER_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgr
 if [ $# -eq 0 ]; then
 	echo "AGENTSERVER_TEST_DATABASE_URL=$AGENTSERVER_TEST_DATABASE_URL"
 	echo "pg-test-cluster: running until Ctrl-C" >&2
-	while :; do sleep 3600; done
+	# wait (unlike a foreground sleep) returns as soon as a signal arrives.
+	while :; do
+		sleep 3600 &
+		idle=$!
+		wait "$idle" || true
+	done
 fi
 "$@"
