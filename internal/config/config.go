@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
@@ -19,8 +20,11 @@ import (
 type Config struct {
 	// Addr is the listen address (host:port).
 	Addr string
-	// DataDir holds the database file.
+	// DataDir holds the embedded database file and agent workspaces.
 	DataDir string
+	// DatabaseURL, when set, selects PostgreSQL (a postgres:// URL) as the
+	// database instead of the embedded file in DataDir.
+	DatabaseURL string
 	// GraphsFile is the path of langgraph.json.
 	GraphsFile string
 	// APIKey, when set, is required as x-api-key on every route but /ok.
@@ -104,6 +108,7 @@ const (
 const (
 	EnvAddr            = "AGENTSERVER_ADDR"
 	EnvDataDir         = "AGENTSERVER_DATA_DIR"
+	EnvDatabaseURL     = "AGENTSERVER_DATABASE_URL"
 	EnvConfig          = "AGENTSERVER_CONFIG"
 	EnvAPIKey          = "AGENTSERVER_API_KEY"
 	EnvJobs            = "AGENTSERVER_N_JOBS"
@@ -149,6 +154,7 @@ type option struct {
 var options = []option{
 	{"addr", EnvAddr, "host:port", "listen address", func(c *Config) flag.Value { return (*stringValue)(&c.Addr) }},
 	{"data-dir", EnvDataDir, "dir", "directory of the database file", func(c *Config) flag.Value { return (*stringValue)(&c.DataDir) }},
+	{"database-url", EnvDatabaseURL, "url", "keep the database in PostgreSQL (postgres://user:password@host:5432/db) instead of the file in data-dir", func(c *Config) flag.Value { return (*stringValue)(&c.DatabaseURL) }},
 	{"config", EnvConfig, "file", "path of langgraph.json", func(c *Config) flag.Value { return (*stringValue)(&c.GraphsFile) }},
 	{"api-key", EnvAPIKey, "key", "require this x-api-key on every route but /ok", func(c *Config) flag.Value { return (*stringValue)(&c.APIKey) }},
 	{"n-jobs", EnvJobs, "n", "number of run workers", func(c *Config) flag.Value { return (*intValue)(&c.Jobs) }},
@@ -350,6 +356,9 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data-dir must not be empty"))
 	}
+	if err := validateDatabaseURL(c.DatabaseURL); err != nil {
+		errs = append(errs, err)
+	}
 	if c.GraphsFile == "" {
 		errs = append(errs, errors.New("config must not be empty"))
 	}
@@ -391,4 +400,18 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateDatabaseURL accepts an empty URL (the embedded database) or a
+// postgres:// or postgresql:// URL. The message does not repeat the URL,
+// which may hold a password.
+func validateDatabaseURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return errors.New("database-url: want a postgres:// or postgresql:// URL")
+	}
+	return nil
 }

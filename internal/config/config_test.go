@@ -129,3 +129,22 @@ func TestParseMetricsAddr(t *testing.T) {
 		t.Fatalf("a port without a host: err = %v, want one naming metrics-addr", err)
 	}
 }
+
+// --database-url (or its environment variable) selects PostgreSQL; a value
+// that is not a postgres URL is refused without echoing it (it may hold a
+// password).
+func TestParseDatabaseURL(t *testing.T) {
+	const url = "postgres://agent:secret@127.0.0.1:5432/agents"
+	c, err := Parse(nil, func(k string) string { return map[string]string{EnvDatabaseURL: url}[k] })
+	if err != nil || c.DatabaseURL != url {
+		t.Fatalf("from env: %q, %v", c.DatabaseURL, err)
+	}
+	c, err = Parse([]string{"--database-url", "postgresql://h/db"}, noEnv)
+	if err != nil || c.DatabaseURL != "postgresql://h/db" {
+		t.Fatalf("from flag: %q, %v", c.DatabaseURL, err)
+	}
+	_, err = Parse([]string{"--database-url", "mysql://u:secret@h/db"}, noEnv)
+	if err == nil || !strings.Contains(err.Error(), "database-url") || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("mysql url: %v", err)
+	}
+}

@@ -128,10 +128,19 @@ func listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
+// openDatabase opens PostgreSQL when the configuration names one, else the
+// embedded database in the data directory.
+func openDatabase(cfg config.Config, opts Options) (*storage.DB, error) {
+	if cfg.DatabaseURL != "" {
+		return storage.OpenPostgres(cfg.DatabaseURL, storage.Options{NoSync: opts.NoSync})
+	}
+	return storage.Open(cfg.DataDir, storage.Options{NoSync: opts.NoSync})
+}
+
 // build assembles the services over the data directory; ln is bound but
 // not yet served.
 func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (*Server, error) {
-	db, err := storage.Open(cfg.DataDir, storage.Options{NoSync: opts.NoSync})
+	db, err := openDatabase(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +267,11 @@ func (s *Server) Start() error {
 		}
 		s.serveErr <- err
 	}()
-	s.log.Info("serving", "addr", ln.Addr().String(), "data_dir", s.cfg.DataDir, "graphs", s.Graphs.IDs())
+	attrs := []any{"addr", ln.Addr().String(), "data_dir", s.cfg.DataDir}
+	if s.cfg.DatabaseURL != "" {
+		attrs = append(attrs, "database", s.db.Describe()) // without the password
+	}
+	s.log.Info("serving", append(attrs, "graphs", s.Graphs.IDs())...)
 	return nil
 }
 

@@ -1,5 +1,7 @@
 // Package testutil starts a whole server for tests: real bbolt in a temporary
-// directory and a real HTTP listener on 127.0.0.1, port 0.
+// directory (or, when AGENTSERVER_TEST_DATABASE_URL names a test database, a
+// fresh PostgreSQL schema per data directory) and a real HTTP listener on
+// 127.0.0.1, port 0.
 package testutil
 
 import (
@@ -12,11 +14,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"agentserver/internal/config"
 	"agentserver/internal/server"
+	"agentserver/internal/testutil/pgtest"
 )
 
 // DefaultGraphs is the langgraph.json used when a test does not give one.
@@ -115,6 +119,7 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 	cfg := config.Default()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DataDir = dir
+	cfg.DatabaseURL = DatabaseURL(t, dir)
 	cfg.GraphsFile = graphsFile
 	cfg.APIKey = opts.APIKey
 	if opts.Jobs > 0 {
@@ -149,6 +154,28 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 		sopts.CronClock = opts.CronClock
 	}
 	return server.New(cfg, log, sopts)
+}
+
+// databases maps a data directory to the PostgreSQL URL of its schema, so
+// that a server restarted on the same directory finds its data again.
+var databases sync.Map
+
+// DatabaseURL is the PostgreSQL URL a test server on data directory dir
+// uses: "" (the embedded database in dir) unless AGENTSERVER_TEST_DATABASE_URL
+// is set; then a schema made for dir on first use and dropped when the test
+// that made it ends.
+func DatabaseURL(t testing.TB, dir string) string {
+	t.Helper()
+	if !pgtest.Enabled() {
+		return ""
+	}
+	if url, ok := databases.Load(dir); ok {
+		return url.(string)
+	}
+	url := pgtest.FreshSchema(t)
+	databases.Store(dir, url)
+	t.Cleanup(func() { databases.Delete(dir) })
+	return url
 }
 
 // StartServer starts a server and stops it when the test ends.
