@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"agentserver/internal/errdefs"
 	"agentserver/internal/metrics"
 )
@@ -304,10 +306,14 @@ func (db *DB) commit(batch []*writeRequest) {
 	}
 }
 
+// pgDiskFull is PostgreSQL's SQLSTATE for a full disk (disk_full).
+const pgDiskFull = "53100"
+
 // writeError marks a failed write caused by a full disk with ErrNoSpace,
 // keeping the cause for errors.Is; other errors are returned as they are.
 func writeError(err error) error {
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+	var pgErr *pgconn.PgError
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.As(err, &pgErr) && pgErr.Code == pgDiskFull {
 		return &noSpaceError{cause: err}
 	}
 	return err
