@@ -1,12 +1,10 @@
 package mcptools_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -30,40 +28,16 @@ func sdkDir(t *testing.T) string {
 // function counting the sessions it opened.
 func everythingHTTP(t *testing.T, sdk string) (string, func() int) {
 	t.Helper()
-	cmd := exec.Command("node", filepath.Join(sdk, "mcp-everything-http.mjs"))
-	cmd.Dir = sdk
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	var mu sync.Mutex
 	sessions := 0
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			if u, ok := strings.CutPrefix(line, "listening "); ok {
-				ready <- u
-			}
-			if strings.HasPrefix(line, "session ") {
-				mu.Lock()
-				sessions++
-				mu.Unlock()
-			}
+	u := testutil.StartNodeScript(t, sdk, "mcp-everything-http.mjs", func(line string) {
+		if strings.HasPrefix(line, "session ") {
+			mu.Lock()
+			sessions++
+			mu.Unlock()
 		}
-	}()
-	select {
-	case u := <-ready:
-		return u, func() int { mu.Lock(); defer mu.Unlock(); return sessions }
-	case <-time.After(30 * time.Second):
-		t.Fatal("the everything server did not start")
-	}
-	return "", nil
+	})
+	return u, func() int { mu.Lock(); defer mu.Unlock(); return sessions }
 }
 
 // mcpAgent starts the server with one agent whose spec lists servers.
