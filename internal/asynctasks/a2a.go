@@ -319,7 +319,10 @@ func (x *A2A) Cancel(ctx context.Context, threadID, runID string) error {
 
 // Wait follows the task's event stream (tasks/resubscribe) until its final
 // event, then reports the task like Run. A stream that drops is opened
-// again, with backoff, at most MaxRetries times in a row.
+// again, with backoff, at most MaxRetries times in a row. An agent that
+// refuses the stream with a JSON-RPC error (A2A agents refuse to
+// resubscribe to a task that already ended, and agents without streaming
+// refuse it always) has the task read with tasks/get until it ends.
 func (x *A2A) Wait(ctx context.Context, threadID, runID string) (RunInfo, error) {
 	for failures := 0; ; {
 		err := x.follow(ctx, runID)
@@ -329,6 +332,10 @@ func (x *A2A) Wait(ctx context.Context, threadID, runID string) (RunInfo, error)
 		if ctx.Err() != nil {
 			return RunInfo{}, context.Cause(ctx)
 		}
+		var rpc *A2AError
+		if errors.As(err, &rpc) && rpc.Code != a2a.CodeTaskNotFound {
+			return x.poll(ctx, threadID, runID)
+		}
 		if !errors.Is(err, ErrUnavailable) || failures >= x.maxRetries {
 			return RunInfo{}, err
 		}
@@ -336,6 +343,26 @@ func (x *A2A) Wait(ctx context.Context, threadID, runID string) (RunInfo, error)
 			return RunInfo{}, err
 		}
 		failures++
+	}
+}
+
+// Polling bounds: the first tasks/get of poll comes at once, the next
+// after pollFirst, the delay doubling up to pollCap.
+const (
+	pollFirst = 50 * time.Millisecond
+	pollCap   = 2 * time.Second
+)
+
+// poll reads the task with tasks/get until it has ended.
+func (x *A2A) poll(ctx context.Context, threadID, runID string) (RunInfo, error) {
+	for delay := pollFirst; ; delay = min(2*delay, pollCap) {
+		info, err := x.Run(ctx, threadID, runID)
+		if err != nil || Terminal(info.Status) {
+			return info, err
+		}
+		if err := sleep(ctx, delay); err != nil {
+			return RunInfo{}, err
+		}
 	}
 }
 

@@ -212,3 +212,33 @@ func TestSupervisorNotifiedByJSA2AAgent(t *testing.T) {
 		t.Fatalf("record after the notification: status %v", st)
 	}
 }
+
+// TestA2AWaitForTaskThatEndedBeforeItWasFollowed waits on a JavaScript
+// agent's task that completed before Wait started: A2A agents refuse to
+// resubscribe to an ended task (the SDK answers error -32004), which must
+// not keep the completion from being reported.
+func TestA2AWaitForTaskThatEndedBeforeItWasFollowed(t *testing.T) {
+	agent := startJSAgent(t)
+	x, err := asynctasks.NewA2A(asynctasks.HTTPConfig{URL: agent.url, Getenv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid, rid, err := x.Start(t.Context(), "", "early")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "the task to complete", func() bool {
+		info, err := x.Run(t.Context(), tid, rid)
+		return err == nil && info.Status == asynctasks.StatusSuccess
+	})
+	info, err := x.Wait(t.Context(), tid, rid)
+	if err != nil || info.Status != asynctasks.StatusSuccess {
+		t.Fatalf("Wait = %+v, %v; want success", info, err)
+	}
+	if !agent.called("tasks/resubscribe") {
+		t.Fatal("Wait did not try to follow the task")
+	}
+	if answer, err := x.LastMessage(t.Context(), tid); err != nil || answer != "echo: early" {
+		t.Fatalf("LastMessage = %v, %v", answer, err)
+	}
+}

@@ -19,7 +19,7 @@ import (
 )
 
 // sdkDir is tests/sdk, with the MCP server packages these tests run.
-func sdkDir(t *testing.T) string {
+func sdkDir(t testing.TB) string {
 	return testutil.SDKDir(t, "@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/sdk")
 }
 

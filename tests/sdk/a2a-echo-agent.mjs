@@ -1,6 +1,7 @@
 // A small A2A agent built with the official JavaScript SDK (@a2a-js/sdk),
 // for the Go tests that use a foreign A2A agent as an async subagent. It
-// serves JSON-RPC (the v0.3 wire, which the Go transport speaks) at
+// serves JSON-RPC with the SDK's Express handler (v1.0, and the v0.3 wire
+// the Go transport speaks through the SDK's compatibility layer) at
 // http://127.0.0.1:<port>/ and prints "listening <url>" once ready.
 //
 // Behaviour, deterministic on purpose:
@@ -10,11 +11,11 @@
 //   * any other message makes a task that completes after one short step
 //     with the answer "echo: <text>" as artifact and status message.
 // Every request is logged as "rpc <method>" so a test can see the wire.
-import http from "node:http";
+import express from "express";
 import { randomUUID } from "node:crypto";
 import { TaskState, Role } from "@a2a-js/sdk";
-import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent, ServerCallContext } from "@a2a-js/sdk/server";
-import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server";
+import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent } from "@a2a-js/sdk/server";
+import { jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 
 const STEP_MS = 20;
 
@@ -93,10 +94,15 @@ const executor = {
   },
 };
 
-const srv = http.createServer();
-const card = () => {
+const app = express();
+app.use(express.json());
+app.use((req, _res, next) => {
+  console.log(`rpc ${req.body?.method}`);
+  next();
+});
+const srv = app.listen(0, "127.0.0.1", () => {
   const url = `http://127.0.0.1:${srv.address().port}/`;
-  return {
+  const card = {
     name: "js echo",
     description: "Echoes messages; holds tasks that say hold.",
     supportedInterfaces: [{ url, protocolBinding: "JSONRPC", protocolVersion: "0.3", tenant: "" }],
@@ -109,32 +115,7 @@ const card = () => {
     skills: [],
     signatures: [],
   };
-};
-
-let rpc;
-srv.on("request", (req, res) => {
-  const chunks = [];
-  req.on("data", (c) => chunks.push(c));
-  req.on("end", async () => {
-    try {
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-      console.log(`rpc ${body.method}`);
-      const out = await rpc.handle(body, new ServerCallContext());
-      if (typeof out?.[Symbol.asyncIterator] !== "function") {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify(out));
-        return;
-      }
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-      for await (const event of out) res.write(`data: ${JSON.stringify(event)}\n\n`);
-      res.end();
-    } catch (err) {
-      if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
-      res.end(String(err));
-    }
-  });
-});
-srv.listen(0, "127.0.0.1", () => {
-  rpc = new LegacyJsonRpcTransportHandler(new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor));
-  console.log(`listening http://127.0.0.1:${srv.address().port}/`);
+  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  app.post("/", jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
+  console.log(`listening ${url}`);
 });
