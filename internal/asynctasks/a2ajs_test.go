@@ -1,14 +1,19 @@
 package asynctasks_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"agentserver/internal/asynctasks"
 	"agentserver/internal/llm/scripted"
@@ -22,14 +27,20 @@ type jsAgent struct {
 
 	mu      sync.Mutex
 	methods []string
+	// completed is closed when the agent has completed its first task.
+	completed chan struct{}
+	once      sync.Once
 }
 
 // startJSAgent starts the JavaScript A2A agent for the test.
 func startJSAgent(t *testing.T) *jsAgent {
 	t.Helper()
 	sdk := testutil.SDKDir(t, "@a2a-js/sdk")
-	a := &jsAgent{}
+	a := &jsAgent{completed: make(chan struct{})}
 	a.url = testutil.StartNodeScript(t, sdk, "a2a-echo-agent.mjs", func(line string) {
+		if strings.HasPrefix(line, "completed ") {
+			a.once.Do(func() { close(a.completed) })
+		}
 		if m, ok := strings.CutPrefix(line, "rpc "); ok {
 			a.mu.Lock()
 			a.methods = append(a.methods, m)
@@ -241,4 +252,47 @@ func TestA2AWaitForTaskThatEndedBeforeItWasFollowed(t *testing.T) {
 	if answer, err := x.LastMessage(t.Context(), tid); err != nil || answer != "echo: early" {
 		t.Fatalf("LastMessage = %v, %v", answer, err)
 	}
+}
+
+// TestSupervisorNotifiedOfTaskThatEndedDuringItsStart has the JavaScript
+// agent complete a task before the supervisor's tool step that started it
+// is written: in the same step, an MCP tool waits for the agent's first
+// completion. The notification must still come, once the record exists.
+func TestSupervisorNotifiedOfTaskThatEndedDuringItsStart(t *testing.T) {
+	agent := startJSAgent(t)
+	mcpURL := blockingMCPServer(t, agent.completed)
+	s, model := jsSupervisor(t, agent, "notify_on_completion: true\nmcp_servers:\n  - {name: gate, url: "+mcpURL+"}\n")
+	thread := s.Must(200, "POST", "/threads", map[string]any{}).Object(t)["thread_id"].(string)
+	model.SetResponder(func(scripted.ChatRequest) scripted.Step { return scripted.Text("noted") })
+	results, _ := supervisorTurn(t, s, model, thread, "start",
+		scripted.Call("start_async_task", map[string]any{"description": "quick", "subagent_type": "jsecho"}),
+		scripted.Call("gate_wait_for_agent", map[string]any{}))
+	task := launched(t, results[0])
+	if results[1] != "the agent completed a task" {
+		t.Fatalf("gate tool result = %q", results[1])
+	}
+	testutil.Eventually(t, 10*time.Second, "a notification run", func() bool {
+		return len(s.Must(200, "GET", "/threads/"+thread+"/runs", nil).List(t)) == 2
+	})
+	testutil.Eventually(t, 10*time.Second, "the record to read success", func() bool {
+		return taskRecord(t, s, thread, task)["status"] == "success"
+	})
+}
+
+// blockingMCPServer serves an MCP server (Go SDK, streamable HTTP on
+// 127.0.0.1) whose one tool, wait_for_agent, answers once done is closed.
+func blockingMCPServer(t *testing.T, done <-chan struct{}) string {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: "gate", Version: "1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "wait_for_agent", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-done:
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the agent completed a task"}}}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

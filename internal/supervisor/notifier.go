@@ -117,6 +117,13 @@ func (n *Notifier) deliver(supThread uuid.UUID, assistant string, task Task, tr 
 	}
 	stamp := n.now().Format("2006-01-02T15:04:05Z")
 	if notify {
+		// The record is written when the tool step that started the run
+		// ends, which a quick task can beat: read it once the
+		// supervisor's runs are over (the notification run would queue
+		// behind them anyway).
+		if err := n.waitIdle(rs, supThread); err != nil {
+			return err
+		}
 		st, err := th.GetState(n.ctx, supThread, nil)
 		if err != nil {
 			return err

@@ -10,7 +10,8 @@
 //     follow-up message is a change of plan: the held task is cancelled);
 //   * any other message makes a task that completes after one short step
 //     with the answer "echo: <text>" as artifact and status message.
-// Every request is logged as "rpc <method>" so a test can see the wire.
+// Every request is logged as "rpc <method>" and every completed task as
+// "completed <task id>", so a test can see the wire and the timing.
 import express from "express";
 import { randomUUID } from "node:crypto";
 import { TaskState, Role } from "@a2a-js/sdk";
@@ -88,6 +89,7 @@ const executor = {
     );
     bus.publish(status(taskId, contextId, TaskState.TASK_STATE_COMPLETED, answer));
     bus.finished();
+    console.log(`completed ${taskId}`);
   },
   async cancelTask(taskId, bus) {
     cancelHeld(taskId, bus);
