@@ -27,10 +27,20 @@ import (
 // share (the durable creation of the thread and run) can be told from
 // the A2A layer's own cost under the same machine load.
 //
+// fsync=off runs the same without fsync, which leaves the cost of the
+// HTTP and JSON-RPC layers and the run engine without the disk's.
+//
 // Metrics (ms): a2a-first-p50/p99/max (target: p99 ≤ 10 ms),
 // a2a-final-p50/p99, and the same for the LangGraph API (lg-…).
 func BenchmarkStreamFirstEvent(b *testing.B) {
-	s := testutil.StartServer(b, testutil.Options{Graphs: graphsJSON})
+	for _, noSync := range []bool{false, true} {
+		name := map[bool]string{false: "fsync=on", true: "fsync=off"}[noSync]
+		b.Run(name, func(b *testing.B) { benchStreamFirstEvent(b, noSync) })
+	}
+}
+
+func benchStreamFirstEvent(b *testing.B, noSync bool) {
+	s := testutil.StartServer(b, testutil.Options{Graphs: graphsJSON, NoSync: noSync})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	a2aStream := func() (time.Duration, time.Duration) {
 		return streamTimes(b, client, s.URL()+"/a2a/echo", rpc("message/stream", map[string]any{"message": userMessage("hello", "")}), `"final":true`)
