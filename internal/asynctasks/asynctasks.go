@@ -10,8 +10,11 @@
 //   - The task id is the remote thread id (for A2A, the context id).
 //   - A run whose graph paused for human input is reported as "interrupted"
 //     with its interrupt payloads, not as a finished "success".
-//   - Transports never poll: Wait blocks on the run's completion (a channel
-//     in-process, a join request over HTTP, an event stream over A2A).
+//   - Transports do not poll: Wait blocks on the run's completion (a channel
+//     in-process, a join request over HTTP, an event stream over A2A). The
+//     one exception is an A2A agent that refuses the event stream (a task
+//     that already ended, an agent without streaming): its task is read with
+//     tasks/get, with a growing delay, until it ends.
 package asynctasks
 
 import (
