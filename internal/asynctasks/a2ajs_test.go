@@ -35,7 +35,7 @@ type jsAgent struct {
 // startJSAgent starts the JavaScript A2A agent for the test.
 func startJSAgent(t *testing.T) *jsAgent {
 	t.Helper()
-	sdk := testutil.SDKDir(t, "@a2a-js/sdk")
+	sdk := testutil.SDKDir(t, "@a2a-js/sdk", "express")
 	a := &jsAgent{completed: make(chan struct{})}
 	a.url = testutil.StartNodeScript(t, sdk, "a2a-echo-agent.mjs", func(line string) {
 		if strings.HasPrefix(line, "completed ") {
