@@ -11,6 +11,7 @@ import (
 	"agentserver/api"
 	"agentserver/internal/assistants"
 	"agentserver/internal/graphs"
+	"agentserver/internal/protostream"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
@@ -37,6 +38,9 @@ type Deps struct {
 	CancelSubagent func(run uuid.UUID, toolCallID string) error
 	// Limits bound request bodies.
 	Limits Limits
+	// Stream serves the thread-centric streaming protocol; nil: its
+	// routes are not served.
+	Stream *protostream.Hub
 }
 
 // Handler implements the generated strict server interface.
@@ -49,6 +53,7 @@ type Handler struct {
 	runs       *runs.Service
 	onDelete   func(ctx context.Context, graphID string, values map[string]any)
 	cancelSub  func(run uuid.UUID, toolCallID string) error
+	stream     *protostream.Hub
 }
 
 var _ api.StrictServerInterface = (*Handler)(nil)
@@ -70,10 +75,13 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
 	e.Use(accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
-	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent}
+	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent, stream: d.Stream}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	if err := registerContractRoutes(e); err != nil {
 		return nil, err
+	}
+	if h.stream != nil {
+		registerProtocolRoutes(e, h)
 	}
 	return e, nil
 }

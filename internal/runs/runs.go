@@ -76,6 +76,7 @@ type Service struct {
 
 	sched    *scheduler
 	watchers threadWatchers
+	observer ThreadObserver // nil: none (SetThreadObserver)
 
 	mu      sync.Mutex
 	live    map[uuid.UUID]*liveRun // runs with a goroutine, a cancel or waiters

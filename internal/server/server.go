@@ -17,6 +17,7 @@ import (
 	"agentserver/internal/events"
 	"agentserver/internal/graphs"
 	"agentserver/internal/httpapi"
+	"agentserver/internal/protostream"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
@@ -40,6 +41,8 @@ type Server struct {
 	Store      *store.Service
 	Runs       *runs.Service
 	Broker     *events.Broker
+	// Stream serves the thread-centric streaming protocol.
+	Stream *protostream.Hub
 
 	agents   *agentRuntime
 	reloader *graphs.Reloader
@@ -136,6 +139,8 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	}
 	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention, MemoryRetention: 5 * time.Second})
 	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace})
+	s.Stream = protostream.NewHub(db, protostream.Options{Retention: cfg.StreamRetention, Log: log})
+	s.Runs.SetThreadObserver(s.Stream)
 	agents.local.Bind(s.Threads, s.Runs)
 	agents.notifier.Bind(s.Threads, s.Runs)
 	s.agents = agents
@@ -149,6 +154,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	e, err := httpapi.New(httpapi.Deps{
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs,
 		Log: log, APIKey: cfg.APIKey, Limits: httpapi.Limits{MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyStallTimeout: opts.BodyStallTimeout, BodyReadTimeout: opts.BodyReadTimeout}, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
+		Stream: s.Stream,
 	})
 	if err != nil {
 		db.Close()
@@ -182,6 +188,11 @@ func (s *Server) Start() error {
 	go func() {
 		defer s.bg.Done()
 		s.Broker.Run(bgCtx)
+	}()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.Stream.Run(bgCtx)
 	}()
 	if s.reloadEvery > 0 {
 		s.bg.Add(1)

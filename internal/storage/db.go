@@ -48,6 +48,7 @@ var bucketNames = [][]byte{
 	bucketRuns, bucketRunsByThread, bucketRunsActive, bucketRunEvents,
 	bucketStoreItems, bucketStoreExpiry,
 	bucketSubagents,
+	bucketThreadEvents,
 }
 
 var (
@@ -67,6 +68,7 @@ var (
 	bucketStoreItems        = []byte("store_items")
 	bucketStoreExpiry       = []byte("store_expiry")
 	bucketSubagents         = []byte("subagents")
+	bucketThreadEvents      = []byte("thread_events")
 
 	keySchemaVersion = []byte("schema_version")
 )

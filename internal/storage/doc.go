@@ -31,6 +31,8 @@
 //	store_items               namespace labels joined by 0x1f | 0x00 | key -> StoreItem JSON
 //	store_expiry              expires_at(8, unix nanos) | item key -> empty
 //	subagents                 parent run_id(16) | tool_call_id -> SubagentExecution JSON (synchronous task tool)
+//	thread_events             thread_id(16) | seq(8, big endian) -> {"at": unix millis, "event": protocol event JSON}
+//	                          (thread-centric stream replay buffer; deleted after its retention)
 //
 // Store namespace labels are non-empty and contain neither 0x00 nor 0x1f, so
 // an item key is unambiguous: the items of namespace N are exactly
