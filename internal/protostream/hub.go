@@ -38,6 +38,7 @@ type Hub struct {
 	mu    sync.RWMutex
 	feeds map[uuid.UUID]*feed
 	now   func() time.Time
+	async asyncLinks
 }
 
 // NewHub returns a hub that persists into db.
@@ -89,6 +90,8 @@ type feed struct {
 	runs     map[uuid.UUID]*translator
 	// tree is the status of every namespace seen, for agent.getTree.
 	tree map[string]nsState
+	// lastValues is the newest root values event (an async task's answer).
+	lastValues any
 }
 
 type nsState struct {
@@ -219,8 +222,11 @@ func (h *Hub) publishLocked(f *feed, evs ...out) {
 		f.recent = append(f.recent, ev)
 		f.bytes += len(ev.Raw)
 		f.unsaved = append(f.unsaved, storage.ThreadEvent{Seq: ev.Seq, At: now, Event: ev.Raw})
-		if e.method == "lifecycle" {
+		switch {
+		case e.method == "lifecycle":
 			f.noteLifecycle(e)
+		case e.method == "values" && len(e.ns) == 0:
+			f.lastValues = e.data
 		}
 	}
 	f.touched = now
@@ -229,6 +235,7 @@ func (h *Hub) publishLocked(f *feed, evs ...out) {
 		close(f.wake)
 		f.wake = nil
 	}
+	h.mirrorLocked(f, evs)
 }
 
 // trimLocked drops the oldest kept events beyond the bounds, never one
@@ -346,7 +353,11 @@ func (h *Hub) sweep(ctx context.Context) {
 	cutoff := h.now().Add(-h.opts.Retention)
 	h.mu.Lock()
 	for id, f := range h.feeds {
-		f.mu.Lock()
+		// A feed busy publishing is not idle. TryLock, because a publish
+		// into a task's parent takes the hub's lock under a feed's.
+		if !f.mu.TryLock() {
+			continue
+		}
 		idle := f.clients == 0 && len(f.runs) == 0 && len(f.unsaved) == 0 && f.touched.Before(cutoff)
 		f.mu.Unlock()
 		if idle {

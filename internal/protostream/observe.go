@@ -45,7 +45,7 @@ func (h *Hub) RunEvent(run storage.Run, name string, payload any) {
 		t = newTranslator(run)
 		f.runs[run.RunID] = t
 	}
-	h.publishLocked(f, t.translate(name, payload)...)
+	h.publishLocked(f, t.translate(h, name, payload)...)
 }
 
 // RunEnded finishes the run's open messages and announces how it ended:
@@ -82,6 +82,7 @@ func (h *Hub) RunEnded(run storage.Run, interrupts []any) {
 	}
 	evs = append(evs, out{method: "lifecycle", ns: root, data: end})
 	h.publishLocked(f, evs...)
+	h.asyncEnded(f, run, interrupts)
 }
 
 func interruptID(it any, i int) string {

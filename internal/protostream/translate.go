@@ -14,6 +14,9 @@ type translator struct {
 	thread string
 	// active is the message being streamed in each namespace.
 	active map[string]*streamingMessage
+	// inputs are the arguments of the run's tool calls, by call id, kept
+	// from their start to their end.
+	inputs map[string]any
 }
 
 // streamingMessage is an AI message whose chunks are being streamed.
@@ -29,7 +32,7 @@ type streamingMessage struct {
 }
 
 func newTranslator(run storage.Run) *translator {
-	return &translator{runID: run.RunID.String(), thread: run.ThreadID.String(), active: map[string]*streamingMessage{}}
+	return &translator{runID: run.RunID.String(), thread: run.ThreadID.String(), active: map[string]*streamingMessage{}, inputs: map[string]any{}}
 }
 
 // splitName splits "mode|ns1|ns2" into the mode and the namespace.
@@ -39,7 +42,7 @@ func splitName(name string) (string, []string) {
 }
 
 // translate returns the protocol events of one run event.
-func (t *translator) translate(name string, payload any) []out {
+func (t *translator) translate(h *Hub, name string, payload any) []out {
 	mode, ns := splitName(name)
 	switch mode {
 	case "values":
@@ -49,7 +52,7 @@ func (t *translator) translate(name string, payload any) []out {
 	case "messages":
 		return t.messages(ns, payload)
 	case "tools":
-		return t.tools(ns, payload)
+		return t.tools(h, ns, payload)
 	case "checkpoints":
 		return []out{{method: "checkpoints", ns: ns, data: checkpointEnvelope(payload)}}
 	case "tasks":
@@ -137,7 +140,7 @@ func childNamespace(ns []string, seg string) []string {
 // tools maps LangGraph.js-style tool events to the protocol's. The task
 // tool's own events go in its subagent's namespace (task:<call id>),
 // where the SDK's thread.subagents scopes the subagent.
-func (t *translator) tools(ns []string, payload any) []out {
+func (t *translator) tools(h *Hub, ns []string, payload any) []out {
 	m, _ := payload.(map[string]any)
 	id, _ := m["toolCallId"].(string)
 	name, _ := m["name"].(string)
@@ -158,6 +161,7 @@ func (t *translator) tools(ns []string, payload any) []out {
 	}
 	switch m["event"] {
 	case "on_tool_start":
+		t.inputs[id] = m["input"]
 		evs := []out{with("tool-started", "input", m["input"])}
 		if name == "task" {
 			input, _ := m["input"].(map[string]any)
@@ -169,8 +173,14 @@ func (t *translator) tools(ns []string, payload any) []out {
 		delta, _ := json.Marshal(m["data"])
 		return []out{with("tool-output-delta", "delta", string(delta))}
 	case "on_tool_end":
-		return []out{with("tool-finished", "output", toolOutput(m["output"]))}
+		evs := []out{with("tool-finished", "output", toolOutput(m["output"]))}
+		if input, _ := t.inputs[id].(map[string]any); name == "start_async_task" {
+			evs = append(evs, h.asyncStarted(input, m["output"])...)
+		}
+		delete(t.inputs, id)
+		return evs
 	case "on_tool_error":
+		delete(t.inputs, id)
 		msg := "tool failed"
 		if e, ok := m["error"].(map[string]any); ok {
 			if s, ok := e["message"].(string); ok {

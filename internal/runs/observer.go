@@ -1,6 +1,8 @@
 package runs
 
 import (
+	"context"
+
 	"github.com/google/uuid"
 
 	"agentserver/internal/graph"
@@ -23,6 +25,28 @@ type ThreadObserver interface {
 	// RunEnded tells how a run ended: its status, its error text and the
 	// interrupts its thread now waits on.
 	RunEnded(run storage.Run, interrupts []any)
+	// ChildRunCreated tells that a run of an observed thread created a
+	// run on another thread (an async subagent's), before that run can
+	// start.
+	ChildRunCreated(parent, child storage.Run)
+}
+
+// parentRunKey marks the context of a run's execution with the run.
+type parentRunKey struct{}
+
+// withRun returns ctx marked as the execution context of run.
+func withRun(ctx context.Context, run storage.Run) context.Context {
+	return context.WithValue(ctx, parentRunKey{}, run)
+}
+
+// noteChildRun tells the observer about a run created from inside another
+// run (by a tool such as start_async_task) on an observed thread.
+func (s *Service) noteChildRun(ctx context.Context, child storage.Run) {
+	parent, ok := ctx.Value(parentRunKey{}).(storage.Run)
+	if !ok || parent.ThreadID == child.ThreadID || !s.observed(parent.ThreadID) {
+		return
+	}
+	s.observer.ChildRunCreated(parent, child)
 }
 
 // observedModes are the stream modes built for an observed thread even

@@ -181,6 +181,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 	if claimed && !c.startNow {
 		s.sched.release(c.run.ThreadID)
 	}
+	s.noteChildRun(ctx, c.run)
 	return s.launch(c), nil
 }
 

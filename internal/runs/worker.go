@@ -46,7 +46,7 @@ func (c *timeoutCause) Is(target error) bool { return target == context.Deadline
 // once).
 func (s *Service) execute(queued storage.Run, started bool, release func()) {
 	defer release()
-	ctx, cancel := context.WithCancelCause(s.ctx)
+	ctx, cancel := context.WithCancelCause(withRun(s.ctx, queued))
 	defer cancel(nil)
 	s.mu.Lock()
 	lr := s.live[queued.RunID]
