@@ -1,0 +1,250 @@
+package protostream
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/storage"
+	"agentserver/internal/testutil/testdb"
+)
+
+func testRun(thread uuid.UUID) storage.Run {
+	return storage.Run{RunID: uuid.Must(uuid.NewV7()), ThreadID: thread, GraphID: "agent", Status: storage.RunSuccess}
+}
+
+// playRun publishes a whole run of n values events on a followed thread.
+func playRun(t *testing.T, h *Hub, thread uuid.UUID, n int) {
+	t.Helper()
+	if _, err := h.Follow(thread); err != nil {
+		t.Fatal(err)
+	}
+	run := testRun(thread)
+	h.RunStarted(run)
+	for i := range n {
+		h.RunEvent(run, "values", map[string]any{"i": i})
+	}
+	h.RunEnded(run, nil)
+}
+
+// drain reads every event available now.
+func drain(t *testing.T, s *Subscription) []Event {
+	t.Helper()
+	var out []Event
+	for {
+		ev, ok, err := s.TryNext()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return out
+		}
+		out = append(out, ev)
+	}
+}
+
+var everything = Filter{Channels: []string{"values", "lifecycle", "messages", "tools", "custom", "input", "updates", "checkpoints", "tasks"}}
+
+// Events are durable: a new hub on the same store (a restart) replays them
+// from `since` and numbers new events after them.
+func TestHubReplaysFromStoreAfterRestart(t *testing.T) {
+	db := testdb.Open(t)
+	thread := uuid.New()
+	h1 := NewHub(db, Options{})
+	playRun(t, h1, thread, 5)
+	h1.Flush(context.Background())
+	s1, err := h1.Subscribe(thread, everything, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := drain(t, s1)
+	if len(before) != 8 { // started, running, 5 values, completed
+		t.Fatalf("a run of 5 values gave %d events", len(before))
+	}
+	h2 := NewHub(db, Options{})
+	since := before[1].Seq
+	s2, err := h2.Subscribe(thread, everything, &since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := s2.TakeGap(); g != nil {
+		t.Fatalf("unexpected gap %v", g)
+	}
+	after := drain(t, s2)
+	if len(after) != len(before)-2 {
+		t.Fatalf("replayed %d events after a restart, want %d", len(after), len(before)-2)
+	}
+	for i, ev := range after {
+		if string(ev.Raw) != string(before[i+2].Raw) || ev.Method != before[i+2].Method {
+			t.Fatalf("event %d differs after a restart: %s / %s", i, ev.Raw, before[i+2].Raw)
+		}
+	}
+	playRun(t, h2, thread, 1)
+	more := drain(t, s2)
+	if len(more) == 0 || more[0].Seq != before[len(before)-1].Seq+1 {
+		t.Fatalf("numbering after a restart starts at %v, want %d", more, before[len(before)-1].Seq+1)
+	}
+}
+
+// Events older than the retention leave the store; asking for them is
+// reported as a gap, and what is still kept follows.
+func TestHubReportsGapAfterRetention(t *testing.T) {
+	db := testdb.Open(t)
+	thread := uuid.New()
+	now := time.Now()
+	h := NewHub(db, Options{Retention: time.Minute, Keep: 1})
+	h.now = func() time.Time { return now }
+	playRun(t, h, thread, 3)
+	h.Flush(context.Background())
+	first := h.LastSeq(thread) - 5
+	now = now.Add(2 * time.Minute)
+	playRun(t, h, thread, 1)
+	h.Flush(context.Background())
+	h.sweep(context.Background())
+	s, err := h.Subscribe(thread, everything, &first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := s.TakeGap()
+	if g == nil || g.From != first+1 {
+		t.Fatalf("gap = %+v, want one from %d", g, first+1)
+	}
+	evs := drain(t, s)
+	if len(evs) == 0 || evs[0].Seq != g.To+1 {
+		t.Fatalf("after the gap %+v came %d events starting %v", g, len(evs), evs)
+	}
+}
+
+// Events not yet stored are never dropped from memory, however small the
+// memory bound.
+func TestHubKeepsUnsavedEvents(t *testing.T) {
+	db := testdb.Open(t)
+	thread := uuid.New()
+	h := NewHub(db, Options{Keep: 2, KeepBytes: 1})
+	since := int64(0)
+	f, _ := h.Follow(thread)
+	since = f.seq
+	playRun(t, h, thread, 20)
+	s, err := h.Subscribe(thread, everything, &since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs := drain(t, s); len(evs) != 23 {
+		t.Fatalf("replayed %d unsaved events, want 23", len(evs))
+	}
+	h.Flush(context.Background())
+	if f.mu.Lock(); len(f.recent) > 2 {
+		t.Errorf("kept %d events in memory after the flush, want at most 2", len(f.recent))
+	}
+	f.mu.Unlock()
+}
+
+// Every subscriber of a thread gets every event, live.
+func TestHubFansOut(t *testing.T) {
+	db := testdb.Open(t)
+	thread := uuid.New()
+	h := NewHub(db, Options{})
+	var subs []*Subscription
+	for range 3 {
+		s, err := h.Subscribe(thread, Filter{Channels: []string{"values"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, s)
+	}
+	playRun(t, h, thread, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i, s := range subs {
+		for k := range 4 {
+			ev, err := s.Next(ctx)
+			if err != nil {
+				t.Fatalf("subscriber %d event %d: %v", i, k, err)
+			}
+			var env struct {
+				Params struct {
+					Data map[string]any `json:"data"`
+				} `json:"params"`
+			}
+			if err := json.Unmarshal(ev.Raw, &env); err != nil || env.Params.Data["i"] != float64(k) {
+				t.Fatalf("subscriber %d got %s as event %d", i, ev.Raw, k)
+			}
+		}
+	}
+}
+
+func TestFilterMatchesNamespacesAndDepth(t *testing.T) {
+	depth0, depth1 := 0, 1
+	ev := func(method string, ns ...string) *Event { return &Event{Method: method, Namespace: ns} }
+	cases := []struct {
+		f    Filter
+		ev   *Event
+		want bool
+	}{
+		{Filter{Channels: []string{"values"}}, ev("values"), true},
+		{Filter{Channels: []string{"values"}}, ev("messages"), false},
+		{Filter{Channels: []string{"input"}}, ev("input.requested"), true},
+		{Filter{Channels: []string{"values"}, Depth: &depth0}, ev("values", "task:1"), false},
+		{Filter{Channels: []string{"tools"}, Namespaces: [][]string{{"task:1"}}}, ev("tools", "task:1", "x"), true},
+		{Filter{Channels: []string{"tools"}, Namespaces: [][]string{{"task"}}}, ev("tools", "task:1"), true},
+		{Filter{Channels: []string{"tools"}, Namespaces: [][]string{{"task:2"}}}, ev("tools", "task:1"), false},
+		{Filter{Channels: []string{"tools"}, Namespaces: [][]string{{"task:1"}}, Depth: &depth1}, ev("tools", "task:1", "a", "b"), false},
+		{Filter{Channels: []string{"custom"}}, &Event{Method: "custom", Name: "a2a"}, true},
+		{Filter{Channels: []string{"custom:a2a"}}, &Event{Method: "custom", Name: "a2a"}, true},
+		{Filter{Channels: []string{"custom:b"}}, &Event{Method: "custom", Name: "a2a"}, false},
+	}
+	for i, c := range cases {
+		if got := c.f.Matches(c.ev); got != c.want {
+			t.Errorf("case %d: Matches = %v, want %v", i, got, c.want)
+		}
+	}
+}
+
+// A streamed answer with a tool call ends with the call as a tool_call
+// block and finish reason tool_use; the task tool's events go in its
+// subagent's namespace.
+func TestTranslateChunksAndTaskTool(t *testing.T) {
+	tr := newTranslator(testRun(uuid.New()))
+	h := NewHub(nil, Options{})
+	meta := map[string]any{"langgraph_node": "model"}
+	chunk := func(content string, calls ...any) any {
+		return []any{map[string]any{"type": "AIMessageChunk", "id": "m1", "content": content, "tool_call_chunks": calls}, meta}
+	}
+	var evs []out
+	evs = append(evs, tr.translate(h, "messages", chunk("Hel"))...)
+	evs = append(evs, tr.translate(h, "messages", chunk("lo", map[string]any{"index": float64(0), "id": "c1", "name": "task", "args": `{"subagent_type":`}))...)
+	evs = append(evs, tr.translate(h, "messages", chunk("", map[string]any{"index": float64(0), "args": `"x"}`}))...)
+	evs = append(evs, tr.translate(h, "updates", map[string]any{"model": map[string]any{"messages": []any{}}})...)
+	evs = append(evs, tr.translate(h, "tools", map[string]any{"event": "on_tool_start", "toolCallId": "c1", "name": "task", "input": map[string]any{"subagent_type": "x"}})...)
+	var kinds []string
+	for _, e := range evs {
+		d := e.data.(map[string]any)
+		name, _ := d["event"].(string)
+		kinds = append(kinds, e.method+":"+name)
+		if d["event"] == "content-block-start" && d["content"].(map[string]any)["type"] == "tool_call" {
+			if args := d["content"].(map[string]any)["args"].(map[string]any); args["subagent_type"] != "x" {
+				t.Fatalf("tool call args = %v", args)
+			}
+		}
+		if d["event"] == "message-finish" && d["reason"] != "tool_use" {
+			t.Fatalf("finish = %v", d)
+		}
+		if e.method == "tools" && (len(e.ns) != 1 || e.ns[0] != "task:c1") {
+			t.Fatalf("task tool event in namespace %v", e.ns)
+		}
+	}
+	want := "messages:message-start messages:content-block-start messages:content-block-delta messages:content-block-delta messages:content-block-finish messages:content-block-start messages:content-block-finish messages:message-finish updates:"
+	got := ""
+	for i, k := range kinds {
+		if i > 0 {
+			got += " "
+		}
+		got += k
+	}
+	if got[:len(want)] != want || kinds[len(kinds)-2] != "tools:tool-started" || kinds[len(kinds)-1] != "lifecycle:started" {
+		t.Fatalf("events = %v", kinds)
+	}
+}
