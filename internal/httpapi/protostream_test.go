@@ -235,6 +235,9 @@ func TestProtocolStreamRejectsBadInput(t *testing.T) {
 	if r := s.Do("POST", "/threads/"+uuid.NewString()+"/stream/events", map[string]any{"channels": []string{"values"}}); r.Status != 404 {
 		t.Fatalf("stream of a missing thread answered %d", r.Status)
 	}
+	if r := s.Do("GET", "/threads/"+tid+"/stream/events", nil); r.Status != 426 {
+		t.Fatalf("GET without an upgrade answered %d", r.Status)
+	}
 	if env := command(t, s, tid, 1, "bogus.method", nil); env["type"] != "error" || env["error"] != "unknown_command" || env["id"] != float64(1) {
 		t.Fatalf("unknown command = %v", env)
 	}
