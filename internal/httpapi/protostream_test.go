@@ -310,10 +310,11 @@ func TestProtocolStateCommands(t *testing.T) {
 	if env := command(t, s, tid, 5, "state.get", map[string]any{"namespace": []string{"task:x"}}); env["error"] != "no_such_namespace" {
 		t.Fatalf("state of a subagent namespace = %v", env)
 	}
-	tree := mustSucceed(t, command(t, s, tid, 6, "agent.getTree", map[string]any{}))["tree"].(map[string]any)
-	if tree["status"] != "completed" || tree["graph_name"] != "agent" {
-		t.Fatalf("tree = %v", tree)
-	}
+	// The run's record ends a moment before its stream says so.
+	testutil.Eventually(t, 5*time.Second, "the tree to show the fork completed", func() bool {
+		tree := mustSucceed(t, command(t, s, tid, 6, "agent.getTree", map[string]any{}))["tree"].(map[string]any)
+		return tree["status"] == "completed" && tree["graph_name"] == "agent"
+	})
 }
 
 // The WebSocket on the same path takes commands and delivers the events

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+
+	"agentserver/internal/events"
 )
 
 // Filter selects the events a connection receives.
@@ -110,7 +112,7 @@ func (g *Gap) Error() string {
 }
 
 // ErrClosed is returned by Next after Close.
-var ErrClosed = errors.New("subscription closed")
+var ErrClosed = events.ErrClosed
 
 // Subscription is one connection's cursor into a thread's feed. Next must
 // not be called concurrently with itself; Close may be called anytime.
@@ -195,19 +197,7 @@ func (s *Subscription) TakeGap() *Gap {
 // Next returns the next matching event, waiting for one. It returns
 // ctx.Err() when ctx ends and ErrClosed after Close.
 func (s *Subscription) Next(ctx context.Context) (Event, error) {
-	for {
-		ev, ok, wake, err := s.take()
-		if ok || err != nil {
-			return ev, err
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return Event{}, ctx.Err()
-		case <-s.done:
-			return Event{}, ErrClosed
-		}
-	}
+	return events.Await(ctx, s.done, s.take)
 }
 
 // TryNext returns the next matching event if one is available now.

@@ -59,11 +59,16 @@ func (db *DB) AppendRunEvents(ctx context.Context, runID uuid.UUID, evs []Stored
 		keys[i] = runEventKey(runID, ev.Seq)
 		vals[i] = v
 	}
+	return db.putAll(ctx, bucketRunEvents, keys, vals, "run event")
+}
+
+// putAll puts every key with its value into a bucket in one durable write.
+func (db *DB) putAll(ctx context.Context, bucket []byte, keys, vals [][]byte, what string) error {
 	return db.Update(ctx, func(tx *Tx) error {
-		b := tx.bucket(bucketRunEvents)
+		b := tx.bucket(bucket)
 		for i := range keys {
 			if err := b.Put(keys[i], vals[i]); err != nil {
-				return fmt.Errorf("put run event: %w", err)
+				return fmt.Errorf("put %s: %w", what, err)
 			}
 		}
 		return nil

@@ -25,12 +25,10 @@ type threadEventValue struct {
 	Event json.RawMessage `json:"event"`
 }
 
-// threadEventKey encodes thread_id(16) | seq(8, big endian).
+// threadEventKey encodes thread_id(16) | seq(8, big endian), the layout
+// of run event keys.
 func threadEventKey(threadID uuid.UUID, seq int64) []byte {
-	k := make([]byte, 24)
-	copy(k, threadID[:])
-	binary.BigEndian.PutUint64(k[16:], uint64(seq))
-	return k
+	return runEventKey(threadID, seq)
 }
 
 // AppendThreadEvents stores evs as events of thread threadID in one durable
@@ -51,15 +49,7 @@ func (db *DB) AppendThreadEvents(ctx context.Context, threadID uuid.UUID, evs []
 		}
 		keys[i], vals[i] = threadEventKey(threadID, ev.Seq), v
 	}
-	return db.Update(ctx, func(tx *Tx) error {
-		b := tx.bucket(bucketThreadEvents)
-		for i := range keys {
-			if err := b.Put(keys[i], vals[i]); err != nil {
-				return fmt.Errorf("put thread event: %w", err)
-			}
-		}
-		return nil
-	})
+	return db.putAll(ctx, bucketThreadEvents, keys, vals, "thread event")
 }
 
 // LoadThreadEvents returns, in Seq order, the stored events of a thread
