@@ -127,45 +127,47 @@ describe("thread-centric streaming (protocol v2)", () => {
     }
   });
 
-  it("sse: thread.subagents shows task subagents with their messages and output, and async subagents", async () => {
-    const thread = openThread("supervisor", "sse");
-    try {
-      const found = [];
-      void (async () => {
-        for await (const sub of thread.subagents) {
-          const texts = [];
-          const msgs = (async () => {
-            for await (const m of sub.messages) texts.push(await m.text);
-          })();
-          found.push({ sub, texts, msgs, input: await sub.taskInput });
+  for (const transport of TRANSPORTS) {
+    it(`${transport}: thread.subagents shows task subagents with their messages and output, and async subagents`, async () => {
+      const thread = openThread("supervisor", transport);
+      try {
+        const found = [];
+        void (async () => {
+          for await (const sub of thread.subagents) {
+            const texts = [];
+            const msgs = (async () => {
+              for await (const m of sub.messages) texts.push(await m.text);
+            })();
+            found.push({ sub, texts, msgs, input: await sub.taskInput });
+          }
+        })();
+        await thread.run.start({
+          input: humanInput("delegate: count the stars tonight\ndelegate: name the moons of mars\nstart researcher: history of bbolt"),
+        });
+        await thread.output;
+        await waitFor(() => found.length >= 3, "three subagents");
+        const tasks = found.filter((f) => f.sub.name === "general-purpose");
+        assert.equal(tasks.length, 2);
+        for (const t of tasks) {
+          assert.ok(t.sub.namespace[0].startsWith("task:"), `namespace ${t.sub.namespace}`);
+          const out = await t.sub.output;
+          assert.match(String(out), /You said:/);
         }
-      })();
-      await thread.run.start({
-        input: humanInput("delegate: count the stars tonight\ndelegate: name the moons of mars\nstart researcher: history of bbolt"),
-      });
-      await thread.output;
-      await waitFor(() => found.length >= 3, "three subagents");
-      const tasks = found.filter((f) => f.sub.name === "general-purpose");
-      assert.equal(tasks.length, 2);
-      for (const t of tasks) {
-        assert.ok(t.sub.namespace[0].startsWith("task:"), `namespace ${t.sub.namespace}`);
-        const out = await t.sub.output;
-        assert.match(String(out), /You said:/);
+        const prompts = tasks.map((t) => t.input).sort();
+        assert.deepEqual(prompts, ["count the stars tonight", "name the moons of mars"].sort());
+        const asyncSub = found.find((f) => f.sub.name === "researcher");
+        assert.ok(asyncSub, "the async researcher appears as a subagent");
+        assert.ok(asyncSub.sub.namespace[0].startsWith("async_task:"));
+        assert.equal(asyncSub.input, "history of bbolt");
+        const out = await withTimeout(asyncSub.sub.output, 10_000, "async subagent output");
+        assert.match(String(out), /You said: history of bbolt/);
+        await waitFor(() => asyncSub.texts.includes("You said: history of bbolt"), "the async subagent's messages");
+        for (const t of tasks) await waitFor(() => t.texts.some((x) => x.startsWith("You said:")), "a task subagent's messages");
+      } finally {
+        await thread.close();
       }
-      const prompts = tasks.map((t) => t.input).sort();
-      assert.deepEqual(prompts, ["count the stars tonight", "name the moons of mars"].sort());
-      const asyncSub = found.find((f) => f.sub.name === "researcher");
-      assert.ok(asyncSub, "the async researcher appears as a subagent");
-      assert.ok(asyncSub.sub.namespace[0].startsWith("async_task:"));
-      assert.equal(asyncSub.input, "history of bbolt");
-      const out = await withTimeout(asyncSub.sub.output, 10_000, "async subagent output");
-      assert.match(String(out), /You said: history of bbolt/);
-      await waitFor(() => asyncSub.texts.includes("You said: history of bbolt"), "the async subagent's messages");
-      for (const t of tasks) await waitFor(() => t.texts.some((x) => x.startsWith("You said:")), "a task subagent's messages");
-    } finally {
-      await thread.close();
-    }
-  });
+    });
+  }
 });
 
 const waitFor = (cond, what) => pollUntil(cond, { what, intervalMs: 20 });
