@@ -384,3 +384,34 @@ func TestProtocolWebSocket(t *testing.T) {
 		t.Fatalf("unknown command = %v", m)
 	}
 }
+
+// The protocol's routes need the API key like every other route.
+func TestProtocolRoutesNeedTheAPIKey(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{APIKey: "s3cret"})
+	tid := uuid.NewString()
+	for _, path := range []string{"/threads/" + tid + "/commands", "/threads/" + tid + "/stream/events"} {
+		if r := s.Do("POST", path, map[string]any{"id": 1, "method": "state.get", "channels": []string{"values"}}); r.Status != 401 {
+			t.Fatalf("POST %s without a key answered %d", path, r.Status)
+		}
+	}
+	h := http.Header{"x-api-key": {"s3cret"}}
+	r := s.DoWith("POST", "/threads/"+tid+"/commands", map[string]any{"id": 1, "method": "agent.getTree"}, h)
+	if r.Status != 200 || r.Object(t)["type"] != "success" {
+		t.Fatalf("with the key: %d %s", r.Status, r.Raw)
+	}
+}
+
+// A client that leaves releases its connection at once, and the stream
+// keeps serving the others.
+func TestProtocolStreamReleasesDisconnectedClients(t *testing.T) {
+	s, _ := agentServer(t, "")
+	tid := newThread(t, s)
+	id := uuid.MustParse(tid)
+	body := map[string]any{"channels": []string{"lifecycle"}}
+	a := s.Stream("POST", "/threads/"+tid+"/stream/events", body, nil)
+	b := s.Stream("POST", "/threads/"+tid+"/stream/events", body, nil)
+	defer b.Body.Close()
+	testutil.Eventually(t, 5*time.Second, "two connections", func() bool { return s.Server.Stream.Connections(id) == 2 })
+	a.Body.Close()
+	testutil.Eventually(t, 5*time.Second, "the closed connection to be released", func() bool { return s.Server.Stream.Connections(id) == 1 })
+}

@@ -51,3 +51,14 @@ func (h *Hub) Tree(threadID uuid.UUID) *TreeNode {
 	}
 	return root
 }
+
+// Connections returns how many connections follow a thread's stream now.
+func (h *Hub) Connections(threadID uuid.UUID) int {
+	f := h.feed(threadID)
+	if f == nil {
+		return 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.clients
+}
