@@ -57,12 +57,10 @@ func protoErrorCode(err error) string {
 	switch {
 	case errors.As(err, &pe):
 		return pe.code
-	case errors.Is(err, errdefs.ErrInvalid), errors.Is(err, errdefs.ErrConflict):
+	case errors.Is(err, errdefs.ErrInvalid), errors.Is(err, errdefs.ErrConflict), errors.Is(err, errdefs.ErrNotFound):
 		return "invalid_argument"
 	case errors.Is(err, errdefs.ErrUnauthorized):
 		return "permission_denied"
-	case errors.Is(err, errdefs.ErrNotFound):
-		return "invalid_argument"
 	}
 	return "unknown_error"
 }
@@ -139,10 +137,9 @@ func (h *Handler) protoRunStart(ctx context.Context, threadID uuid.UUID, raw jso
 // startProtoRun creates a run on a thread the stream follows from the
 // run's first event.
 func (h *Handler) startProtoRun(ctx context.Context, threadID uuid.UUID, cp runs.CreateParams) (storage.Run, error) {
-	if _, err := h.stream.Follow(threadID); err != nil {
+	if err := h.stream.MarkRunRequested(threadID); err != nil {
 		return storage.Run{}, err
 	}
-	h.stream.MarkRunRequested(threadID)
 	cp.ThreadID = &threadID
 	r, err := h.runs.Create(ctx, cp)
 	if errors.Is(err, errdefs.ErrNotFound) {

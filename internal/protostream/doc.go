@@ -30,6 +30,11 @@
 //   - A thread is followed while it has connections, and for
 //     Options.Retention after its last connection left or its last event
 //     was published; runs of other threads pay one atomic load per event.
-//   - Ownership: Hub.Run is the only goroutine of the package (flushes and
-//     sweeps); stop it before closing the store.
+//   - Ownership: Hub.Run is the only long-lived goroutine of the package
+//     (flushes and sweeps, plus short-lived flush workers it waits for);
+//     stop it before closing the store.
+//   - Lock order: a task thread's feed, then its parent's feed (mirroring
+//     goes from task to parent, never back), then the hub's table of async
+//     tasks; the hub's map lock may be read under a feed lock, so the sweep
+//     only try-locks feeds.
 package protostream

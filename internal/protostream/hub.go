@@ -152,17 +152,18 @@ func (h *Hub) LastSeq(threadID uuid.UUID) int64 {
 	return f.seq
 }
 
-// MarkRunRequested tells that a run was just requested on a thread: a
-// connection opened from now on replays from the next event, not from
-// the previous run.
-func (h *Hub) MarkRunRequested(threadID uuid.UUID) {
+// MarkRunRequested follows a thread on which a run is about to be
+// requested: a connection opened from now on replays from the next event,
+// not from the previous run.
+func (h *Hub) MarkRunRequested(threadID uuid.UUID) error {
 	f, err := h.Follow(threadID)
 	if err != nil {
-		return
+		return err
 	}
 	f.mu.Lock()
 	f.runStart = f.seq + 1
 	f.mu.Unlock()
+	return nil
 }
 
 // envelope is the head of an encoded event, up to its data.

@@ -192,23 +192,11 @@ func (t *translator) tools(h *Hub, ns []string, payload any) []out {
 	return nil
 }
 
-// toolOutput is a tool message's content, the value the tool returned.
+// toolOutput is a tool message's content, the value the tool returned;
+// anything else is passed as it is.
 func toolOutput(v any) any {
 	if m, ok := v.(map[string]any); ok {
 		if c, ok := m["content"]; ok {
-			return c
-		}
-	}
-	if m, ok := v.(interface{ Content() any }); ok {
-		return m.Content()
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var generic map[string]any
-	if json.Unmarshal(raw, &generic) == nil {
-		if c, ok := generic["content"]; ok {
 			return c
 		}
 	}
