@@ -1,7 +1,9 @@
 package protostream
 
 import (
+	"encoding/json"
 	"regexp"
+	"sort"
 	"sync"
 
 	"github.com/google/uuid"
@@ -36,6 +38,15 @@ type asyncLink struct {
 type asyncLinks struct {
 	mu    sync.Mutex
 	links map[uuid.UUID]*asyncLink
+	// remote are the tasks started on other servers, by task id.
+	remote map[uuid.UUID]*remoteTask
+}
+
+// remoteTask is an async task whose events this server does not see: its
+// status comes from the supervisor's async_tasks channel.
+type remoteTask struct {
+	status string
+	result any
 }
 
 func (a *asyncLinks) get(child uuid.UUID) *asyncLink {
@@ -104,19 +115,115 @@ func (h *Hub) asyncStarted(input map[string]any, output any) []out {
 	}
 	h.async.mu.Lock()
 	l := h.async.links[taskID]
-	if l == nil || l.announced {
+	if l == nil {
+		defer h.async.mu.Unlock()
+		return h.remoteStartedLocked(taskID, input)
+	}
+	if l.announced {
 		h.async.mu.Unlock()
 		return nil
 	}
 	l.announced = true
 	link := *l
 	h.async.mu.Unlock()
-	name, _ := input["subagent_type"].(string)
-	desc, _ := input["description"].(string)
-	callID := "async:" + taskID.String()
-	evs := []out{{method: "tools", ns: link.ns, data: map[string]any{"event": "tool-started", "tool_call_id": callID, "tool_name": "task", "input": map[string]any{"subagent_type": name, "description": desc}}}}
+	evs := []out{taskCallStart(taskID, input)}
 	if link.ended {
 		evs = append(evs, taskCallEnd(link))
+	}
+	return evs
+}
+
+// taskCallStart is the start of a task's synthetic call.
+func taskCallStart(taskID uuid.UUID, input map[string]any) out {
+	name, _ := input["subagent_type"].(string)
+	desc, _ := input["description"].(string)
+	return out{method: "tools", ns: asyncNamespace(taskID), data: map[string]any{"event": "tool-started", "tool_call_id": "async:" + taskID.String(), "tool_name": "task", "input": map[string]any{"subagent_type": name, "description": desc}}}
+}
+
+// remoteStartedLocked announces a task started on another server: its
+// synthetic call and lifecycle started (h.async.mu held).
+func (h *Hub) remoteStartedLocked(taskID uuid.UUID, input map[string]any) []out {
+	if h.async.remote == nil {
+		h.async.remote = map[uuid.UUID]*remoteTask{}
+	}
+	if h.async.remote[taskID] != nil {
+		return nil
+	}
+	h.async.remote[taskID] = &remoteTask{status: "running"}
+	graph, _ := input["subagent_type"].(string)
+	return []out{
+		taskCallStart(taskID, input),
+		{method: "lifecycle", ns: asyncNamespace(taskID), data: map[string]any{"event": "started", "graph_name": graph}},
+	}
+}
+
+// remoteChecked keeps the result check_async_task reported for a remote
+// task, for the end of its synthetic call.
+func (h *Hub) remoteChecked(output any) {
+	text, _ := toolOutput(output).(string)
+	var r struct {
+		ThreadID string `json:"thread_id"`
+		Result   any    `json:"result"`
+	}
+	if json.Unmarshal([]byte(text), &r) != nil {
+		return
+	}
+	id, err := uuid.Parse(r.ThreadID)
+	if err != nil {
+		return
+	}
+	h.async.mu.Lock()
+	defer h.async.mu.Unlock()
+	if t := h.async.remote[id]; t != nil && r.Result != nil {
+		t.result = r.Result
+	}
+}
+
+// taskLifecycle maps an async_tasks status to a lifecycle event.
+var taskLifecycle = map[string]string{
+	"pending": "started", "running": "running", "success": "completed",
+	"error": "failed", "cancelled": "failed", "timeout": "failed", "interrupted": "interrupted",
+}
+
+// remoteStatus turns the status changes of remote tasks in a state's
+// async_tasks channel into lifecycle events under their namespaces; a
+// task that ended also ends its synthetic call.
+func (h *Hub) remoteStatus(values any) []out {
+	v, _ := values.(map[string]any)
+	tasks, _ := v["async_tasks"].(map[string]any)
+	if len(tasks) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(tasks))
+	for id := range tasks {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	h.async.mu.Lock()
+	defer h.async.mu.Unlock()
+	var evs []out
+	for _, id := range ids {
+		rec, _ := tasks[id].(map[string]any)
+		status, _ := rec["status"].(string)
+		taskID, err := uuid.Parse(id)
+		t := h.async.remote[taskID]
+		event, known := taskLifecycle[status]
+		if err != nil || t == nil || t.status == status || !known {
+			continue
+		}
+		t.status = status
+		ns := asyncNamespace(taskID)
+		life := map[string]any{"event": event}
+		if event == "failed" {
+			life["error"] = "the async subagent ended with status " + status
+		}
+		evs = append(evs, out{method: "lifecycle", ns: ns, data: life})
+		switch event {
+		case "completed":
+			evs = append(evs, taskCallEnd(asyncLink{ns: ns, output: t.result}))
+		case "failed":
+			evs = append(evs, taskCallEnd(asyncLink{ns: ns, failure: life["error"].(string)}))
+		}
 	}
 	return evs
 }

@@ -248,3 +248,69 @@ func TestTranslateChunksAndTaskTool(t *testing.T) {
 		t.Fatalf("events = %v", kinds)
 	}
 }
+
+// A task started on another server appears under async_task:<id> with a
+// synthetic task call; its status changes in async_tasks become lifecycle
+// events, and its end ends the call with what check_async_task reported.
+func TestHubRemoteAsyncTask(t *testing.T) {
+	h := NewHub(testdb.Open(t), Options{})
+	thread, task := uuid.New(), uuid.New()
+	if _, err := h.Follow(thread); err != nil {
+		t.Fatal(err)
+	}
+	run := testRun(thread)
+	h.RunStarted(run)
+	tool := func(event, id, name string, kv ...any) {
+		p := map[string]any{"event": event, "toolCallId": id, "name": name}
+		for i := 0; i+1 < len(kv); i += 2 {
+			p[kv[i].(string)] = kv[i+1]
+		}
+		h.RunEvent(run, "tools", p)
+	}
+	tasks := func(status string) {
+		h.RunEvent(run, "values", map[string]any{"async_tasks": map[string]any{task.String(): map[string]any{"task_id": task.String(), "status": status}}})
+	}
+	tool("on_tool_start", "c1", "start_async_task", "input", map[string]any{"subagent_type": "far", "description": "look it up"})
+	tool("on_tool_end", "c1", "start_async_task", "output", map[string]any{"type": "tool", "content": "Launched async subagent. task_id: " + task.String()})
+	tasks("running")
+	tool("on_tool_start", "c2", "check_async_task", "input", map[string]any{"task_id": task.String()})
+	tool("on_tool_end", "c2", "check_async_task", "output", map[string]any{"type": "tool", "content": `{"status": "success", "thread_id": "` + task.String() + `", "result": "42"}`})
+	tasks("success")
+	since := int64(0)
+	s, err := h.Subscribe(thread, Filter{Channels: []string{"tools", "lifecycle"}, Namespaces: [][]string{{"async_task"}}}, &since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range drain(t, s) {
+		var env struct {
+			Params struct {
+				Namespace []string       `json:"namespace"`
+				Data      map[string]any `json:"data"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(ev.Raw, &env); err != nil {
+			t.Fatal(err)
+		}
+		if env.Params.Namespace[0] != "async_task:"+task.String() {
+			t.Fatalf("event in namespace %v", env.Params.Namespace)
+		}
+		d := env.Params.Data
+		got = append(got, ev.Method+":"+d["event"].(string))
+		if d["event"] == "tool-started" && (d["tool_name"] != "task" || d["input"].(map[string]any)["description"] != "look it up") {
+			t.Fatalf("synthetic call = %v", d)
+		}
+		if d["event"] == "tool-finished" && d["output"] != "42" {
+			t.Fatalf("call end = %v", d)
+		}
+	}
+	want := []string{"tools:tool-started", "lifecycle:started", "lifecycle:completed", "tools:tool-finished"}
+	if len(got) != len(want) {
+		t.Fatalf("events = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("events = %v, want %v", got, want)
+		}
+	}
+}

@@ -46,7 +46,11 @@ func (t *translator) translate(h *Hub, name string, payload any) []out {
 	mode, ns := splitName(name)
 	switch mode {
 	case "values":
-		return []out{{method: "values", ns: ns, data: payload}}
+		evs := []out{{method: "values", ns: ns, data: payload}}
+		if len(ns) == 0 {
+			evs = append(evs, h.remoteStatus(payload)...)
+		}
+		return evs
 	case "updates":
 		return t.updates(ns, payload)
 	case "messages":
@@ -174,8 +178,11 @@ func (t *translator) tools(h *Hub, ns []string, payload any) []out {
 		return []out{with("tool-output-delta", "delta", string(delta))}
 	case "on_tool_end":
 		evs := []out{with("tool-finished", "output", toolOutput(m["output"]))}
-		if input, _ := t.inputs[id].(map[string]any); name == "start_async_task" {
+		switch input, _ := t.inputs[id].(map[string]any); name {
+		case "start_async_task":
 			evs = append(evs, h.asyncStarted(input, m["output"])...)
+		case "check_async_task":
+			h.remoteChecked(m["output"])
 		}
 		delete(t.inputs, id)
 		return evs
