@@ -3,6 +3,8 @@ package protostream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -312,5 +314,45 @@ func TestHubRemoteAsyncTask(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("events = %v, want %v", got, want)
 		}
+	}
+}
+
+// Reasoning and text stream as separate blocks with their own indexes; a
+// message that was not streamed is sent whole, tool calls included.
+func TestTranslateReasoningAndWholeMessages(t *testing.T) {
+	tr := newTranslator(testRun(uuid.New()))
+	meta := map[string]any{"langgraph_node": "model"}
+	chunk := func(reasoning, text string) any {
+		return []any{map[string]any{"type": "AIMessageChunk", "id": "m1", "content": text, "additional_kwargs": map[string]any{"reasoning_content": reasoning}}, meta}
+	}
+	var evs []out
+	evs = append(evs, tr.translate(nil, "messages", chunk("think", ""))...)
+	evs = append(evs, tr.translate(nil, "messages", chunk("", "say"))...)
+	evs = append(evs, tr.finishAll()...)
+	whole := []any{map[string]any{"type": "ai", "id": "m2", "content": "hi", "tool_calls": []any{map[string]any{"id": "c1", "name": "ls", "args": map[string]any{"path": "/"}}}}, meta}
+	evs = append(evs, tr.translate(nil, "messages|task:x", whole)...)
+	var got []string
+	for _, e := range evs {
+		d := e.data.(map[string]any)
+		s := d["event"].(string)
+		if idx, ok := d["index"]; ok {
+			s += fmt.Sprint(idx)
+		}
+		if c, ok := d["content"].(map[string]any); ok {
+			s += ":" + c["type"].(string)
+		}
+		if dl, ok := d["delta"].(map[string]any); ok {
+			s += ":" + dl["type"].(string)
+		}
+		got = append(got, s)
+	}
+	want := "message-start content-block-start0:reasoning content-block-delta0:reasoning-delta content-block-finish0:reasoning " +
+		"content-block-start1:text content-block-delta1:text-delta content-block-finish1:text message-finish " +
+		"message-start content-block-start0:text content-block-delta0:text-delta content-block-finish0:text content-block-start1:tool_call content-block-finish1:tool_call message-finish"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, " "), want)
+	}
+	if last := evs[len(evs)-1]; len(last.ns) != 1 || last.ns[0] != "task:x" || last.data.(map[string]any)["reason"] != "tool_use" {
+		t.Fatalf("whole message end = %v in %v", last.data, last.ns)
 	}
 }
