@@ -87,11 +87,6 @@ func (h *Handler) protoEventStream(c echo.Context) error {
 	defer sub.Close()
 	ctx := c.Request().Context()
 	sw := sse.NewWriter(c.Response())
-	if gap := sub.TakeGap(); gap != nil {
-		if err := sw.Queue("", "error", gapFrame(gap)); err != nil {
-			return nil
-		}
-	}
 	_ = sse.Pump(ctx, sw, sseSource{sub}, sse.PumpOptions{Heartbeat: heartbeatEvery, WithIDs: true})
 	return nil // the client left or its connection failed: nothing to answer
 }
@@ -102,13 +97,6 @@ func protoStreamError(err error) error {
 		return invalidf(err.Error())
 	}
 	return err
-}
-
-// gapFrame is the error frame that tells a client which events it asked
-// for are no longer kept.
-func gapFrame(g *protostream.Gap) []byte {
-	raw, _ := json.Marshal(map[string]any{"type": "error", "id": nil, "error": "unknown_error", "message": g.Error(), "missed": map[string]any{"from": g.From, "to": g.To}})
-	return raw
 }
 
 // sseSource adapts a protocol subscription to the SSE pump.
@@ -295,11 +283,6 @@ func (ws *wsSession) subscribe(ctx context.Context, f protostream.Filter, since 
 		defer sub.Close()
 		// Writes take the connection's context: cancelling a write's
 		// context closes the socket, and unsubscribing must not.
-		if gap := sub.TakeGap(); gap != nil {
-			if ws.writeRaw(ctx, gapFrame(gap)) != nil {
-				return
-			}
-		}
 		for {
 			ev, err := sub.Next(sctx)
 			if err != nil || ws.writeRaw(ctx, ev.Raw) != nil {

@@ -2,6 +2,7 @@ package protostream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -104,11 +105,20 @@ func prefixMatch(ns, prefix []string) bool {
 	return true
 }
 
-// Gap reports events a connection asked for that are no longer kept.
-type Gap struct{ From, To int64 }
+// GapMethod is the method of the event that reports, in order, events a
+// connection asked for that are no longer kept. Its Seq is the last missed
+// event's, so a client that resumes after it does not ask again; its Raw
+// is a protocol error envelope with the missed range.
+const GapMethod = "error"
 
-func (g *Gap) Error() string {
-	return fmt.Sprintf("events %d to %d are no longer retained", g.From, g.To)
+// gapEvent reports the events from..to as missed.
+func gapEvent(from, to int64) Event {
+	raw, _ := json.Marshal(map[string]any{
+		"type": "error", "id": nil, "error": "unknown_error",
+		"message": fmt.Sprintf("events %d to %d are no longer retained", from, to),
+		"missed":  map[string]any{"from": from, "to": to},
+	})
+	return Event{Seq: to, Method: GapMethod, Raw: raw}
 }
 
 // ErrClosed is returned by Next after Close.
@@ -122,7 +132,6 @@ type Subscription struct {
 	filter  Filter
 	after   int64
 	backlog []Event // events read back from the store, oldest first
-	gap     *Gap
 	done    chan struct{}
 	once    sync.Once
 }
@@ -145,23 +154,13 @@ func (h *Hub) Subscribe(threadID uuid.UUID, filter Filter, since *int64) (*Subsc
 	if since != nil {
 		after = min(*since, f.seq)
 	}
-	oldest := f.seq + 1
-	if len(f.recent) > 0 {
-		oldest = f.recent[0].Seq
-	}
 	f.mu.Unlock()
-	s := &Subscription{h: h, f: f, filter: filter, after: after, done: make(chan struct{})}
-	if after+1 < oldest {
-		if err := s.readBack(oldest); err != nil {
-			s.Close()
-			return nil, err
-		}
-	}
-	return s, nil
+	return &Subscription{h: h, f: f, filter: filter, after: after, done: make(chan struct{})}, nil
 }
 
-// readBack loads the stored events between the cursor and the oldest kept
-// in memory, and notes a gap when the store no longer has the first ones.
+// readBack loads from the store the events between the cursor and oldest
+// (the oldest kept in memory); those the store no longer has either are
+// reported by a gap event first.
 func (s *Subscription) readBack(oldest int64) error {
 	stored, err := s.h.db.LoadThreadEvents(s.f.threadID, s.after)
 	if err != nil {
@@ -169,10 +168,10 @@ func (s *Subscription) readBack(oldest int64) error {
 	}
 	first := oldest
 	if len(stored) > 0 {
-		first = stored[0].Seq
+		first = min(stored[0].Seq, oldest)
 	}
 	if first > s.after+1 {
-		s.gap = &Gap{From: s.after + 1, To: first - 1}
+		s.backlog = append(s.backlog, gapEvent(s.after+1, first-1))
 	}
 	for _, se := range stored {
 		if se.Seq >= oldest {
@@ -185,13 +184,6 @@ func (s *Subscription) readBack(oldest int64) error {
 		s.backlog = append(s.backlog, ev)
 	}
 	return nil
-}
-
-// TakeGap returns, once, the range of events the connection missed.
-func (s *Subscription) TakeGap() *Gap {
-	g := s.gap
-	s.gap = nil
-	return g
 }
 
 // Next returns the next matching event, waiting for one. It returns
@@ -207,34 +199,57 @@ func (s *Subscription) TryNext() (Event, bool, error) {
 }
 
 func (s *Subscription) take() (Event, bool, chan struct{}, error) {
-	select {
-	case <-s.done:
-		return Event{}, false, nil, ErrClosed
-	default:
-	}
-	for len(s.backlog) > 0 {
-		ev := s.backlog[0]
-		s.backlog = s.backlog[1:]
-		s.after = ev.Seq
-		if s.filter.Matches(&ev) {
-			return ev, true, nil, nil
+	for {
+		select {
+		case <-s.done:
+			return Event{}, false, nil, ErrClosed
+		default:
+		}
+		for len(s.backlog) > 0 {
+			ev := s.backlog[0]
+			s.backlog = s.backlog[1:]
+			s.after = ev.Seq
+			if ev.Method == GapMethod || s.filter.Matches(&ev) {
+				return ev, true, nil, nil
+			}
+		}
+		ev, ok, wake, oldest := s.takeKept()
+		if ok || wake != nil {
+			return ev, ok, wake, nil
+		}
+		// The cursor is behind what memory keeps: read the rest back.
+		if err := s.readBack(oldest); err != nil {
+			return Event{}, false, nil, err
 		}
 	}
+}
+
+// takeKept returns the next matching event kept in memory, or a channel
+// the next publish closes. When the cursor is behind the oldest kept
+// event it returns neither, and the Seq of that oldest event.
+func (s *Subscription) takeKept() (Event, bool, chan struct{}, int64) {
 	f := s.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	oldest := f.seq + 1
+	if len(f.recent) > 0 {
+		oldest = f.recent[0].Seq
+	}
+	if s.after+1 < oldest {
+		return Event{}, false, nil, oldest
+	}
 	i := sort.Search(len(f.recent), func(i int) bool { return f.recent[i].Seq > s.after })
 	for ; i < len(f.recent); i++ {
 		ev := f.recent[i]
 		s.after = ev.Seq
 		if s.filter.Matches(&ev) {
-			return ev, true, nil, nil
+			return ev, true, nil, 0
 		}
 	}
 	if f.wake == nil {
 		f.wake = make(chan struct{})
 	}
-	return Event{}, false, f.wake, nil
+	return Event{}, false, f.wake, 0
 }
 
 // Close ends the connection's subscription.
