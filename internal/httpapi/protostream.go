@@ -243,7 +243,7 @@ func (ws *wsSession) exec(ctx context.Context, cmd protoCommand) map[string]any 
 		if err := decodeParams(cmd.Params, &f); err != nil {
 			return ws.h.protoResponse(ws.thread, cmd.ID, nil, err)
 		}
-		id, err := ws.subscribe(ctx, f, nil)
+		id, err := ws.subscribe(ctx, f, nil, "")
 		if err != nil {
 			return ws.h.protoResponse(ws.thread, cmd.ID, nil, protoErrorf("invalid_argument", "%v", err))
 		}
@@ -265,16 +265,19 @@ func (ws *wsSession) exec(ctx context.Context, cmd protoCommand) map[string]any 
 	return ws.h.execCommand(ctx, ws.thread, cmd)
 }
 
-// subscribe starts a subscription whose events go out on the socket.
-func (ws *wsSession) subscribe(ctx context.Context, f protostream.Filter, since *int64) (string, error) {
+// subscribe starts a subscription whose events go out on the socket,
+// under id (a new id when empty).
+func (ws *wsSession) subscribe(ctx context.Context, f protostream.Filter, since *int64, id string) (string, error) {
 	sub, err := ws.h.stream.Subscribe(ws.thread, f, since)
 	if err != nil {
 		return "", err
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	ws.mu.Lock()
-	ws.nextID++
-	id := "sub-" + strconv.Itoa(ws.nextID)
+	if id == "" {
+		ws.nextID++
+		id = "sub-" + strconv.Itoa(ws.nextID)
+	}
 	ws.subs[id] = &wsSub{sub: sub, filter: f, cancel: cancel}
 	ws.mu.Unlock()
 	ws.wg.Add(1)
@@ -318,8 +321,8 @@ func (ws *wsSession) closeAll() {
 	}
 }
 
-// reconnect restarts the named subscriptions (all, when none is named)
-// from the event after last_event_id.
+// reconnect restarts the named subscriptions (all, when none is named),
+// under the same ids, from the event after last_event_id.
 func (ws *wsSession) reconnect(ctx context.Context, cmd protoCommand) map[string]any {
 	var p struct {
 		LastEventID   string   `json:"last_event_id"`
@@ -355,7 +358,7 @@ func (ws *wsSession) reconnect(ctx context.Context, cmd protoCommand) map[string
 	ws.mu.Unlock()
 	for i, id := range names {
 		ws.unsubscribe(id)
-		if _, err := ws.subscribe(ctx, filters[i], since); err != nil {
+		if _, err := ws.subscribe(ctx, filters[i], since, id); err != nil {
 			return ws.h.protoResponse(ws.thread, cmd.ID, nil, err)
 		}
 	}

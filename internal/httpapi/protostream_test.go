@@ -355,6 +355,7 @@ func TestProtocolWebSocket(t *testing.T) {
 	send(2, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "messages"}})
 	var subID string
 	var methods []string
+	var seqs []float64
 	for done := false; !done; {
 		m := read()
 		switch m["type"] {
@@ -362,6 +363,7 @@ func TestProtocolWebSocket(t *testing.T) {
 			subID = m["result"].(map[string]any)["subscription_id"].(string)
 		case "event":
 			methods = append(methods, m["method"].(string))
+			seqs = append(seqs, m["seq"].(float64))
 			d := m["params"].(map[string]any)["data"].(map[string]any)
 			done = m["method"] == "lifecycle" && d["event"] == "completed"
 		default:
@@ -370,6 +372,23 @@ func TestProtocolWebSocket(t *testing.T) {
 	}
 	if subID == "" || methods[0] != "lifecycle" || !slices.Contains(methods, "messages") {
 		t.Fatalf("subscription %q got %v", subID, methods)
+	}
+	// reconnect replays after last_event_id, under the same subscription id.
+	send(30, "subscription.reconnect", map[string]any{"last_event_id": fmt.Sprint(int64(seqs[0])), "subscriptions": []string{subID}})
+	restored, replayed := false, 0
+	for !restored || replayed < len(seqs)-1 {
+		m := read()
+		switch {
+		case m["type"] == "success" && m["id"] == float64(30):
+			restored = m["result"].(map[string]any)["restored"] == true
+		case m["type"] == "event":
+			if m["seq"] != seqs[1+replayed] {
+				t.Fatalf("replayed event %d is seq %v, want %v", replayed, m["seq"], seqs[1+replayed])
+			}
+			replayed++
+		default:
+			t.Fatalf("unexpected frame %v", m)
+		}
 	}
 	send(3, "subscription.unsubscribe", map[string]any{"subscription_id": subID})
 	if m := read(); m["type"] != "success" {
