@@ -143,13 +143,19 @@ func (h *Hub) Follow(threadID uuid.UUID) (*feed, error) {
 // LastSeq returns the Seq of a thread's newest event (0 when the thread is
 // not followed).
 func (h *Hub) LastSeq(threadID uuid.UUID) int64 {
+	return h.readFeed(threadID, func(f *feed) int64 { return f.seq })
+}
+
+// readFeed reads a number of a followed thread's feed under its lock; 0
+// when the thread is not followed.
+func (h *Hub) readFeed(threadID uuid.UUID, read func(*feed) int64) int64 {
 	f := h.feed(threadID)
 	if f == nil {
 		return 0
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.seq
+	return read(f)
 }
 
 // MarkRunRequested follows a thread on which a run is about to be

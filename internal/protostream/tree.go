@@ -54,11 +54,5 @@ func (h *Hub) Tree(threadID uuid.UUID) *TreeNode {
 
 // Connections returns how many connections follow a thread's stream now.
 func (h *Hub) Connections(threadID uuid.UUID) int {
-	f := h.feed(threadID)
-	if f == nil {
-		return 0
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.clients
+	return int(h.readFeed(threadID, func(f *feed) int64 { return int64(f.clients) }))
 }

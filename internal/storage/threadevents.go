@@ -34,22 +34,9 @@ func threadEventKey(threadID uuid.UUID, seq int64) []byte {
 // AppendThreadEvents stores evs as events of thread threadID in one durable
 // write. Rewriting a Seq overwrites it, so a retried append is safe.
 func (db *DB) AppendThreadEvents(ctx context.Context, threadID uuid.UUID, evs []ThreadEvent) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	keys := make([][]byte, len(evs))
-	vals := make([][]byte, len(evs))
-	for i, ev := range evs {
-		if ev.Seq < 1 {
-			return fmt.Errorf("append thread events: seq %d is not positive", ev.Seq)
-		}
-		v, err := encode(threadEventValue{At: ev.At.UnixMilli(), Event: ev.Event})
-		if err != nil {
-			return fmt.Errorf("append thread events: seq %d: %w", ev.Seq, err)
-		}
-		keys[i], vals[i] = threadEventKey(threadID, ev.Seq), v
-	}
-	return db.putAll(ctx, bucketThreadEvents, keys, vals, "thread event")
+	return db.appendSeqEvents(ctx, bucketThreadEvents, threadID, len(evs), "thread event", func(i int) (int64, any) {
+		return evs[i].Seq, threadEventValue{At: evs[i].At.UnixMilli(), Event: evs[i].Event}
+	})
 }
 
 // LoadThreadEvents returns, in Seq order, the stored events of a thread
