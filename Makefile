@@ -1,14 +1,17 @@
 # Run `make help` for the list of targets.
 GO ?= go
 
-.PHONY: help run build generate check-generated vet test test-go test-sdk bench fuzz
+.PHONY: help run build generate check-generated vet test test-go test-sdk test-go-postgres test-ui sdk-deps bench fuzz
 
 help:
 	@echo "run              build and serve ./langgraph.json on 127.0.0.1:2024 (data in ./data)"
 	@echo "build            build bin/server and bin/loadgen (version and commit stamped in)"
-	@echo "test             everything CI runs: generated code, vet, Go tests (-race), SDK suite"
+	@echo "test             everything CI runs: generated code, vet, Go tests (-race) on bbolt and on PostgreSQL, SDK suite, console"
 	@echo "test-go          the Go tests alone, with -race"
+	@echo "test-go-postgres the Go tests on a throwaway PostgreSQL cluster (scripts/pg-test-cluster.sh)"
 	@echo "test-sdk         the Node suite alone (real @langchain/langgraph-sdk against the server)"
+	@echo "test-ui          the web console in Chromium (playwright-core; needs /usr/bin/chromium)"
+	@echo "sdk-deps         install tests/sdk's npm packages (the SDKs, deepagents, MCP servers) if missing"
 	@echo "vet              go vet and gofmt"
 	@echo "generate         regenerate api/*.gen.go from api/openapi.yaml"
 	@echo "check-generated  fail when api/*.gen.go does not match api/openapi.yaml"
@@ -40,13 +43,26 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
-test-go:
+# The Go tests drive real MCP servers from tests/sdk's npm packages.
+sdk-deps:
+	@[ -d tests/sdk/node_modules/@modelcontextprotocol ] || (cd tests/sdk && npm ci --no-audit --no-fund)
+
+test-go: sdk-deps
 	$(GO) test -race -count=1 ./...
+
+# The same tests with every database in PostgreSQL: the script starts a
+# throwaway cluster (installing the postgresql package when missing) and
+# removes it afterwards.
+test-go-postgres:
+	./scripts/pg-test-cluster.sh $(GO) test -race -count=1 ./...
 
 test-sdk:
 	bash tests/sdk/run.sh
 
-test: check-generated vet test-go test-sdk
+test-ui:
+	bash tests/ui/run.sh
+
+test: check-generated vet test-go test-go-postgres test-sdk test-ui
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/storage/ ./internal/httpapi/

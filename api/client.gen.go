@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/oapi-codegen/runtime"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
@@ -292,6 +293,72 @@ type ClientInterface interface {
 	// Corresponds with POST /runs/cancel (the `CancelRuns` operationId).
 	CancelRuns(ctx context.Context, params *CancelRunsParams, body CancelRunsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateCronWithBody Create a stateless cron job (each firing runs on a new thread)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /runs/crons (the `CreateCron` operationId).
+	CreateCronWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCron Create a stateless cron job (each firing runs on a new thread)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /runs/crons (the `CreateCron` operationId).
+	CreateCron(ctx context.Context, body CreateCronJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CountCronsWithBody Count cron jobs
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /runs/crons/count (the `CountCrons` operationId).
+	CountCronsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CountCrons Count cron jobs
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /runs/crons/count (the `CountCrons` operationId).
+	CountCrons(ctx context.Context, body CountCronsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchCronsWithBody Search cron jobs
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /runs/crons/search (the `SearchCrons` operationId).
+	SearchCronsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchCrons Search cron jobs
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /runs/crons/search (the `SearchCrons` operationId).
+	SearchCrons(ctx context.Context, body SearchCronsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteCron Delete a cron job (its runs stay)
+	//
+	// Corresponds with DELETE /runs/crons/{cron_id} (the `DeleteCron` operationId).
+	DeleteCron(ctx context.Context, cronId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCron Get a cron job
+	//
+	// Corresponds with GET /runs/crons/{cron_id} (the `GetCron` operationId).
+	GetCron(ctx context.Context, cronId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCronWithBody Change a cron job (metadata is merged)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /runs/crons/{cron_id} (the `UpdateCron` operationId).
+	UpdateCronWithBody(ctx context.Context, cronId openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCron Change a cron job (metadata is merged)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /runs/crons/{cron_id} (the `UpdateCron` operationId).
+	UpdateCron(ctx context.Context, cronId openapi_types.UUID, body UpdateCronJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SearchRunsWithBody Search runs
 	//
 	// Takes any type of body and a specified content type.
@@ -561,6 +628,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /threads/{thread_id}/runs (the `CreateThreadRun` operationId).
 	CreateThreadRun(ctx context.Context, threadId ThreadId, body CreateThreadRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateThreadCronWithBody Create a cron job that runs on this thread
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /threads/{thread_id}/runs/crons (the `CreateThreadCron` operationId).
+	CreateThreadCronWithBody(ctx context.Context, threadId ThreadId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateThreadCron Create a cron job that runs on this thread
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /threads/{thread_id}/runs/crons (the `CreateThreadCron` operationId).
+	CreateThreadCron(ctx context.Context, threadId ThreadId, body CreateThreadCronJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StreamThreadRunWithBody Start a run on a thread and stream its output
 	//
@@ -1184,6 +1265,172 @@ func (c *Client) CancelRunsWithBody(ctx context.Context, params *CancelRunsParam
 // Corresponds with POST /runs/cancel (the `CancelRuns` operationId).
 func (c *Client) CancelRuns(ctx context.Context, params *CancelRunsParams, body CancelRunsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelRunsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCronWithBody Create a stateless cron job (each firing runs on a new thread)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /runs/crons (the `CreateCron` operationId).
+func (c *Client) CreateCronWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCronRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCron Create a stateless cron job (each firing runs on a new thread)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /runs/crons (the `CreateCron` operationId).
+func (c *Client) CreateCron(ctx context.Context, body CreateCronJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCronRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CountCronsWithBody Count cron jobs
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /runs/crons/count (the `CountCrons` operationId).
+func (c *Client) CountCronsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCountCronsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CountCrons Count cron jobs
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /runs/crons/count (the `CountCrons` operationId).
+func (c *Client) CountCrons(ctx context.Context, body CountCronsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCountCronsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchCronsWithBody Search cron jobs
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /runs/crons/search (the `SearchCrons` operationId).
+func (c *Client) SearchCronsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchCronsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchCrons Search cron jobs
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /runs/crons/search (the `SearchCrons` operationId).
+func (c *Client) SearchCrons(ctx context.Context, body SearchCronsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchCronsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteCron Delete a cron job (its runs stay)
+//
+// Corresponds with DELETE /runs/crons/{cron_id} (the `DeleteCron` operationId).
+func (c *Client) DeleteCron(ctx context.Context, cronId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteCronRequest(c.Server, cronId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCron Get a cron job
+//
+// Corresponds with GET /runs/crons/{cron_id} (the `GetCron` operationId).
+func (c *Client) GetCron(ctx context.Context, cronId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCronRequest(c.Server, cronId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCronWithBody Change a cron job (metadata is merged)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /runs/crons/{cron_id} (the `UpdateCron` operationId).
+func (c *Client) UpdateCronWithBody(ctx context.Context, cronId openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCronRequestWithBody(c.Server, cronId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCron Change a cron job (metadata is merged)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /runs/crons/{cron_id} (the `UpdateCron` operationId).
+func (c *Client) UpdateCron(ctx context.Context, cronId openapi_types.UUID, body UpdateCronJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCronRequest(c.Server, cronId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1854,6 +2101,40 @@ func (c *Client) CreateThreadRunWithBody(ctx context.Context, threadId ThreadId,
 // Corresponds with POST /threads/{thread_id}/runs (the `CreateThreadRun` operationId).
 func (c *Client) CreateThreadRun(ctx context.Context, threadId ThreadId, body CreateThreadRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateThreadRunRequest(c.Server, threadId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateThreadCronWithBody Create a cron job that runs on this thread
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /threads/{thread_id}/runs/crons (the `CreateThreadCron` operationId).
+func (c *Client) CreateThreadCronWithBody(ctx context.Context, threadId ThreadId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateThreadCronRequestWithBody(c.Server, threadId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateThreadCron Create a cron job that runs on this thread
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /threads/{thread_id}/runs/crons (the `CreateThreadCron` operationId).
+func (c *Client) CreateThreadCron(ctx context.Context, threadId ThreadId, body CreateThreadCronJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateThreadCronRequest(c.Server, threadId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3146,6 +3427,241 @@ func NewCancelRunsRequestWithBody(server string, params *CancelRunsParams, conte
 	return req, nil
 }
 
+// NewCreateCronRequest calls the generic CreateCron builder with application/json body
+func NewCreateCronRequest(server string, body CreateCronJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateCronRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateCronRequestWithBody constructs an http.Request for the CreateCron method, with any body, and a specified content type
+func NewCreateCronRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/runs/crons")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCountCronsRequest calls the generic CountCrons builder with application/json body
+func NewCountCronsRequest(server string, body CountCronsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCountCronsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCountCronsRequestWithBody constructs an http.Request for the CountCrons method, with any body, and a specified content type
+func NewCountCronsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/runs/crons/count")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSearchCronsRequest calls the generic SearchCrons builder with application/json body
+func NewSearchCronsRequest(server string, body SearchCronsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSearchCronsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSearchCronsRequestWithBody constructs an http.Request for the SearchCrons method, with any body, and a specified content type
+func NewSearchCronsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/runs/crons/search")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteCronRequest constructs an http.Request for the DeleteCron method
+func NewDeleteCronRequest(server string, cronId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "cron_id", cronId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/runs/crons/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetCronRequest constructs an http.Request for the GetCron method
+func NewGetCronRequest(server string, cronId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "cron_id", cronId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/runs/crons/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateCronRequest calls the generic UpdateCron builder with application/json body
+func NewUpdateCronRequest(server string, cronId openapi_types.UUID, body UpdateCronJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateCronRequestWithBody(server, cronId, "application/json", bodyReader)
+}
+
+// NewUpdateCronRequestWithBody constructs an http.Request for the UpdateCron method, with any body, and a specified content type
+func NewUpdateCronRequestWithBody(server string, cronId openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "cron_id", cronId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/runs/crons/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSearchRunsRequest calls the generic SearchRuns builder with application/json body
 func NewSearchRunsRequest(server string, body SearchRunsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4388,6 +4904,53 @@ func NewCreateThreadRunRequestWithBody(server string, threadId ThreadId, content
 	return req, nil
 }
 
+// NewCreateThreadCronRequest calls the generic CreateThreadCron builder with application/json body
+func NewCreateThreadCronRequest(server string, threadId ThreadId, body CreateThreadCronJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateThreadCronRequestWithBody(server, threadId, "application/json", bodyReader)
+}
+
+// NewCreateThreadCronRequestWithBody constructs an http.Request for the CreateThreadCron method, with any body, and a specified content type
+func NewCreateThreadCronRequestWithBody(server string, threadId ThreadId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "thread_id", threadId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/threads/%s/runs/crons", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewStreamThreadRunRequest calls the generic StreamThreadRun builder with application/json body
 func NewStreamThreadRunRequest(server string, threadId ThreadId, body StreamThreadRunJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5580,6 +6143,76 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /runs/cancel (the `CancelRuns` operationId).
 	CancelRunsWithResponse(ctx context.Context, params *CancelRunsParams, body CancelRunsJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelRunsResponse, error)
 
+	// CreateCronWithBodyWithResponse Create a stateless cron job (each firing runs on a new thread)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/crons (the `CreateCron` operationId).
+	CreateCronWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCronResponse, error)
+
+	// CreateCronWithResponse Create a stateless cron job (each firing runs on a new thread)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/crons (the `CreateCron` operationId).
+	CreateCronWithResponse(ctx context.Context, body CreateCronJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCronResponse, error)
+
+	// CountCronsWithBodyWithResponse Count cron jobs
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/crons/count (the `CountCrons` operationId).
+	CountCronsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CountCronsResponse, error)
+
+	// CountCronsWithResponse Count cron jobs
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/crons/count (the `CountCrons` operationId).
+	CountCronsWithResponse(ctx context.Context, body CountCronsJSONRequestBody, reqEditors ...RequestEditorFn) (*CountCronsResponse, error)
+
+	// SearchCronsWithBodyWithResponse Search cron jobs
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/crons/search (the `SearchCrons` operationId).
+	SearchCronsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchCronsResponse, error)
+
+	// SearchCronsWithResponse Search cron jobs
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/crons/search (the `SearchCrons` operationId).
+	SearchCronsWithResponse(ctx context.Context, body SearchCronsJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchCronsResponse, error)
+
+	// DeleteCronWithResponse Delete a cron job (its runs stay)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /runs/crons/{cron_id} (the `DeleteCron` operationId).
+	DeleteCronWithResponse(ctx context.Context, cronId openapi_types.UUID, reqEditors ...RequestEditorFn) (*DeleteCronResponse, error)
+
+	// GetCronWithResponse Get a cron job
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /runs/crons/{cron_id} (the `GetCron` operationId).
+	GetCronWithResponse(ctx context.Context, cronId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetCronResponse, error)
+
+	// UpdateCronWithBodyWithResponse Change a cron job (metadata is merged)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /runs/crons/{cron_id} (the `UpdateCron` operationId).
+	UpdateCronWithBodyWithResponse(ctx context.Context, cronId openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCronResponse, error)
+
+	// UpdateCronWithResponse Change a cron job (metadata is merged)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /runs/crons/{cron_id} (the `UpdateCron` operationId).
+	UpdateCronWithResponse(ctx context.Context, cronId openapi_types.UUID, body UpdateCronJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCronResponse, error)
+
 	// SearchRunsWithBodyWithResponse Search runs
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -5869,6 +6502,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /threads/{thread_id}/runs (the `CreateThreadRun` operationId).
 	CreateThreadRunWithResponse(ctx context.Context, threadId ThreadId, body CreateThreadRunJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateThreadRunResponse, error)
+
+	// CreateThreadCronWithBodyWithResponse Create a cron job that runs on this thread
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /threads/{thread_id}/runs/crons (the `CreateThreadCron` operationId).
+	CreateThreadCronWithBodyWithResponse(ctx context.Context, threadId ThreadId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateThreadCronResponse, error)
+
+	// CreateThreadCronWithResponse Create a cron job that runs on this thread
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /threads/{thread_id}/runs/crons (the `CreateThreadCron` operationId).
+	CreateThreadCronWithResponse(ctx context.Context, threadId ThreadId, body CreateThreadCronJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateThreadCronResponse, error)
 
 	// StreamThreadRunWithBodyWithResponse Start a run on a thread and stream its output
 	//
@@ -7140,6 +7787,322 @@ func (r CancelRunsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CancelRunsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateCronResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Cron
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateCronResponse) GetJSON200() *Cron {
+	return r.JSON200
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateCronResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateCronResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateCronResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateCronResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateCronResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateCronResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateCronResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CountCronsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *int
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CountCronsResponse) GetJSON200() *int {
+	return r.JSON200
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CountCronsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r CountCronsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CountCronsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CountCronsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CountCronsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SearchCronsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Cron
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SearchCronsResponse) GetJSON200() *[]Cron {
+	return r.JSON200
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SearchCronsResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r SearchCronsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchCronsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchCronsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SearchCronsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteCronResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteCronResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteCronResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteCronResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteCronResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteCronResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteCronResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetCronResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Cron
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCronResponse) GetJSON200() *Cron {
+	return r.JSON200
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetCronResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetCronResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCronResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCronResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCronResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCronResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UpdateCronResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Cron
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateCronResponse) GetJSON200() *Cron {
+	return r.JSON200
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateCronResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateCronResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateCronResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateCronResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateCronResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateCronResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8512,6 +9475,68 @@ func (r CreateThreadRunResponse) ContentType() string {
 	return ""
 }
 
+type CreateThreadCronResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Cron
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateThreadCronResponse) GetJSON200() *Cron {
+	return r.JSON200
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateThreadCronResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateThreadCronResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateThreadCronResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateThreadCronResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateThreadCronResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateThreadCronResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateThreadCronResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // StreamThreadRunResponse200Headers the declared response headers of an HTTP 200 response for StreamThreadRun
 type StreamThreadRunResponse200Headers struct {
 	ContentLocation *string
@@ -9803,6 +10828,136 @@ func (c *ClientWithResponses) CancelRunsWithResponse(ctx context.Context, params
 	return ParseCancelRunsResponse(rsp)
 }
 
+// CreateCronWithBodyWithResponse Create a stateless cron job (each firing runs on a new thread)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/crons (the `CreateCron` operationId).
+func (c *ClientWithResponses) CreateCronWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCronResponse, error) {
+	rsp, err := c.CreateCronWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCronResponse(rsp)
+}
+
+// CreateCronWithResponse Create a stateless cron job (each firing runs on a new thread)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/crons (the `CreateCron` operationId).
+func (c *ClientWithResponses) CreateCronWithResponse(ctx context.Context, body CreateCronJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCronResponse, error) {
+	rsp, err := c.CreateCron(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCronResponse(rsp)
+}
+
+// CountCronsWithBodyWithResponse Count cron jobs
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/crons/count (the `CountCrons` operationId).
+func (c *ClientWithResponses) CountCronsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CountCronsResponse, error) {
+	rsp, err := c.CountCronsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCountCronsResponse(rsp)
+}
+
+// CountCronsWithResponse Count cron jobs
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/crons/count (the `CountCrons` operationId).
+func (c *ClientWithResponses) CountCronsWithResponse(ctx context.Context, body CountCronsJSONRequestBody, reqEditors ...RequestEditorFn) (*CountCronsResponse, error) {
+	rsp, err := c.CountCrons(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCountCronsResponse(rsp)
+}
+
+// SearchCronsWithBodyWithResponse Search cron jobs
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/crons/search (the `SearchCrons` operationId).
+func (c *ClientWithResponses) SearchCronsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchCronsResponse, error) {
+	rsp, err := c.SearchCronsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchCronsResponse(rsp)
+}
+
+// SearchCronsWithResponse Search cron jobs
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/crons/search (the `SearchCrons` operationId).
+func (c *ClientWithResponses) SearchCronsWithResponse(ctx context.Context, body SearchCronsJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchCronsResponse, error) {
+	rsp, err := c.SearchCrons(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchCronsResponse(rsp)
+}
+
+// DeleteCronWithResponse Delete a cron job (its runs stay)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /runs/crons/{cron_id} (the `DeleteCron` operationId).
+func (c *ClientWithResponses) DeleteCronWithResponse(ctx context.Context, cronId openapi_types.UUID, reqEditors ...RequestEditorFn) (*DeleteCronResponse, error) {
+	rsp, err := c.DeleteCron(ctx, cronId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteCronResponse(rsp)
+}
+
+// GetCronWithResponse Get a cron job
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /runs/crons/{cron_id} (the `GetCron` operationId).
+func (c *ClientWithResponses) GetCronWithResponse(ctx context.Context, cronId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetCronResponse, error) {
+	rsp, err := c.GetCron(ctx, cronId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCronResponse(rsp)
+}
+
+// UpdateCronWithBodyWithResponse Change a cron job (metadata is merged)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /runs/crons/{cron_id} (the `UpdateCron` operationId).
+func (c *ClientWithResponses) UpdateCronWithBodyWithResponse(ctx context.Context, cronId openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCronResponse, error) {
+	rsp, err := c.UpdateCronWithBody(ctx, cronId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCronResponse(rsp)
+}
+
+// UpdateCronWithResponse Change a cron job (metadata is merged)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /runs/crons/{cron_id} (the `UpdateCron` operationId).
+func (c *ClientWithResponses) UpdateCronWithResponse(ctx context.Context, cronId openapi_types.UUID, body UpdateCronJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCronResponse, error) {
+	rsp, err := c.UpdateCron(ctx, cronId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCronResponse(rsp)
+}
+
 // SearchRunsWithBodyWithResponse Search runs
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -10331,6 +11486,32 @@ func (c *ClientWithResponses) CreateThreadRunWithResponse(ctx context.Context, t
 		return nil, err
 	}
 	return ParseCreateThreadRunResponse(rsp)
+}
+
+// CreateThreadCronWithBodyWithResponse Create a cron job that runs on this thread
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /threads/{thread_id}/runs/crons (the `CreateThreadCron` operationId).
+func (c *ClientWithResponses) CreateThreadCronWithBodyWithResponse(ctx context.Context, threadId ThreadId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateThreadCronResponse, error) {
+	rsp, err := c.CreateThreadCronWithBody(ctx, threadId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateThreadCronResponse(rsp)
+}
+
+// CreateThreadCronWithResponse Create a cron job that runs on this thread
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /threads/{thread_id}/runs/crons (the `CreateThreadCron` operationId).
+func (c *ClientWithResponses) CreateThreadCronWithResponse(ctx context.Context, threadId ThreadId, body CreateThreadCronJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateThreadCronResponse, error) {
+	rsp, err := c.CreateThreadCron(ctx, threadId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateThreadCronResponse(rsp)
 }
 
 // StreamThreadRunWithBodyWithResponse Start a run on a thread and stream its output
@@ -11482,6 +12663,235 @@ func ParseCancelRunsResponse(rsp *http.Response) (*CancelRunsResponse, error) {
 	return response, nil
 }
 
+// ParseCreateCronResponse parses an HTTP response from a CreateCronWithResponse call
+func ParseCreateCronResponse(rsp *http.Response) (*CreateCronResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateCronResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Cron
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCountCronsResponse parses an HTTP response from a CountCronsWithResponse call
+func ParseCountCronsResponse(rsp *http.Response) (*CountCronsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CountCronsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest int
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSearchCronsResponse parses an HTTP response from a SearchCronsWithResponse call
+func ParseSearchCronsResponse(rsp *http.Response) (*SearchCronsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchCronsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Cron
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteCronResponse parses an HTTP response from a DeleteCronWithResponse call
+func ParseDeleteCronResponse(rsp *http.Response) (*DeleteCronResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteCronResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetCronResponse parses an HTTP response from a GetCronWithResponse call
+func ParseGetCronResponse(rsp *http.Response) (*GetCronResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCronResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Cron
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateCronResponse parses an HTTP response from a UpdateCronWithResponse call
+func ParseUpdateCronResponse(rsp *http.Response) (*UpdateCronResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateCronResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Cron
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseSearchRunsResponse parses an HTTP response from a SearchRunsWithResponse call
 func ParseSearchRunsResponse(rsp *http.Response) (*SearchRunsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12552,6 +13962,53 @@ func ParseCreateThreadRunResponse(rsp *http.Response) (*CreateThreadRunResponse,
 			headers.ContentLocation = &value
 		}
 		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateThreadCronResponse parses an HTTP response from a CreateThreadCronWithResponse call
+func ParseCreateThreadCronResponse(rsp *http.Response) (*CreateThreadCronResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateThreadCronResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Cron
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	}
 
 	return response, nil

@@ -69,6 +69,90 @@ func (e CancelAction) Valid() bool {
 	}
 }
 
+// Defines values for CronOnRunCompleted.
+const (
+	CronOnRunCompletedDelete CronOnRunCompleted = "delete"
+	CronOnRunCompletedKeep   CronOnRunCompleted = "keep"
+)
+
+// Valid indicates whether the value is a known member of the CronOnRunCompleted enum.
+func (e CronOnRunCompleted) Valid() bool {
+	switch e {
+	case CronOnRunCompletedDelete:
+		return true
+	case CronOnRunCompletedKeep:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CronCreateOnRunCompleted.
+const (
+	CronCreateOnRunCompletedDelete CronCreateOnRunCompleted = "delete"
+	CronCreateOnRunCompletedKeep   CronCreateOnRunCompleted = "keep"
+)
+
+// Valid indicates whether the value is a known member of the CronCreateOnRunCompleted enum.
+func (e CronCreateOnRunCompleted) Valid() bool {
+	switch e {
+	case CronCreateOnRunCompletedDelete:
+		return true
+	case CronCreateOnRunCompletedKeep:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CronPatchOnRunCompleted.
+const (
+	CronPatchOnRunCompletedDelete CronPatchOnRunCompleted = "delete"
+	CronPatchOnRunCompletedKeep   CronPatchOnRunCompleted = "keep"
+)
+
+// Valid indicates whether the value is a known member of the CronPatchOnRunCompleted enum.
+func (e CronPatchOnRunCompleted) Valid() bool {
+	switch e {
+	case CronPatchOnRunCompletedDelete:
+		return true
+	case CronPatchOnRunCompletedKeep:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CronSearchRequestSortBy.
+const (
+	CronSearchRequestSortByAssistantId CronSearchRequestSortBy = "assistant_id"
+	CronSearchRequestSortByCreatedAt   CronSearchRequestSortBy = "created_at"
+	CronSearchRequestSortByCronId      CronSearchRequestSortBy = "cron_id"
+	CronSearchRequestSortByNextRunDate CronSearchRequestSortBy = "next_run_date"
+	CronSearchRequestSortByThreadId    CronSearchRequestSortBy = "thread_id"
+	CronSearchRequestSortByUpdatedAt   CronSearchRequestSortBy = "updated_at"
+)
+
+// Valid indicates whether the value is a known member of the CronSearchRequestSortBy enum.
+func (e CronSearchRequestSortBy) Valid() bool {
+	switch e {
+	case CronSearchRequestSortByAssistantId:
+		return true
+	case CronSearchRequestSortByCreatedAt:
+		return true
+	case CronSearchRequestSortByCronId:
+		return true
+	case CronSearchRequestSortByNextRunDate:
+		return true
+	case CronSearchRequestSortByThreadId:
+		return true
+	case CronSearchRequestSortByUpdatedAt:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Durability.
 const (
 	DurabilityAsync Durability = "async"
@@ -572,6 +656,111 @@ type Config struct {
 	Tags                 []string               `json:"tags,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
+
+// Cron defines model for Cron.
+type Cron struct {
+	AssistantId    openapi_types.UUID     `json:"assistant_id"`
+	CreatedAt      time.Time              `json:"created_at"`
+	CronId         openapi_types.UUID     `json:"cron_id"`
+	Enabled        bool                   `json:"enabled"`
+	EndTime        *time.Time             `json:"end_time"`
+	Metadata       map[string]interface{} `json:"metadata"`
+	NextRunDate    *time.Time             `json:"next_run_date"`
+	OnRunCompleted *CronOnRunCompleted    `json:"on_run_completed,omitempty"`
+	Payload        map[string]interface{} `json:"payload"`
+	Schedule       string                 `json:"schedule"`
+	ThreadId       *openapi_types.UUID    `json:"thread_id"`
+	Timezone       *string                `json:"timezone"`
+	UpdatedAt      time.Time              `json:"updated_at"`
+	UserId         *string                `json:"user_id"`
+}
+
+// CronOnRunCompleted defines model for Cron.OnRunCompleted.
+type CronOnRunCompleted string
+
+// CronCountRequest defines model for CronCountRequest.
+type CronCountRequest struct {
+	AssistantId          *string                `json:"assistant_id,omitempty"`
+	Enabled              *bool                  `json:"enabled,omitempty"`
+	Metadata             map[string]interface{} `json:"metadata,omitempty"`
+	ThreadId             *openapi_types.UUID    `json:"thread_id,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CronCreate Body of both cron-creating routes: the schedule and the fields of the run each firing makes
+// (as in RunCreate).
+type CronCreate struct {
+	AssistantId       *string                   `json:"assistant_id,omitempty"`
+	CheckpointDuring  *bool                     `json:"checkpoint_during,omitempty"`
+	Config            *Config                   `json:"config,omitempty"`
+	Context           map[string]interface{}    `json:"context,omitempty"`
+	Durability        *Durability               `json:"durability,omitempty"`
+	Enabled           *bool                     `json:"enabled,omitempty"`
+	EndTime           *time.Time                `json:"end_time,omitempty"`
+	Input             interface{}               `json:"input,omitempty"`
+	InterruptAfter    interface{}               `json:"interrupt_after,omitempty"`
+	InterruptBefore   interface{}               `json:"interrupt_before,omitempty"`
+	Metadata          map[string]interface{}    `json:"metadata,omitempty"`
+	MultitaskStrategy *MultitaskStrategy        `json:"multitask_strategy,omitempty"`
+	OnRunCompleted    *CronCreateOnRunCompleted `json:"on_run_completed,omitempty"`
+
+	// Schedule Five-field cron expression (a leading seconds field when the server allows it).
+	Schedule        string      `json:"schedule"`
+	StreamMode      interface{} `json:"stream_mode,omitempty"`
+	StreamResumable *bool       `json:"stream_resumable,omitempty"`
+	StreamSubgraphs *bool       `json:"stream_subgraphs,omitempty"`
+
+	// Timezone IANA time zone the schedule is read in; UTC when absent.
+	Timezone             *string                `json:"timezone,omitempty"`
+	Webhook              *string                `json:"webhook,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CronCreateOnRunCompleted defines model for CronCreate.OnRunCompleted.
+type CronCreateOnRunCompleted string
+
+// CronPatch Fields to change; absent fields stay. end_time null clears the end time.
+type CronPatch struct {
+	Config     *Config                `json:"config,omitempty"`
+	Context    map[string]interface{} `json:"context,omitempty"`
+	Durability *Durability            `json:"durability,omitempty"`
+	Enabled    *bool                  `json:"enabled,omitempty"`
+
+	// EndTime An RFC 3339 date-time, or null to clear it.
+	EndTime              json.RawMessage          `json:"end_time,omitempty"`
+	Input                interface{}              `json:"input,omitempty"`
+	InterruptAfter       interface{}              `json:"interrupt_after,omitempty"`
+	InterruptBefore      interface{}              `json:"interrupt_before,omitempty"`
+	Metadata             map[string]interface{}   `json:"metadata,omitempty"`
+	OnRunCompleted       *CronPatchOnRunCompleted `json:"on_run_completed,omitempty"`
+	Schedule             *string                  `json:"schedule,omitempty"`
+	StreamMode           interface{}              `json:"stream_mode,omitempty"`
+	StreamResumable      *bool                    `json:"stream_resumable,omitempty"`
+	StreamSubgraphs      *bool                    `json:"stream_subgraphs,omitempty"`
+	Timezone             *string                  `json:"timezone,omitempty"`
+	Webhook              *string                  `json:"webhook,omitempty"`
+	AdditionalProperties map[string]interface{}   `json:"-"`
+}
+
+// CronPatchOnRunCompleted defines model for CronPatch.OnRunCompleted.
+type CronPatchOnRunCompleted string
+
+// CronSearchRequest defines model for CronSearchRequest.
+type CronSearchRequest struct {
+	AssistantId          *string                  `json:"assistant_id,omitempty"`
+	Enabled              *bool                    `json:"enabled,omitempty"`
+	Limit                *int                     `json:"limit,omitempty"`
+	Metadata             map[string]interface{}   `json:"metadata,omitempty"`
+	Offset               *int                     `json:"offset,omitempty"`
+	Select               []string                 `json:"select,omitempty"`
+	SortBy               *CronSearchRequestSortBy `json:"sort_by,omitempty"`
+	SortOrder            *SortOrder               `json:"sort_order,omitempty"`
+	ThreadId             *openapi_types.UUID      `json:"thread_id,omitempty"`
+	AdditionalProperties map[string]interface{}   `json:"-"`
+}
+
+// CronSearchRequestSortBy defines model for CronSearchRequest.SortBy.
+type CronSearchRequestSortBy string
 
 // Durability defines model for Durability.
 type Durability string
@@ -1110,6 +1299,9 @@ type InternalError = ErrorResponse
 // NotFound Error body; detail and message carry the same text.
 type NotFound = ErrorResponse
 
+// TooManyRequests Error body; detail and message carry the same text.
+type TooManyRequests = ErrorResponse
+
 // ValidationError Error body; detail and message carry the same text.
 type ValidationError = ErrorResponse
 
@@ -1293,6 +1485,18 @@ type CreateRunBatchJSONRequestBody = CreateRunBatchJSONBody
 // CancelRunsJSONRequestBody defines body for CancelRuns for application/json ContentType.
 type CancelRunsJSONRequestBody = RunsCancelRequest
 
+// CreateCronJSONRequestBody defines body for CreateCron for application/json ContentType.
+type CreateCronJSONRequestBody = CronCreate
+
+// CountCronsJSONRequestBody defines body for CountCrons for application/json ContentType.
+type CountCronsJSONRequestBody = CronCountRequest
+
+// SearchCronsJSONRequestBody defines body for SearchCrons for application/json ContentType.
+type SearchCronsJSONRequestBody = CronSearchRequest
+
+// UpdateCronJSONRequestBody defines body for UpdateCron for application/json ContentType.
+type UpdateCronJSONRequestBody = CronPatch
+
 // SearchRunsJSONRequestBody defines body for SearchRuns for application/json ContentType.
 type SearchRunsJSONRequestBody = RunSearchRequest
 
@@ -1337,6 +1541,9 @@ type SearchThreadHistoryJSONRequestBody = ThreadHistoryRequest
 
 // CreateThreadRunJSONRequestBody defines body for CreateThreadRun for application/json ContentType.
 type CreateThreadRunJSONRequestBody = RunCreate
+
+// CreateThreadCronJSONRequestBody defines body for CreateThreadCron for application/json ContentType.
+type CreateThreadCronJSONRequestBody = CronCreate
 
 // StreamThreadRunJSONRequestBody defines body for StreamThreadRun for application/json ContentType.
 type StreamThreadRunJSONRequestBody = RunCreate
@@ -2508,6 +2715,918 @@ func (a Config) MarshalJSON() ([]byte, error) {
 		object["tags"], err = json.Marshal(a.Tags)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'tags': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CronCountRequest. Returns the specified
+// element and whether it was found
+func (a CronCountRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CronCountRequest
+func (a *CronCountRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CronCountRequest to handle AdditionalProperties
+func (a *CronCountRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["assistant_id"]; found {
+		err = json.Unmarshal(raw, &a.AssistantId)
+		if err != nil {
+			return fmt.Errorf("error reading 'assistant_id': %w", err)
+		}
+		delete(object, "assistant_id")
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &a.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+		delete(object, "metadata")
+	}
+
+	if raw, found := object["thread_id"]; found {
+		err = json.Unmarshal(raw, &a.ThreadId)
+		if err != nil {
+			return fmt.Errorf("error reading 'thread_id': %w", err)
+		}
+		delete(object, "thread_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CronCountRequest to handle AdditionalProperties
+func (a CronCountRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.AssistantId != nil {
+		object["assistant_id"], err = json.Marshal(a.AssistantId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'assistant_id': %w", err)
+		}
+	}
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	if a.Metadata != nil {
+		object["metadata"], err = json.Marshal(a.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
+		}
+	}
+
+	if a.ThreadId != nil {
+		object["thread_id"], err = json.Marshal(a.ThreadId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'thread_id': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CronCreate. Returns the specified
+// element and whether it was found
+func (a CronCreate) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CronCreate
+func (a *CronCreate) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CronCreate to handle AdditionalProperties
+func (a *CronCreate) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["assistant_id"]; found {
+		err = json.Unmarshal(raw, &a.AssistantId)
+		if err != nil {
+			return fmt.Errorf("error reading 'assistant_id': %w", err)
+		}
+		delete(object, "assistant_id")
+	}
+
+	if raw, found := object["checkpoint_during"]; found {
+		err = json.Unmarshal(raw, &a.CheckpointDuring)
+		if err != nil {
+			return fmt.Errorf("error reading 'checkpoint_during': %w", err)
+		}
+		delete(object, "checkpoint_during")
+	}
+
+	if raw, found := object["config"]; found {
+		err = json.Unmarshal(raw, &a.Config)
+		if err != nil {
+			return fmt.Errorf("error reading 'config': %w", err)
+		}
+		delete(object, "config")
+	}
+
+	if raw, found := object["context"]; found {
+		err = json.Unmarshal(raw, &a.Context)
+		if err != nil {
+			return fmt.Errorf("error reading 'context': %w", err)
+		}
+		delete(object, "context")
+	}
+
+	if raw, found := object["durability"]; found {
+		err = json.Unmarshal(raw, &a.Durability)
+		if err != nil {
+			return fmt.Errorf("error reading 'durability': %w", err)
+		}
+		delete(object, "durability")
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["end_time"]; found {
+		err = json.Unmarshal(raw, &a.EndTime)
+		if err != nil {
+			return fmt.Errorf("error reading 'end_time': %w", err)
+		}
+		delete(object, "end_time")
+	}
+
+	if raw, found := object["input"]; found {
+		err = json.Unmarshal(raw, &a.Input)
+		if err != nil {
+			return fmt.Errorf("error reading 'input': %w", err)
+		}
+		delete(object, "input")
+	}
+
+	if raw, found := object["interrupt_after"]; found {
+		err = json.Unmarshal(raw, &a.InterruptAfter)
+		if err != nil {
+			return fmt.Errorf("error reading 'interrupt_after': %w", err)
+		}
+		delete(object, "interrupt_after")
+	}
+
+	if raw, found := object["interrupt_before"]; found {
+		err = json.Unmarshal(raw, &a.InterruptBefore)
+		if err != nil {
+			return fmt.Errorf("error reading 'interrupt_before': %w", err)
+		}
+		delete(object, "interrupt_before")
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &a.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+		delete(object, "metadata")
+	}
+
+	if raw, found := object["multitask_strategy"]; found {
+		err = json.Unmarshal(raw, &a.MultitaskStrategy)
+		if err != nil {
+			return fmt.Errorf("error reading 'multitask_strategy': %w", err)
+		}
+		delete(object, "multitask_strategy")
+	}
+
+	if raw, found := object["on_run_completed"]; found {
+		err = json.Unmarshal(raw, &a.OnRunCompleted)
+		if err != nil {
+			return fmt.Errorf("error reading 'on_run_completed': %w", err)
+		}
+		delete(object, "on_run_completed")
+	}
+
+	if raw, found := object["schedule"]; found {
+		err = json.Unmarshal(raw, &a.Schedule)
+		if err != nil {
+			return fmt.Errorf("error reading 'schedule': %w", err)
+		}
+		delete(object, "schedule")
+	}
+
+	if raw, found := object["stream_mode"]; found {
+		err = json.Unmarshal(raw, &a.StreamMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream_mode': %w", err)
+		}
+		delete(object, "stream_mode")
+	}
+
+	if raw, found := object["stream_resumable"]; found {
+		err = json.Unmarshal(raw, &a.StreamResumable)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream_resumable': %w", err)
+		}
+		delete(object, "stream_resumable")
+	}
+
+	if raw, found := object["stream_subgraphs"]; found {
+		err = json.Unmarshal(raw, &a.StreamSubgraphs)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream_subgraphs': %w", err)
+		}
+		delete(object, "stream_subgraphs")
+	}
+
+	if raw, found := object["timezone"]; found {
+		err = json.Unmarshal(raw, &a.Timezone)
+		if err != nil {
+			return fmt.Errorf("error reading 'timezone': %w", err)
+		}
+		delete(object, "timezone")
+	}
+
+	if raw, found := object["webhook"]; found {
+		err = json.Unmarshal(raw, &a.Webhook)
+		if err != nil {
+			return fmt.Errorf("error reading 'webhook': %w", err)
+		}
+		delete(object, "webhook")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CronCreate to handle AdditionalProperties
+func (a CronCreate) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.AssistantId != nil {
+		object["assistant_id"], err = json.Marshal(a.AssistantId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'assistant_id': %w", err)
+		}
+	}
+
+	if a.CheckpointDuring != nil {
+		object["checkpoint_during"], err = json.Marshal(a.CheckpointDuring)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'checkpoint_during': %w", err)
+		}
+	}
+
+	if a.Config != nil {
+		object["config"], err = json.Marshal(a.Config)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'config': %w", err)
+		}
+	}
+
+	if a.Context != nil {
+		object["context"], err = json.Marshal(a.Context)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'context': %w", err)
+		}
+	}
+
+	if a.Durability != nil {
+		object["durability"], err = json.Marshal(a.Durability)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'durability': %w", err)
+		}
+	}
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	if a.EndTime != nil {
+		object["end_time"], err = json.Marshal(a.EndTime)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'end_time': %w", err)
+		}
+	}
+
+	object["input"], err = json.Marshal(a.Input)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'input': %w", err)
+	}
+
+	object["interrupt_after"], err = json.Marshal(a.InterruptAfter)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'interrupt_after': %w", err)
+	}
+
+	object["interrupt_before"], err = json.Marshal(a.InterruptBefore)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'interrupt_before': %w", err)
+	}
+
+	if a.Metadata != nil {
+		object["metadata"], err = json.Marshal(a.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
+		}
+	}
+
+	if a.MultitaskStrategy != nil {
+		object["multitask_strategy"], err = json.Marshal(a.MultitaskStrategy)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'multitask_strategy': %w", err)
+		}
+	}
+
+	if a.OnRunCompleted != nil {
+		object["on_run_completed"], err = json.Marshal(a.OnRunCompleted)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'on_run_completed': %w", err)
+		}
+	}
+
+	object["schedule"], err = json.Marshal(a.Schedule)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'schedule': %w", err)
+	}
+
+	object["stream_mode"], err = json.Marshal(a.StreamMode)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'stream_mode': %w", err)
+	}
+
+	if a.StreamResumable != nil {
+		object["stream_resumable"], err = json.Marshal(a.StreamResumable)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'stream_resumable': %w", err)
+		}
+	}
+
+	if a.StreamSubgraphs != nil {
+		object["stream_subgraphs"], err = json.Marshal(a.StreamSubgraphs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'stream_subgraphs': %w", err)
+		}
+	}
+
+	if a.Timezone != nil {
+		object["timezone"], err = json.Marshal(a.Timezone)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'timezone': %w", err)
+		}
+	}
+
+	if a.Webhook != nil {
+		object["webhook"], err = json.Marshal(a.Webhook)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'webhook': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CronPatch. Returns the specified
+// element and whether it was found
+func (a CronPatch) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CronPatch
+func (a *CronPatch) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CronPatch to handle AdditionalProperties
+func (a *CronPatch) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["config"]; found {
+		err = json.Unmarshal(raw, &a.Config)
+		if err != nil {
+			return fmt.Errorf("error reading 'config': %w", err)
+		}
+		delete(object, "config")
+	}
+
+	if raw, found := object["context"]; found {
+		err = json.Unmarshal(raw, &a.Context)
+		if err != nil {
+			return fmt.Errorf("error reading 'context': %w", err)
+		}
+		delete(object, "context")
+	}
+
+	if raw, found := object["durability"]; found {
+		err = json.Unmarshal(raw, &a.Durability)
+		if err != nil {
+			return fmt.Errorf("error reading 'durability': %w", err)
+		}
+		delete(object, "durability")
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["end_time"]; found {
+		err = json.Unmarshal(raw, &a.EndTime)
+		if err != nil {
+			return fmt.Errorf("error reading 'end_time': %w", err)
+		}
+		delete(object, "end_time")
+	}
+
+	if raw, found := object["input"]; found {
+		err = json.Unmarshal(raw, &a.Input)
+		if err != nil {
+			return fmt.Errorf("error reading 'input': %w", err)
+		}
+		delete(object, "input")
+	}
+
+	if raw, found := object["interrupt_after"]; found {
+		err = json.Unmarshal(raw, &a.InterruptAfter)
+		if err != nil {
+			return fmt.Errorf("error reading 'interrupt_after': %w", err)
+		}
+		delete(object, "interrupt_after")
+	}
+
+	if raw, found := object["interrupt_before"]; found {
+		err = json.Unmarshal(raw, &a.InterruptBefore)
+		if err != nil {
+			return fmt.Errorf("error reading 'interrupt_before': %w", err)
+		}
+		delete(object, "interrupt_before")
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &a.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+		delete(object, "metadata")
+	}
+
+	if raw, found := object["on_run_completed"]; found {
+		err = json.Unmarshal(raw, &a.OnRunCompleted)
+		if err != nil {
+			return fmt.Errorf("error reading 'on_run_completed': %w", err)
+		}
+		delete(object, "on_run_completed")
+	}
+
+	if raw, found := object["schedule"]; found {
+		err = json.Unmarshal(raw, &a.Schedule)
+		if err != nil {
+			return fmt.Errorf("error reading 'schedule': %w", err)
+		}
+		delete(object, "schedule")
+	}
+
+	if raw, found := object["stream_mode"]; found {
+		err = json.Unmarshal(raw, &a.StreamMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream_mode': %w", err)
+		}
+		delete(object, "stream_mode")
+	}
+
+	if raw, found := object["stream_resumable"]; found {
+		err = json.Unmarshal(raw, &a.StreamResumable)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream_resumable': %w", err)
+		}
+		delete(object, "stream_resumable")
+	}
+
+	if raw, found := object["stream_subgraphs"]; found {
+		err = json.Unmarshal(raw, &a.StreamSubgraphs)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream_subgraphs': %w", err)
+		}
+		delete(object, "stream_subgraphs")
+	}
+
+	if raw, found := object["timezone"]; found {
+		err = json.Unmarshal(raw, &a.Timezone)
+		if err != nil {
+			return fmt.Errorf("error reading 'timezone': %w", err)
+		}
+		delete(object, "timezone")
+	}
+
+	if raw, found := object["webhook"]; found {
+		err = json.Unmarshal(raw, &a.Webhook)
+		if err != nil {
+			return fmt.Errorf("error reading 'webhook': %w", err)
+		}
+		delete(object, "webhook")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CronPatch to handle AdditionalProperties
+func (a CronPatch) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Config != nil {
+		object["config"], err = json.Marshal(a.Config)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'config': %w", err)
+		}
+	}
+
+	if a.Context != nil {
+		object["context"], err = json.Marshal(a.Context)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'context': %w", err)
+		}
+	}
+
+	if a.Durability != nil {
+		object["durability"], err = json.Marshal(a.Durability)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'durability': %w", err)
+		}
+	}
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	object["end_time"], err = json.Marshal(a.EndTime)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'end_time': %w", err)
+	}
+
+	object["input"], err = json.Marshal(a.Input)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'input': %w", err)
+	}
+
+	object["interrupt_after"], err = json.Marshal(a.InterruptAfter)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'interrupt_after': %w", err)
+	}
+
+	object["interrupt_before"], err = json.Marshal(a.InterruptBefore)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'interrupt_before': %w", err)
+	}
+
+	if a.Metadata != nil {
+		object["metadata"], err = json.Marshal(a.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
+		}
+	}
+
+	if a.OnRunCompleted != nil {
+		object["on_run_completed"], err = json.Marshal(a.OnRunCompleted)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'on_run_completed': %w", err)
+		}
+	}
+
+	if a.Schedule != nil {
+		object["schedule"], err = json.Marshal(a.Schedule)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'schedule': %w", err)
+		}
+	}
+
+	object["stream_mode"], err = json.Marshal(a.StreamMode)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'stream_mode': %w", err)
+	}
+
+	if a.StreamResumable != nil {
+		object["stream_resumable"], err = json.Marshal(a.StreamResumable)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'stream_resumable': %w", err)
+		}
+	}
+
+	if a.StreamSubgraphs != nil {
+		object["stream_subgraphs"], err = json.Marshal(a.StreamSubgraphs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'stream_subgraphs': %w", err)
+		}
+	}
+
+	if a.Timezone != nil {
+		object["timezone"], err = json.Marshal(a.Timezone)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'timezone': %w", err)
+		}
+	}
+
+	if a.Webhook != nil {
+		object["webhook"], err = json.Marshal(a.Webhook)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'webhook': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CronSearchRequest. Returns the specified
+// element and whether it was found
+func (a CronSearchRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CronSearchRequest
+func (a *CronSearchRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CronSearchRequest to handle AdditionalProperties
+func (a *CronSearchRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["assistant_id"]; found {
+		err = json.Unmarshal(raw, &a.AssistantId)
+		if err != nil {
+			return fmt.Errorf("error reading 'assistant_id': %w", err)
+		}
+		delete(object, "assistant_id")
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["limit"]; found {
+		err = json.Unmarshal(raw, &a.Limit)
+		if err != nil {
+			return fmt.Errorf("error reading 'limit': %w", err)
+		}
+		delete(object, "limit")
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &a.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+		delete(object, "metadata")
+	}
+
+	if raw, found := object["offset"]; found {
+		err = json.Unmarshal(raw, &a.Offset)
+		if err != nil {
+			return fmt.Errorf("error reading 'offset': %w", err)
+		}
+		delete(object, "offset")
+	}
+
+	if raw, found := object["select"]; found {
+		err = json.Unmarshal(raw, &a.Select)
+		if err != nil {
+			return fmt.Errorf("error reading 'select': %w", err)
+		}
+		delete(object, "select")
+	}
+
+	if raw, found := object["sort_by"]; found {
+		err = json.Unmarshal(raw, &a.SortBy)
+		if err != nil {
+			return fmt.Errorf("error reading 'sort_by': %w", err)
+		}
+		delete(object, "sort_by")
+	}
+
+	if raw, found := object["sort_order"]; found {
+		err = json.Unmarshal(raw, &a.SortOrder)
+		if err != nil {
+			return fmt.Errorf("error reading 'sort_order': %w", err)
+		}
+		delete(object, "sort_order")
+	}
+
+	if raw, found := object["thread_id"]; found {
+		err = json.Unmarshal(raw, &a.ThreadId)
+		if err != nil {
+			return fmt.Errorf("error reading 'thread_id': %w", err)
+		}
+		delete(object, "thread_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CronSearchRequest to handle AdditionalProperties
+func (a CronSearchRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.AssistantId != nil {
+		object["assistant_id"], err = json.Marshal(a.AssistantId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'assistant_id': %w", err)
+		}
+	}
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	if a.Limit != nil {
+		object["limit"], err = json.Marshal(a.Limit)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'limit': %w", err)
+		}
+	}
+
+	if a.Metadata != nil {
+		object["metadata"], err = json.Marshal(a.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
+		}
+	}
+
+	if a.Offset != nil {
+		object["offset"], err = json.Marshal(a.Offset)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'offset': %w", err)
+		}
+	}
+
+	if a.Select != nil {
+		object["select"], err = json.Marshal(a.Select)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'select': %w", err)
+		}
+	}
+
+	if a.SortBy != nil {
+		object["sort_by"], err = json.Marshal(a.SortBy)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sort_by': %w", err)
+		}
+	}
+
+	if a.SortOrder != nil {
+		object["sort_order"], err = json.Marshal(a.SortOrder)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sort_order': %w", err)
+		}
+	}
+
+	if a.ThreadId != nil {
+		object["thread_id"], err = json.Marshal(a.ThreadId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'thread_id': %w", err)
 		}
 	}
 
@@ -5048,6 +6167,24 @@ type ServerInterface interface {
 	// CancelRuns Cancel many runs
 	// (POST /runs/cancel)
 	CancelRuns(ctx echo.Context, params CancelRunsParams) error
+	// CreateCron Create a stateless cron job (each firing runs on a new thread)
+	// (POST /runs/crons)
+	CreateCron(ctx echo.Context) error
+	// CountCrons Count cron jobs
+	// (POST /runs/crons/count)
+	CountCrons(ctx echo.Context) error
+	// SearchCrons Search cron jobs
+	// (POST /runs/crons/search)
+	SearchCrons(ctx echo.Context) error
+	// DeleteCron Delete a cron job (its runs stay)
+	// (DELETE /runs/crons/{cron_id})
+	DeleteCron(ctx echo.Context, cronId openapi_types.UUID) error
+	// GetCron Get a cron job
+	// (GET /runs/crons/{cron_id})
+	GetCron(ctx echo.Context, cronId openapi_types.UUID) error
+	// UpdateCron Change a cron job (metadata is merged)
+	// (PATCH /runs/crons/{cron_id})
+	UpdateCron(ctx echo.Context, cronId openapi_types.UUID) error
 	// SearchRuns Search runs
 	// (POST /runs/search)
 	SearchRuns(ctx echo.Context) error
@@ -5123,6 +6260,9 @@ type ServerInterface interface {
 	// CreateThreadRun Start a background run on a thread
 	// (POST /threads/{thread_id}/runs)
 	CreateThreadRun(ctx echo.Context, threadId ThreadId) error
+	// CreateThreadCron Create a cron job that runs on this thread
+	// (POST /threads/{thread_id}/runs/crons)
+	CreateThreadCron(ctx echo.Context, threadId ThreadId) error
 	// StreamThreadRun Start a run on a thread and stream its output
 	// (POST /threads/{thread_id}/runs/stream)
 	StreamThreadRun(ctx echo.Context, threadId ThreadId) error
@@ -5503,6 +6643,81 @@ func (w *ServerInterfaceWrapper) CancelRuns(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CancelRuns(ctx, params)
+	return err
+}
+
+// CreateCron converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateCron(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateCron(ctx)
+	return err
+}
+
+// CountCrons converts echo context to params.
+func (w *ServerInterfaceWrapper) CountCrons(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CountCrons(ctx)
+	return err
+}
+
+// SearchCrons converts echo context to params.
+func (w *ServerInterfaceWrapper) SearchCrons(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SearchCrons(ctx)
+	return err
+}
+
+// DeleteCron converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteCron(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "cron_id" -------------
+	var cronId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cron_id", ctx.Param("cron_id"), &cronId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cron_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteCron(ctx, cronId)
+	return err
+}
+
+// GetCron converts echo context to params.
+func (w *ServerInterfaceWrapper) GetCron(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "cron_id" -------------
+	var cronId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cron_id", ctx.Param("cron_id"), &cronId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cron_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetCron(ctx, cronId)
+	return err
+}
+
+// UpdateCron converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateCron(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "cron_id" -------------
+	var cronId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cron_id", ctx.Param("cron_id"), &cronId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cron_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateCron(ctx, cronId)
 	return err
 }
 
@@ -5953,6 +7168,22 @@ func (w *ServerInterfaceWrapper) CreateThreadRun(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateThreadRun(ctx, threadId)
+	return err
+}
+
+// CreateThreadCron converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateThreadCron(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "thread_id" -------------
+	var threadId ThreadId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "thread_id", ctx.Param("thread_id"), &threadId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter thread_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateThreadCron(ctx, threadId)
 	return err
 }
 
@@ -6519,6 +7750,13 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/runs/:run_id/wait", wrapper.WaitRunById, options.OperationMiddlewares["waitRunById"]...)
 	router.GET(options.BaseURL+"/runs/:run_id/stream", wrapper.JoinRunStream, options.OperationMiddlewares["joinRunStream"]...)
 	router.POST(options.BaseURL+"/runs/:run_id/cancel", wrapper.CancelRun, options.OperationMiddlewares["cancelRun"]...)
+	router.POST(options.BaseURL+"/threads/:thread_id/runs/crons", wrapper.CreateThreadCron, options.OperationMiddlewares["createThreadCron"]...)
+	router.POST(options.BaseURL+"/runs/crons", wrapper.CreateCron, options.OperationMiddlewares["createCron"]...)
+	router.POST(options.BaseURL+"/runs/crons/search", wrapper.SearchCrons, options.OperationMiddlewares["searchCrons"]...)
+	router.POST(options.BaseURL+"/runs/crons/count", wrapper.CountCrons, options.OperationMiddlewares["countCrons"]...)
+	router.DELETE(options.BaseURL+"/runs/crons/:cron_id", wrapper.DeleteCron, options.OperationMiddlewares["deleteCron"]...)
+	router.GET(options.BaseURL+"/runs/crons/:cron_id", wrapper.GetCron, options.OperationMiddlewares["getCron"]...)
+	router.PATCH(options.BaseURL+"/runs/crons/:cron_id", wrapper.UpdateCron, options.OperationMiddlewares["updateCron"]...)
 	router.DELETE(options.BaseURL+"/store/items", wrapper.DeleteStoreItem, options.OperationMiddlewares["deleteStoreItem"]...)
 	router.GET(options.BaseURL+"/store/items", wrapper.GetStoreItem, options.OperationMiddlewares["getStoreItem"]...)
 	router.PUT(options.BaseURL+"/store/items", wrapper.PutStoreItem, options.OperationMiddlewares["putStoreItem"]...)
@@ -6549,6 +7787,8 @@ type RunEventStreamTexteventStreamResponse struct {
 	Headers       RunEventStreamResponseHeaders
 	ContentLength int64
 }
+
+type TooManyRequestsJSONResponse ErrorResponse
 
 type ValidationErrorJSONResponse ErrorResponse
 
@@ -7604,6 +8844,287 @@ func (response CancelRuns404JSONResponse) VisitCancelRunsResponse(w http.Respons
 type CancelRuns422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response CancelRuns422JSONResponse) VisitCancelRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCronRequestObject struct {
+	Body *CreateCronJSONRequestBody
+}
+
+type CreateCronResponseObject interface {
+	VisitCreateCronResponse(w http.ResponseWriter) error
+}
+
+type CreateCron200JSONResponse Cron
+
+func (response CreateCron200JSONResponse) VisitCreateCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCron404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateCron404JSONResponse) VisitCreateCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCron422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response CreateCron422JSONResponse) VisitCreateCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCron429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateCron429JSONResponse) VisitCreateCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CountCronsRequestObject struct {
+	Body *CountCronsJSONRequestBody
+}
+
+type CountCronsResponseObject interface {
+	VisitCountCronsResponse(w http.ResponseWriter) error
+}
+
+type CountCrons200JSONResponse int
+
+func (response CountCrons200JSONResponse) VisitCountCronsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CountCrons422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response CountCrons422JSONResponse) VisitCountCronsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SearchCronsRequestObject struct {
+	Body *SearchCronsJSONRequestBody
+}
+
+type SearchCronsResponseObject interface {
+	VisitSearchCronsResponse(w http.ResponseWriter) error
+}
+
+type SearchCrons200JSONResponse []Cron
+
+func (response SearchCrons200JSONResponse) VisitSearchCronsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SearchCrons422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response SearchCrons422JSONResponse) VisitSearchCronsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCronRequestObject struct {
+	CronId openapi_types.UUID `json:"cron_id"`
+}
+
+type DeleteCronResponseObject interface {
+	VisitDeleteCronResponse(w http.ResponseWriter) error
+}
+
+type DeleteCron204Response struct {
+}
+
+func (response DeleteCron204Response) VisitDeleteCronResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteCron404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteCron404JSONResponse) VisitDeleteCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCron422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response DeleteCron422JSONResponse) VisitDeleteCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCronRequestObject struct {
+	CronId openapi_types.UUID `json:"cron_id"`
+}
+
+type GetCronResponseObject interface {
+	VisitGetCronResponse(w http.ResponseWriter) error
+}
+
+type GetCron200JSONResponse Cron
+
+func (response GetCron200JSONResponse) VisitGetCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCron404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCron404JSONResponse) VisitGetCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCron422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response GetCron422JSONResponse) VisitGetCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCronRequestObject struct {
+	CronId openapi_types.UUID `json:"cron_id"`
+	Body   *UpdateCronJSONRequestBody
+}
+
+type UpdateCronResponseObject interface {
+	VisitUpdateCronResponse(w http.ResponseWriter) error
+}
+
+type UpdateCron200JSONResponse Cron
+
+func (response UpdateCron200JSONResponse) VisitUpdateCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCron404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateCron404JSONResponse) VisitUpdateCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCron422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response UpdateCron422JSONResponse) VisitUpdateCronResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -8974,6 +10495,71 @@ func (response CreateThreadRun422JSONResponse) VisitCreateThreadRunResponse(w ht
 	return err
 }
 
+type CreateThreadCronRequestObject struct {
+	ThreadId ThreadId `json:"thread_id"`
+	Body     *CreateThreadCronJSONRequestBody
+}
+
+type CreateThreadCronResponseObject interface {
+	VisitCreateThreadCronResponse(w http.ResponseWriter) error
+}
+
+type CreateThreadCron200JSONResponse Cron
+
+func (response CreateThreadCron200JSONResponse) VisitCreateThreadCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThreadCron404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThreadCron404JSONResponse) VisitCreateThreadCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThreadCron422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response CreateThreadCron422JSONResponse) VisitCreateThreadCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThreadCron429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThreadCron429JSONResponse) VisitCreateThreadCronResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StreamThreadRunRequestObject struct {
 	ThreadId ThreadId `json:"thread_id"`
 	Body     *StreamThreadRunJSONRequestBody
@@ -10026,6 +11612,24 @@ type StrictServerInterface interface {
 	// CancelRuns Cancel many runs
 	// (POST /runs/cancel)
 	CancelRuns(ctx context.Context, request CancelRunsRequestObject) (CancelRunsResponseObject, error)
+	// CreateCron Create a stateless cron job (each firing runs on a new thread)
+	// (POST /runs/crons)
+	CreateCron(ctx context.Context, request CreateCronRequestObject) (CreateCronResponseObject, error)
+	// CountCrons Count cron jobs
+	// (POST /runs/crons/count)
+	CountCrons(ctx context.Context, request CountCronsRequestObject) (CountCronsResponseObject, error)
+	// SearchCrons Search cron jobs
+	// (POST /runs/crons/search)
+	SearchCrons(ctx context.Context, request SearchCronsRequestObject) (SearchCronsResponseObject, error)
+	// DeleteCron Delete a cron job (its runs stay)
+	// (DELETE /runs/crons/{cron_id})
+	DeleteCron(ctx context.Context, request DeleteCronRequestObject) (DeleteCronResponseObject, error)
+	// GetCron Get a cron job
+	// (GET /runs/crons/{cron_id})
+	GetCron(ctx context.Context, request GetCronRequestObject) (GetCronResponseObject, error)
+	// UpdateCron Change a cron job (metadata is merged)
+	// (PATCH /runs/crons/{cron_id})
+	UpdateCron(ctx context.Context, request UpdateCronRequestObject) (UpdateCronResponseObject, error)
 	// SearchRuns Search runs
 	// (POST /runs/search)
 	SearchRuns(ctx context.Context, request SearchRunsRequestObject) (SearchRunsResponseObject, error)
@@ -10101,6 +11705,9 @@ type StrictServerInterface interface {
 	// CreateThreadRun Start a background run on a thread
 	// (POST /threads/{thread_id}/runs)
 	CreateThreadRun(ctx context.Context, request CreateThreadRunRequestObject) (CreateThreadRunResponseObject, error)
+	// CreateThreadCron Create a cron job that runs on this thread
+	// (POST /threads/{thread_id}/runs/crons)
+	CreateThreadCron(ctx context.Context, request CreateThreadCronRequestObject) (CreateThreadCronResponseObject, error)
 	// StreamThreadRun Start a run on a thread and stream its output
 	// (POST /threads/{thread_id}/runs/stream)
 	StreamThreadRun(ctx context.Context, request StreamThreadRunRequestObject) (StreamThreadRunResponseObject, error)
@@ -10897,6 +12504,248 @@ func (sh *strictHandler) CancelRuns(ctx echo.Context, params CancelRunsParams) e
 		return err
 	} else if validResponse, ok := response.(CancelRunsResponseObject); ok {
 		return validResponse.VisitCancelRunsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateCron operation middleware
+func (sh *strictHandler) CreateCron(ctx echo.Context) error {
+	var request CreateCronRequestObject
+
+	var body CreateCronJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateCron(ctx.Request().Context(), request.(CreateCronRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateCron")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateCronResponseObject); ok {
+		return validResponse.VisitCreateCronResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CountCrons operation middleware
+func (sh *strictHandler) CountCrons(ctx echo.Context) error {
+	var request CountCronsRequestObject
+
+	var body CountCronsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CountCrons(ctx.Request().Context(), request.(CountCronsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CountCrons")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CountCronsResponseObject); ok {
+		return validResponse.VisitCountCronsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SearchCrons operation middleware
+func (sh *strictHandler) SearchCrons(ctx echo.Context) error {
+	var request SearchCronsRequestObject
+
+	var body SearchCronsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SearchCrons(ctx.Request().Context(), request.(SearchCronsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SearchCrons")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SearchCronsResponseObject); ok {
+		return validResponse.VisitSearchCronsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteCron operation middleware
+func (sh *strictHandler) DeleteCron(ctx echo.Context, cronId openapi_types.UUID) error {
+	var request DeleteCronRequestObject
+
+	request.CronId = cronId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteCron(ctx.Request().Context(), request.(DeleteCronRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteCron")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteCronResponseObject); ok {
+		return validResponse.VisitDeleteCronResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetCron operation middleware
+func (sh *strictHandler) GetCron(ctx echo.Context, cronId openapi_types.UUID) error {
+	var request GetCronRequestObject
+
+	request.CronId = cronId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCron(ctx.Request().Context(), request.(GetCronRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCron")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetCronResponseObject); ok {
+		return validResponse.VisitGetCronResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateCron operation middleware
+func (sh *strictHandler) UpdateCron(ctx echo.Context, cronId openapi_types.UUID) error {
+	var request UpdateCronRequestObject
+
+	request.CronId = cronId
+
+	var body UpdateCronJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateCron(ctx.Request().Context(), request.(UpdateCronRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateCron")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateCronResponseObject); ok {
+		return validResponse.VisitUpdateCronResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -11880,6 +13729,54 @@ func (sh *strictHandler) CreateThreadRun(ctx echo.Context, threadId ThreadId) er
 	return nil
 }
 
+// CreateThreadCron operation middleware
+func (sh *strictHandler) CreateThreadCron(ctx echo.Context, threadId ThreadId) error {
+	var request CreateThreadCronRequestObject
+
+	request.ThreadId = threadId
+
+	var body CreateThreadCronJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThreadCron(ctx.Request().Context(), request.(CreateThreadCronRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThreadCron")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateThreadCronResponseObject); ok {
+		return validResponse.VisitCreateThreadCronResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // StreamThreadRun operation middleware
 func (sh *strictHandler) StreamThreadRun(ctx echo.Context, threadId ThreadId) error {
 	var request StreamThreadRunRequestObject
@@ -12417,147 +14314,160 @@ func (sh *strictHandler) JoinThreadStream(ctx echo.Context, threadId ThreadId, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37b9s41ui/QvheYJMLJ+nM7C5wW3w/zLTzyNxOWyTdnQ/YFAYtHdtsZFJLUkmMIP/7BQ8piZKol2PH",
-	"ybf9KbEt8XUOz/txP4nEOhUcuFaT1/eTFdAYJP77VnANXL8XEdVMcPNVDCqSLLUfJ5+oXhGxIHoFJJJA",
-	"NcREZpwcnemVBBqrs3v7z4zFD2cy4+rsXmbcfCJCkuo3x6eT6URFK1hTM5PepDB5PVFaMr6cPDxMJ78L",
-	"xnvWoldUEwk6k1zhqhRdA5GgskQTuqSMkyPztcz4XxT5KhgnKdWr4zckSpg5AfOy3BCmye0KOA4xF/GG",
-	"MEWiTBOxWPStsm+FgkjAifWKKaK0BLomt0yvyHuq9MnPN8D1yfm7vmn++xNdMo4zfYA73Zzt42KhQOfQ",
-	"4XCnSUqX8IbQuQKuibC7S6iyPwQnZFzDEmR9xs9C06Q5JX5NeLaegzQTr6mOVqB6Rn6YTlIq6Rq0Q7sf",
-	"IzPeJ/Od+cjM0P/OQG4m0wmna/M2xUcq4/5vCYvJ68n/OivR+cz+qs7eUh5BYsfFvfy4BK7P4+YW8AfC",
-	"YnJElWJKU67JP/5x/s6g61LSdEXMChBVcV0Ge7xlmbdnLJ5MJxL+nTEJ8eS1lhl0w/LHfKrgijrW0baM",
-	"/JXxS7En9ZG/YyoSnEOkCzhUl/WTEAlQfpKwa3hDInyNuKuV3x1zafBakaUARegt3RQrrgHUDjATfBYX",
-	"M/ddNKo03pbz+DekWc1FXoDK1kDoQoO064EbC9835OQ7IiFN6EaRhRRrSy00lbpYoqWE5Ror97NvcWzN",
-	"dCcKJ+aJyigxLGiW6Mnr715NJ2t6x9bZ2nx4ZT4ybj++mobupr3snfMJfCQ8Yf8EF0CVdyerx/yLBDjR",
-	"hsJIfIwshLQ8AaGaIM1og7x9pec4LyDKpIJBuGh+Ax4TxrUgHJRhSiqb461R7avACfqWkXF7RQOXznKx",
-	"zuu2EHJN9eT1JMvwyeYEl5C0X7lfGCSxshzEcLg3BoEt0xWSUPL75ccPhEpJN8QOaTYLd2kiYsgXE9q7",
-	"wkkrW2ca1ipwBsWacRrzWelNYr4wezOfL5Gh/SHiNmDZB8haxOD2EgG7gXIz09BWpmaLggO5oUkGQzeG",
-	"U83MVLvaXY5HgzCR8SjJYiiwz9AXDa04WCBpDxZ+RpGqFRELieuRuPgnZcOI/zwR0TXJuGYlB1hRI9uI",
-	"NIW4bbu3lHWT+AezfpUKriAXRxcJi1DWiaxoav6laZowK3OdfVVW8BomFvwspZAXbgo7YU2gMbuBf2eg",
-	"NInc7MoKa0jeMikNO0Gwnhr8QO5gMby2SkMez5D7nKji9869164NyBuQJyi64TDqDQEarUhMNSUJ42Bk",
-	"VHND8O64a/IwnZxzDZLTBDf7tEencM3m5jKN6CDpEpfJhSYroIlebXCNH4T+RWQ8fmrIKpHJCEhspBOz",
-	"JrhjSuOKLjL+lLAsxfRbc32GgHYa0NROfOUjdD7ulbO6ZlfTW7peLd8xG/snTViMnw+AX/nVZIqsaWIo",
-	"mqE25lk3DGoTS7eYVIoUpGaWmBSieogNRDSlc5aw4uE4ZmZemnzyBrEktcajgepMAlkkdKnINWwgJvMN",
-	"kXADUsHJuw+XKLgrorJoRagiND1l4nQNStGlkZF57L6ymOW4uFuhmH81nLp+GPcTniUJnScFN2zsaA2a",
-	"GnTq201jIkusQ2yo5C3/8hUffKF2hF8CAyNcLgtkGAMdwRdsOSsRqbr7B8Nu0kx3PSAy3fME0vT2B9r3",
-	"X5m7PlP7QQCV0erCInQfkKpnZRWJofrDd03xfjh2tKBZE1t68dFpI+OUkObR5YpuAIN8Hbhf3smxqteS",
-	"YJ+yz2tneBl1oZydbEZ1ZVkx1XCiGd6dxtrG3nYUI9uuz65JwXSSpfHoLRl66LYTgHTlblWtGcXeCpCV",
-	"sKicbmVd3rbLuQti5Z/vly48eysyrre6pT5Idkatd3UfO+/WWzzScbvtu329J7Cn29h7YDu9aWwxQ4lS",
-	"9e3jfPGzfe4wsPdvW7Ghznvw3uix212E7ovfPuUnqqPVuKleIhK9LNrwCLFl1Kafo4xTFfzfUgUnjCvg",
-	"iml2g0Yfu37rBjkdQvXGS0XT3Ho3zqwlpJ7NN303owSzkPqn8k0hnbW962Xzzkd8sAeF7Niv7yfAzSa7",
-	"GH6uW7Qw+S+BIy3m+aelO+rFy9i7EZ0rLjF/LHxNyiw1h5uDxP9OiiSZ0+g6eNxvVxBdp4LxgEfyPAau",
-	"2YKBNWZExaNELAgl1m5p7kmNihfPtSqE5RNrmj76gL3heMt9KkysvZqxb42tDjyt7SzEcMvjfFvwsuHG",
-	"iPJtYqmEkASNTvNN7u9+Q+AG5IYsGCQxEakdeAAQ+iW4PQOldwEVIG3B5N6K9Zpam+SIIxdcS5EQtAKg",
-	"H4zaiAjpXJGcFHdpSiztsvbjKfmarVOiBaGEi9j6mGssU2jRvFYfRAxoVJqSS+AxsTuYWp9QwlQeA7Bu",
-	"siBrYc9C/OyfNMmArCiPITaL0isgKfDYMLRiB0fqODio3VcgJgGXZlaWr+tf17CZWpPmF5JSJlVgwDB0",
-	"xt+Hi4xzMyyxguEbkvFrLm45uYaNIlQCuYZUB5AfH8+kXdJIrdl6Fpngs4KJdDMKTZdqDDsPnc47s1iW",
-	"MF1hrGrDo8l0Qt1fuGNhnlk1vjagiD9jWMwbEoOmLEGzpbNhkohKuSmDb4xEHTrSOGxLsAO2GC5wgjDN",
-	"bRzBr0ZsaNqFIF5C9Xi7hBgc5Od4CSEpytzSkUOZuxqEoM8y7LhTt9QvbXvDZTX2FwmeI6d3UHPrsMMD",
-	"djJI0+KJzpAwwlG5tCJHN7NzQxQvtK79gwN/de350gL0LaWbRNCYHBlC53zC6BLGccNU6JH2r16WZL/o",
-	"O5MWzo7HcOmFYjScZxZvrGyEMnDOq68B49FSCcjMj8xCy3A162leUUW4sF4GO9LxlFBF3lO+xKnJp4Tq",
-	"hZBrIxHEqmAQIcrXZSd3OnPXI902kqc21XvqRKepvjZu3e3Q2HkIyIVdxyPCkjKMM4nFjAu9MscQosHn",
-	"iw9CN9+2qg969nGS4Kt8IYKEITduNN5Ab9VozpZQvrSn+VXNmmYdT3svHkw3nQ9ubZpuHzTEGs4LbWaU",
-	"EtiCwSi8hPGuMbO5fmrN9OqzpJHVoYfPD3d0nSbQdpNSKcw0s3aPXWM5f5QcdYxWQXXB7I+kSODMuXwN",
-	"QTY7fLuijBMzW/7L8RtC+YbAnZbUSlu5pNVcU5Zopqm6vtSSalhWJBiH9Z4SOq3pq//OIIPgtfh47Ys0",
-	"1aMV1yFmWaMc4jp4yT/yt8LAJdek87XGkABe1WuANLwiL8yycslRN3ckhvGW/VxkfKTjdLxPbAtfFeRx",
-	"ACGhEZnZgrIkDxQfxsmvb6ncgkBtTU7WOQ7OlIeEXdJdE2sN8tiQwCEnbXhN1itDXmT80j5Y1297Jxjv",
-	"o6thfxHf6Fs0aqa6du+b21/FDeegGjzu0EW7yPgwX1Q9WC3eGMSzwpPM+Aku06CdFJkGcmR3ZH5SU5uU",
-	"4P6c2SCM/NMtZTr/f051tLriKPofn5J/cCa4U7SveClloQyRgFKFBGtUJSOn2UjzT1JoEYmkFHCL452S",
-	"/DJPr3geIHJcNdgwVdhsioGNzp6AtPY1RSKxnruwfXV6xRsiHgZHzxQYxUE17+07SOiGzGEhJBTRfRgn",
-	"raaEceJeJEeGKQij1HMgG6ASb3KJZyIzF9qzmf7w3d9++HsjtrlF6LY5BUjDPAIXCt0vDpQmzEnPHo4O",
-	"ssLXyeS4ePwRhjE8/iT5uJi8/lePj6puB3z4EiCTno0sznC6dsuXpxFuYdvzTGPD1u9eCC+7NOUMHKzj",
-	"CHblwqsYULpW45lajCQNEBu5ZGaEnG4rTssaCvMCWxgFYbAHuVQXcq2qibuWJuGPViD7/fLjh1OCCmQu",
-	"a3jpELX41pCKncteMyQjzRmvJv/nalI1RfLcXql6hrREZxdjJrnYPdOl3D0I1+oCexDpcuI82BaUy90D",
-	"sGBn1oodyTSCz6KKuNs1QkU0ti/HFYm3+2VPOkYRqYzmb1qWOZAy9cAalJsW8DeWKdqYTF1EKAdxxk2H",
-	"9vHc8NtPS91bZSj/0LdYpGelLb7/lYr018UI3yDHFi4fy4k6jCtt/lrHG6xTIancGN5d4dpDo3VuYb4S",
-	"Voda07v3wJd6NXn997/97Ye/T7dxvRg5d/vIAl9EGM3sX1QowlbxAjvWNLYEb7GKXOl1zqUJqk3c/qey",
-	"KAKFtnDUKqcTo6qITPtqP8Rt6vGflOl2nf8xVLtOpWXGB5xoYS1SoeQuI8Mjp7XUa6gj7CLjyjrzB16W",
-	"ml7O9AoksViBTsMC2kSLJeCvmPFiFUDVNBK7Hyrn2KuP9vG9wWjqNr9XbK3O0YO0NEmCCFkGxFRiXSIX",
-	"fxp+RwsJ79CQtBUpvIZNWPY0olJKrbtnWxG1ZiAwc4XUdtzDuYZ1wCa9hX3pkVtq4FnkZMymqtqri24V",
-	"95xbi0cYpOr+wWKn9jTyQYcERgXA8lF+yJJANv+PpHgE6ULVzWROuJE41TwzwWGAlF2iyMOXfGnvmdIf",
-	"8p3uLmprNK+md7MYUr2qOO7bLRXeq9tw51TCgt09TnFU2eKRYzy04UsdKG28tUDRKlcYfi27HeTl6K2Y",
-	"/SnbLjyZ8RjumpdhQRMFU0+dsPa3lOoVZjHja8U1CRuxd0u4tA7c2T8YzzQol4wLdymTm7Adrpe47ZFQ",
-	"tQLtEUL/giW636HWK1HvQLovdj3bxWXehojYROshyoyEhQS1mjlk6lM7H/oA10YPmhRgIDvooQR2uDA+",
-	"5cYAX9xy0rdnsin/PdFZilfDMk7UOjA5FwW0eYaJRpnSYo0BLuq6GsJpPmkhEhUW5LI5qqU/30GUhcsD",
-	"feRA1IZHKym4yBRR7hVrbbc2C+oqF5npiZmtKY3Xkg+a/jkeb+vRa/rrRQzhWK2USqOEj/CA2SJNwcHc",
-	"AYxatBokqztTFpgVWbckpq5i1RL83wwfz4ZpnEpDqlqCeRws/6JIkep79OM5qeT9Gni6WlXqGJ0rpTPd",
-	"bBoLKeT3Z5Q/s6lciXTmCq8ED9wtd9YS4jTW+Wh2NotokrR5prMhYQjdzKaKcVU3ZWX++vaqGrHnqvTQ",
-	"LkhhfBtfeN0DIgJdCFizRkBeM6RgJyhmaJUHhgWDJ2xpkGDwz7hMqN05/t9TpQn+ZpUHe7yEKfflwBCA",
-	"4vKNTMj/VI9Z9rLykYpap2AgdqC0DnX6GW8Y3BY18AS/AanKekePNCttHcBgQ9e20U+H2V0snm0bixAU",
-	"XT9/fk8UaM34Uk2J4MnG4osr8gCxtUK5mjr/pXXSEXq+hU4egPRb3//lrHLkyIuvR2Vg4f45sY9ZmnAc",
-	"tt61ZoYMSVsuCFMhxXiX4ksrNXgr0s1WpsGPeWTB3EVQUBKJdJND5A1x8YvmLucb66BK2+dO78xevh1y",
-	"l+jxiMkf2s9li/zqw2YWqywFWUg7g4icO9P8xSGaz2PsuD3qMVWEujqVeI/vtU6mJPeLPgy0vNs9/caU",
-	"FnKzFWK3ebi9xC0WFxXQaCVlrqRC935+yuv7SjjHw0OQSlZjUMZFnjwnF1g7WLZJF3/UobyIIIAd34p2",
-	"1ln3Qa9BLsHVZHSVNjW4GeHWQ+xRd++TzPh2jhE/BqJMfS1CdoMxvLMEqx4Edb+CWI10g63p3bl92N6a",
-	"TmuHN8mXvjNps8Sk5ud4FhlmPKD4SuXx9kkfYbjbuefwxTvoByT097oAhiX4O+A9Lrv/mYpVzboCvsBd",
-	"yNLdIcsVHSp078tNhXLxHhXp2RLgWNHMe8Wgqto8iC+V2TFBjfQlq8XchYYO97I4q9I+IGlNyOME6M9U",
-	"XYeW2caGL/eiuRb6J7dFt3JjuKerVq6Vd3qhEx2ox+JeykPditk8TsQbFdVXOzNv5p4tbiG5bnkhakss",
-	"RulZ4D+K7P4xBcFm3PliRgbIjwXS+Gj2tsvz0V2X3OVrD0N1eXkfhpxcu3C2zc63x7Sqe4TF6PyaZ2pT",
-	"83Xkpt0u/hdytsmMY7SuIQ0JW0C0iXAKn7F2DVoYCxrnlHvotrQ+OATucy7ms3ScYm3Eba/EnhMsSgTv",
-	"qWLqVtS+YeQ/gUihvDIIWtTRUmhzBsjP1WQlmtzSTSh1/YpnXIEekKTut2qhmPFk26eITLuUp1CW0z4Y",
-	"eOHw6JfC2nLfdyuctRboxALxTYu7AZb5iRzlJM6+os4Y1y2lXUo3bTgPf/jx+qJz4HybZRSK+l+u3n0e",
-	"E+wdY03WsCsqFt3E6weEwiJQVee3z58/YU6MpJEtUGXkW5cvQLzq5ioFeq2IvhUkZtSobooIjmlwKpML",
-	"GsHrK26k4ABW//jpnGSqTEcoH7l89/+U14NGTYmfpHjF51QCWWDMsJPuMGsHUxTRmXz2VTB+3JZtiImP",
-	"6oof2V1NiRbpSQI3kOAEeYn7PBCYlZ2QpqQWWH18esWvuJPGiqoVZnkxJGwOkmpINiQFuWZKsRt4XZTd",
-	"Qb/Cwna1MC/QKALDcaZXHENYiBOm7K9pQhnPMZQcfXf2akoMppy52KwNqDMu7JaLxhg4zhUvGwzZicyN",
-	"UbZblJcyqcgikzYcOk2YPiWYtGxf+f3y44crXqmMY9bPQL0xEHBF0DG3OZOgDFjJX7//3tIizXRS9Ady",
-	"eIMI9uOnc68e7evJq9PvTl+h4SAFTlM2eT354fTV6Q8O6ZE8nNlRzhTaXJA5CisHG4KHyziPscq8+R0B",
-	"r1wrCFD6JxFvdlalPVC6+qHZt+H7V69GzTiIENqy7k0W3nCk/2HEacOb7LHVCuf/90nZ1eokb6TVVf6+",
-	"3nfrYVodo2iNNXAQ+zyu+6+v/tr2YnGeZ0WrBPPC99/3v1Cv0I/l8bP1mspNgSTubMhRixJf0qHjSV6g",
-	"6l8Th1pfzIg5Ut7nyTcPWLAMAnj5K2gLvEeiyQDsCLcNwCVil4dDnPivYAi0XUToMKvd0Fp4aPnIWd7K",
-	"DCOnm2A481ohdILj0j23b6jkAS9N2FjkK8JbDgQf7LHhF1/aH6yKW9VOxK1zuKxzvyc6Xqv1/VCVvkrR",
-	"b094UWyv5cbmvSWPhJy6MJDcAf5fZR2lKfJy/Jrx5XFJtbbEpVf/t/+FoifRbpDPnj/iXFFmwBaRRMOT",
-	"j4Ml8jgCXHxxVjh3WnDK/Oy9v2+c8uM+diAehBpI1irGVTtQIvMvtnu6K1CZbXnjDoTNQKntyaBzIOmt",
-	"vPFjJDgPiM9XitudUDYWt+79ZOYHq9Oi/7qBZTal0GcrNUZWhcCfmPUlM73aTAlNlCB2YKciKnK7EgpI",
-	"bkA+9ddBMOucKZ8chxvC2TFnbszO1nBfdoWkfbVVG8h4HhfNuux64wZtOYDQYuFZ4RttODNtFwMrUsah",
-	"eP1jufbuJPT+kxwp/Xltfg0Gp7mjpwoJ9P88mcRnvU3PTeBzXvdngAzWsl+VyI6sPJoHLznzzfFWVPps",
-	"mdcp7r2WvzoRsJNU+xYxIzjaeuNLkASzWNHIm7sxiRYE7lLKW3t03hkquE9C3JsfEZTvsHcs5THBEsmH",
-	"o7qS3mI9cZup4ZTF/ZKNbmRyEWpGunwcaXKyafNmOmQnkVj7paJQa7Ylwc1Ha74tJkDXjzPu2qC/BbX1",
-	"Ow3i1QVg112o3rmjifkhjC17e3VoDF/2TFSr7ZF2IFTvhqMSZ+6OjLTGc1Ae7Pr8Qa/B9nR2OOXXHBMc",
-	"tqOnQ+xdhfKzf5tXJcmrCR9XJfIZ2rzyM/qL6rY97JOcVQJu+qHp9c8et6ZKe/m98rRyjUFFN/X5c0fq",
-	"36G8BSWK6BV4gsRzxJmz++L8Hsbhz0+bD17lgm+o9KSolPEYbKt/v3zE7tFoej8o4xaTgFHOKWTkart9",
-	"f5Xt7fYbcnM3EjuOqHYnyVXR/j1ryld7NzXWO7A9S2OjWyQBriWDb+7i6q01eJOLaw2qPzXaMChNFkwq",
-	"3SW95SE3bSQZO1jskXTi+K2N+YlZnly7cPVdmXRx5FzSNbrrwm8V753W5UZpWLuTskU1287p4/V4yy0G",
-	"SNnQF6WFpEuw+bs0Whldts0SgK/N4vnBrAFe+4YWPccF1jBFsvQRcJtO/maX3f0eRuJxmoSvyQ1wLPou",
-	"xRzaYCszXvH81iDnYhq9coyu+jpTXll5g0lL0KpSx7VspRjyJl9kfE+kvqzQ/8QGRSyu2e07lhmvEfO3",
-	"duaT98LO2UeG3fPF41tS4QO4lS9RiKFkTqPrpTQrMcfh4eWFQcUSK213g76ohIuM/4TPbY9Mg/i3h1WY",
-	"O5cnTIaY+W5RbujyhggWNVy03RPcuRHMuXs5YQoWnxTcgMyL1iIxquKX6kAw1+Kmlfq5srRFzw4b9UGr",
-	"dWoBUzPceWKGBod22mdr5NpljZSpsUuur9LthXTWyvgGxePvQ52nsVyVjT8tqqUgMn1vkanRBVORosbV",
-	"wRRAu2yypnzThyzDYiYcaPcEnMPESQykLUWEhDmubypLKJiiD8Uwg6kDxfD35yU5dZ/KRcZ/vgGu7con",
-	"L01UMTTfyLYWMGiysv0ZO4B4S5luZyllckWeQLQE6w9pJFO8qedL+G/QegZEk9fgry9Syg4Ql1/8LJOj",
-	"+6vJbIaZN7PZ1eT1/enp6cMDKTMfjm3XjcAR7VLynk6Gvvq7YPwFS+z5NcC8noWQeBFcOlP7Rbi3VRAH",
-	"hIDlWFrBmL8G24CB3lpaOMAB5hFR5l4ztYIWjac9Gip4Mk+isaKmesjYJ8S6+YbY+iv1AxvpD8l44bSp",
-	"4KavAmw1YpttuxD0R8v5hmI5KX86TimYDvALUVXVIbaT68kRkgKmCAb5HHfK+URpkab+S4ZFHB9a5u9E",
-	"sCailLJZ8K4aCo8dZfCpsTB/T5VGOek8/g1ZxhBglvnug+Fvt+73tOp2EXYf86Mlux3EDAiXFYpFsnM5",
-	"DXO/WyjtrghHLuYFscGJXj9tzuM9k+9Kd6EWUu4zH5e4olVF1DzYXfwzlyjsbdTCLXa3kFNaSDgrdN1u",
-	"YaSs+74fwTnQTWeQBL1zeWiXAd/MnlfhYTB79AWbeqkGzMLmS9vAhSlCuboFmZfX/f7VK5Q3qY3ow/oM",
-	"cxFvmjrOr6B9eA0IzbMtIIb7yBse+os8qzuhc0isFVBwILHQJ18F41DWykS8xi2g0cR9b3YBd2mCZTfs",
-	"9KGF+i798TkD04nSG0z3XghpeUNoEr/1wqF8avUeQC1UjPktgA4dlt+K767jaS2YPtNPQlW8djPbkhQc",
-	"Jz7dbSahkERCmtCoi1bUCPVAe2txrmqfB7tzu+vgGds5e2FuxeM63a2hEsd0UVDUi0VyzWS6oFftutQe",
-	"+YNvlm2c9gm+cBevpwBjS6uqUDpB8dTpLsNkuH/AIaDliW49blbX02E/QKqUIN8zWNxGdprjnXv7Dpyv",
-	"7dbhAfqzA24F1IMysz8X+Y97BPhzyMl2h7LbhOwye7QbEljYuN1Z4F6ycVKxKJscGo66ojcG5nnRM8Nj",
-	"bUcha66VQNQ1Q7uLEaXNqwh3CHilsVrzU0C8Uir7iaNzQoWpAyjym7i17uAiqxik4XsZ351Y9K6St2z1",
-	"BKPiZNYT5AIY/Tr7CwI0WvXi0zCZ6SkgfRhPdU7cRziri/v/H5DLP5Qs3RfhfgOcN55k8FLsFXkZu8IW",
-	"hqE7hkzWOuk1TqndU1McQ2ck7M93WtK82hx27MRGQuQITpenROvkeKB1wL24E9vAl4OJWxXB6VB+pg6p",
-	"aazR0b45ILP+CcTpg+TUd4M7T6h/FNgPIGC79HtHNfICI+SI8nhaD9LAqzV1dvXjMaT2LBLpZrwnsopz",
-	"LRJ9unkKBc7r8XVQLY7D7aFJizmLgrZMHZ231hrlc5lpaWSB26orsh9hVrbrU1dyRqU91Hi/JFv7zuh6",
-	"q9hkQyToTHJ/R0QkZkN6RbktuRP5faTaMjtcE6onKbczuB5wvxiJDx7OffaJKtcY0OZBFfjWkgO1K87W",
-	"q1yUCLc/clPrefa0OsYLxxAr+tp25WoAurRRoDx7KEh+3jPl6M9WAe814tPz9EdsclQ+HiIyZVPdwQHX",
-	"rlHQkHAM7Ji0o5TrXcZlX2Cehw/ib8HZTUN5nr3Rqg+QLQMRhshnnon9W17ct7w4tOAK3o+LXWTZzybY",
-	"OavHoZ8jwv6PT0fw0KI3NWEEshRZC7tGlT8p0y+ZsrXmIvj9uG2n0mBSArYPz5OmF5Ql1gHzLQ9hR/hf",
-	"yUnwYxq3uwfDkxaqSP0fl7pQF4q6DRD/6XkM+xUsp6OiYXtxf+ukiG1W1J1A4WPPtzSK55tGMQS/h+He",
-	"V8F4Z5bF9igxNvvh+YgIT8nfdx7Ub1thoZl4MI9+PrRwQN5PgZHfsn+eafbPs0WubG57JXn4VQ8YgChz",
-	"XCMSMrYVW8yesVqLq1zIJNFCJCSiSUKYeQjtu0CjFREc/qKKkiU2a3dKMkWX4BRISNUpubDDY+DYNaQ6",
-	"774HxR1eijxgohlBhgG9xWaewviZz1Yc0NDyNzLj5jzc6wTy9xU5gnWqN5YcM22LLkJMuOAHZLNonMTi",
-	"lBseraTgIitXrxyJzZdaBLRgC1SDEi/pEpzdmxXPDBL39W7LoT/Zb2nTOoaFMQpqd/Sg+ga2/AygirfK",
-	"50AgG97kzwX9clUBLUa3YX5LHVQfgcaXQt0eV59SZXp2R9etwrVf1XFlpA6o47TeKcYVi6HnNrVhVtGp",
-	"uNt0cunaB4/Dq6Iu8xPUgK54xFuqYmIj7oPxUOyE4NSxLlX1CWL+Lotu0HsLvTYzjIj+C5gb8O2XZK38",
-	"A+SybP1FGNcC6V/xjavw3Qitb0OBIEGzcYBPCkfX0/8gYZzeAvpKDHgxXsiDbqkit5JpDfzlINGfkhXm",
-	"mhKFnK/BEg+at1vqwaBOmn/mvbwPl1uVdfy0eVtMZw6MLfePteWMB032ecYs6XMFqzSh/hVashvgFtci",
-	"hBgR868QbYNq9+WwfTqVd2Y/6rc+fn8TPfYDZ7ZrCSSPe6tK9hUU2I1W1LCKNoIeN4qI1GBxJIVyGTYZ",
-	"1yyxDZawlCGJC0ukatqUStPqTu2q1ZUaxW4tYlBTkrAFRJsowXoFCLCZTVh4Q6Sr+TEN1fMoKoAg5xiY",
-	"v2MPEKfeVX2PJuqXxSY/JVSbB4lKIUkwX3RBvDWYLdLYmr68r7E0y1w5pXHcttQ+c5OevWn6F5Ek4tYr",
-	"He0H31Ll2gScKLTM3EB7vtnW0oFZjxvwPgePq/xvsMV943XF8L+1dlzvm3xJja+slut9Xf9siw08fHn4",
-	"/wEAAP//",
+	"7H1rb9u42uBfIbwLnGThJJ32zAHeBO+HTtqZyWwvQdI58wKTwqAl2mYjkxqSSuIN8t8XfEhRlETdHDtO",
+	"zvRTG0vi9blf70cRX6acEabk6Ph+tCA4JgL+e8qZIkx94BFWlDP9U0xkJGhq/hydY7VAfIbUgqBIEKxI",
+	"jETG0N6RWgiCY3l0b/4zofHDkciYPLoXGdN/IS5Q+Zf9w9F4JKMFWWI9k1qlZHQ8kkpQNh89PIxHv3HK",
+	"OtaiFlghQVQmmIRVSbwkSBCZJQrhOaYM7emfRcb+IdE3ThlKsVrsn6AoofoE9MdihahCtwvCYIgpj1eI",
+	"ShRlCvHZrGuVXSvkSBCYWC2oRFIJgpfolqoF+oClOnh/Q5g6OHvXNc3/nOM5ZTDTJ3Kn6rN9ns0kUfnt",
+	"MHKnUIrn5AThqSRMIW52l2BpHgQnpEyRORHVGb9whZP6lPAzYtlySoSeeIlVtCCyY+SH8SjFAi+JsmD3",
+	"NtLjnevf9J9UD/1XRsRqNB4xvNRfY3ilNO7/FmQ2Oh79r6MCnI/MU3l0illEEjMu7OXtnDB1Fte3AA8Q",
+	"jdEelpJKhZlCv/9+9k6D61zgdIH0CgBUYV0aerxl6a8nNB6NR4L8lVFB4tGxEhlpv8u3+VTBFbWso2kZ",
+	"+SfDl2JO6jN7R2XEGSORcvdQXtZPnCcEs4OEXpMTFMFnyKJWjjsaaQCt0JwTifAtXrkVVy7UDDDhbBK7",
+	"mbsQDUsF2HIW/wo0q77ICyKzJUF4pogw6yE35n5P0MEPSJA0wSuJZoIvDbVQWCi3REMJizWW8LNrcXRJ",
+	"VSsIJ/qN0igxmeEsUaPjH16NR0t8R5fZUv/xSv9Jmfnz1TiEmwbZW+fj8Ep4wu4JLgiWHk6Wj/lnQciB",
+	"0hRGwGtoxoXhCXCrCdCMpps3n3Qc5wWJMiFJL1jUzwiLEWWKI0akZkoymwLWyOZVwARdy8iYQdEA0hku",
+	"1opuMy6WWI2OR1kGb9YnuCRJM8r9TEkSS8NBNIc70QBsmC4XCKPfLj9/QlgIvEJmSL1ZcpcmPCb5YkJ7",
+	"lzBpaetUkaUMnIFbM0yj/5Zqlegf9N7035fA0D7yuOmyzAtoyWNi9xIRekOKzYxDWxnrLXJG0A1OMtJ3",
+	"YzDVRE+1qd3lcNQLEimLkiwmDvo0fVGkEQYdkHZA4RcQqRoB0Ulcj4TFPzDtR/ynCY+uUcYULTjAAmvZ",
+	"hqcpiZu2e4tpO4l/0OuXKWeS5OLoLKERyDqREU31f3GaJtTIXEffpBG8+okF74Xg4sJOYSasCDR6N+Sv",
+	"jEiFIju7NMIakLdMCM1O4FoPNXwAdzAQXlmlJo9HwH0OpHveuvcK2hBxQ8QBiG4wjDxBBEcLFGOFUUIZ",
+	"0TKqxhDAHYsmD+PRGVNEMJzAZp/26CSsWWMuVQAOAs9hmYwrtCA4UYsVrPETVz/zjMVPfbOSZyIiKNbS",
+	"iV4TuaNSwYouMvaUd1mI6bcaffpc7TigqR34ykfofOwnR1XNrqK3tH1afAO0iPOPmK0uDJLIp7vAt4CQ",
+	"dJ4JEiOQpfQhZZLEKEvhCv+NExrD3DsA/ZxqUImWONHEVhNC/a4dBhSduV1MKnhKhKKGzjktIsShIpzi",
+	"KU2oezmOqZ4XJ+feIIbaV8QHglUmCJoleC7RNVmRGE1XSJAbIiQ5ePfpEnQKiWQWLRCWCKeHlB8uiZR4",
+	"rsV3FtufDNBbAcOukE+/aSGiehj3I5YlCZ4mjlHXdrQkCmtI79pNbSLDR0IcsmB7f/o6GXxQOcKvgYHh",
+	"Xi4dMAy5HYDJSQFI5d0/aE6YZqrtBZ6pjjeA3TS/0Lz/0tzVmZoPgmARLSyGd11S+ayMjtNXtfmhrnn0",
+	"h44GMKtDSyc8WkVpmH5UP7pcBw9AkK+ed4tiOVR1GjnMW+Z9ZW1CgxDKmvAmWJWWFWNFDhQF3KmtbSi2",
+	"g4TbhD6bJgXjUZbGg7ek6aHdTuCmS7hVNrS4vbkrK+6idLqldXnbLuZ2xMo/369tcHbKM6bWwlL/SjZG",
+	"rTeFj624dQpHOmy3XdjXeQJbwsbOA9soptHZBIRd2bWPs9l7895u7t7HNrehVjz4oFXs9RChHfGbpzzH",
+	"KloMm+olAtHLog2PEFsGbfo5yjhlwf8US3JAmSRMUkVvwB5l1m88NId9qN5wqWicGxaHWdy4UJPpqgsz",
+	"imvmQv1UfMmFdQS0fay/+QwvdoCQGfv4fkSY3mQbw891iwYm/zVwpG6efxu6I1+8jL0Z0bnkrfPHgs+E",
+	"yFJ9uPmV+L8JniRTHF0Hj/t0QaLrlFMWcJaexYQpOqPE2Fki9yriM4SRMalqPKlQcfdeo0JYvLHE6aMP",
+	"2BuONeCTs/52asa+obg88LiysxDDLY7z1PGy/saI4mtkqAQXCOxh01Xuij9B5IaIFZpRksSIp2bgHpfQ",
+	"LcFt+VI6F1C6pDWY3ClfLrExlw44cs6U4AkCKwC46LAJ1hDWS8qQw6UxMrTLmLbH6Fu2TJHiCCPGY+P+",
+	"rrBMrngdrT7xmIBRaYwuCYuR2cHYuKsSKvPwhGWdBRnjfxbiZ//GSUbQArOYxHpRakFQSlisGZrbwZ7c",
+	"Dw5q9hUIl4Cl6ZXl6/rzmqzGxtr6FaWYChkYMHw7w/HhImNMD2utmicoY9eM3zJ0TVYSYUHQNUlVAPit",
+	"EdQsaaDWbJyelLOJYyLtjELhuRzCzoOnIwxVf6xNZA1bRSQ46zs+gevwqejUOL3Mw3gCkzRNvUWjJ7lT",
+	"E5GxSQ7G683PGQyihaOEKLPPnKPGRP80Go+uCUk17e8cLcWrhON48Ga0QBZnCenmZIO1dH0Q/4+zfia/",
+	"daxEmSSiNwX32W4OheOqNOnzY3cybXaj/NhLFqQccKug4kFtsXjvnL424Or6dqUqTndeg4dzDe96OLgx",
+	"ofUxcNZE4PoZpqpO9Xil+c6UqwXSQHIAN6+5muCZIvLYxChZyAB/jP5hZsJCrAdRc3RwHs6o1fCuibxi",
+	"e1giytBFZpe2f3jFRo++ME/yiTP4sdfVFcYPnCSfZ6PjP/uZQb4G+PnGDCOah9KEqk7V813x5lCYfTzf",
+	"AOGtwbFkJZ8JhLt1vDMlMy5I8KWNIdYySxRVWF5PpBJYkXnn0X7Mv7jMP9g4q/JZTjW86oYcGGVDYx8i",
+	"d6kgUotHaA+jhGAQMCWJOIul1UpckLANdcBJwm8logqEzyW++0DYXC1Gx69//FdoMV6AUtjTB89BEM4l",
+	"vG4os18V4US9vvIZZkU5fvvpLdKPkX5eJkJUIk09EWUn6Pcvp+ZATIRxL7PSLZkuOL8G0bM4rX/9+OOb",
+	"f40H8lV3s02crJeZtinkLlpg5kVPW6IrFV4dohytkV4wihKChYk+1zqPftAkt//NSWAlooOhi59P0Zs3",
+	"b/4LOZoIuiIcq74DfbKIBiHr7mDOD+x03yRnhxf49qMJXRh5Tw/kNU0PcmPCAfAuTSx97/wLIa/bo4tV",
+	"utX98TOlY9smP0Ey8wjHw3Yl5mGW4lfPzFLcz53QMHHIvZDjSi99rFkJK2tZvVCt5KjoR/89l0WIBWxa",
+	"h3lXYgX5SckVi+CYzL/kjoYdG+UIuRqhh8eQVnWCYqIwTUCXsYFmKMJCrIrkLc3aQvwzDlsNzIAN0SWG",
+	"HQQN47Uj+EXTnLqhisRzUraBtV0bDPI+npOQq4vxeOhQn/S2Q2Y2XxAy447tUr827Q2WVduflm4tWodt",
+	"Xzn614k8BNOGTTlYzA22d4hwZgj3QePaP9nrL689X1rACG1NJWiPaZiy3k8urEU6bCp+ZJBSt+EBfug6",
+	"kwb3CxzDpZfKUwu+NnBjHFjAQHOHyjWBfEat3WhRdg/EK6fJmEyFBZaIcRMKakbaHyMs0QfM5jA1Ok+w",
+	"0pQGSaL1odyKHxJz24IZrfDa9kp7IMtTx1N6Pt/WeMrKuNXY0NrOQ5fsgm88IiwwhTylmE8YVwt9DCEa",
+	"fDb7xFX9a8PHIDMEJgl+ymY8SBhyLaP2BYQUD7b+JpjNzWl+k5N67I0XYuFeTFetL65tVW8eNMQazpzL",
+	"eZB01wDB4GEKw11tZo1+cknV4ovAkZUfes9P7rBWFZowKRVcTzNpDquuLedjwVGHuH6xcsx+T/CEHNm4",
+	"fE2Q9Q5PF5gypGfLn+yfIMxWiNwpgY1LLHeH1ddUsyH5yGOg3osUGFeCCv7KSEaCaPH52hdpykdrVIgq",
+	"s6xQDn4dRPLP7NSocBYAG3W4+oq8NN0SkkMAhSUxlDXs5yJjA6Pbn8RJR/JkjZDQCMxshmmSFxrox8mv",
+	"b7FYg0CtTU42ZPm0KaV9TlrzmqxThrzI2KV5sUtn2ICLrAL9Lj/WV6sqGlezlmX3V/J02VsNHncI0Zzz",
+	"Yz2/jBGeRFb1y6A9syP9SI5NUQv7z5ExYeR/3WKq8v9PsYoWVwxE//1D9DujnFkfzhUrpCyQIRIipZNg",
+	"c7ePqVRwLrjiEU8KAdcd7xjlyDy+YnkWz345qoZKF1jjBl5gFidEmCAoiSK+nNqyDzLoNJopIibWLF7H",
+	"23ckwStk7GHOQQV59nKMKHP29D3NFLhUEH+1IlgAJhdwxrMpeEOdueLNDz+++VfNZNEgdJuaFEDDPAIX",
+	"Kv3gDhQn1ErPHoz2smlXyeSweg4DnG4DzMfVYK2wIXlNd97wACwvfqmn+dt80GT//o+xpc8IibVcMtFC",
+	"zuNMXXSmFYTeYf6FuuDbwcuwa2gSPDQC2W+Xnz8dWreHlTW8chqV/OhxL6t6ecar0f+5GpXjxVgeVCY7",
+	"hiyM8I8dM8nF7okq5O5esFYV2INAlxPn3ragXO7uAQXP0JsblcTdthFKorH5OC5JvO0fe9Jx3UlRCf9j",
+	"BBWlK0zUXz1M8cQwRZM4W7h9gzDzlD4PTRQiNSkCJnu4SXzpr40RngDH5raejxV1KJNK/2uio8ky5QKL",
+	"lebdJa7dN1hr024YLec+wgvjiQiDmf2LyhdZywuzYU1jzet1q8iVXhsBPAK1iZn/ySyKiARbOGiVxjvI",
+	"M+Wr/SRuUo//wFQ16/yPodpVKi0y1uNEnbVIhqJXtAwPnNZQr77RyhcZkybjoieyVPRyqhZEIAMV4K13",
+	"t40UnxN4ChVTjAIo60Zi+6B0jp36aKejry+Y2s1vFVrLc3QALU6SIEAWLsBSQlJkk4TD3yguyDswJK1F",
+	"Cq/JKix7alEpxcbds66IWjEQ6LlCajvs4UyRZcAmvYZ96ZFbqsFZZGXMuqraqYuulZyeW4sHGKSq/kG3",
+	"U3Ma+aB9stcC1/JZfMqSQDXIt8i9UkTxODeTPuFa4Z36mXFG+njHHYg8fM2X9oFK9Snf6eZS6wbzanw3",
+	"iUmqFqXsimZLhffpOtw5FWRG7x4ZI5HNHjnGQxO8VC+libc6EC1zhf5o2e4gL0ZvhOzzbL2gd8picldH",
+	"hhlOJBl76oSxv6VYLSC8ED5zaBI2Ym+WcCkVwNmPlGWKSFvMjdylVKzCdrhO4rZFQtV4aY8Q+mc0Ud0O",
+	"tU6JegPSvdv1ZBPIvA4RMYX6+igzgswEkYuJBaYutfOh6+Ka6EGdAvRkBx2UwAwXhqfcGOCLW1b69kw2",
+	"xX8PVJYCahjGCVoHFHcDAW2aQTWYTCq+hAAXeV3Os9V/Kc4TGRbksimope/vSJSFy0t/ZgTJFYsWgjOe",
+	"SSTtJ8babmwW2Fa+1tMjPVtdGq9UiAiEHMbrevTq/noek3CsVoqFVsIHeMBMke/gYPYABi1a9pLVi+Db",
+	"8ci4JaG+GFS9JXl6VTzpp3FKRVLZEMxj7/IfErl6bHtvz1CpOJu+T1vrXO6Dc6VwputNQyHOHH8G+TPr",
+	"yhVPJ7Zwb/DA7XInDSFOQ52PemeTCCdJk2c66xOG0M5syhBXdlOW5q9ur6wRe65KD+yCFMa38YXX3SMi",
+	"0IaA1WtM5jVnHTsBMUPJPDAsGDxhSssGg3+GlavZnOP/A5YKwTOjPJjjRVTaH3uGADjkG1g18byaWO6V",
+	"TgQqapyCgdiBwjrU6me8oeTW9VDg7IYIWdTLfqRZae0ABhO6to5+2s/uYuBs3ViEoOj65csHJIlSlM3l",
+	"GHGWrAy82EqcJDZWKFuT+b+VSlrqA6yhkwdu+tT3f1mrHNrziiCAMjCz/zkwrxmasB+23jWW7+hTW84R",
+	"JifFeEjxtZEanPJ0tZZp8HMeWTC1ERQYRTxd5Tdygmz8okkiMxtroUrrJyJvzF6+HnAX4PGIyR+az2WN",
+	"Ini7Lf8ms5QIJ+30InL2TPMP+2g+j6wf0KYeY4mw7XMCeHyvVDJGuV/0oafl3ezpVyoVF6u1ALvJw+1V",
+	"16Gxq6CPS3WNCip07xcROb4vhXM8PASpZDkGZVjkyXNygTVfyzo1/R51KC8iCGDDWNHMOqs+6CURc2J7",
+	"ethOLYrYGcmtB9iDcO9cZGw9x4gfA1HUJ3Mhu8EY3kkCpSmDup8jVgPdYEt8d2ZeNljTau3wJvnadSZN",
+	"lphUP44nkWbGPSrkll5vnvQRhruNew5fvIN+s2mSPbjy40owPlOxql78sVSfJ5el20OWSzpUCO+LTYVy",
+	"8R4V6dkQ4FjSzHvUG/HV5l58qciOCWqkL1ktZjY0tL+XxVqVtnGTxoQ8TID+guV1aJlNbPhyK5qr0z+Z",
+	"qYyeG8M9XbWEVt7phU60px4LeykOdS1m8zgRb1BUX7VqWDFzxxbXkFzXRIjKEt0oHQv83ZVgHFIZYcKC",
+	"1SU6A+SHXtLwaPYm5Pls0SV3+ZrDkG1e3oc+J9csnK2z8/UhreweoTE4v6aZXFV8Hblpt43/hZxtImMQ",
+	"ratJQ0JnJFpFMIXPWNsGdcaC2jnlHro1rQ8WgLuci/ksLadYGXFdlNhygkUB4B2tZuyKmjcM/CcQKZSX",
+	"bwWLOlgKTc4Ael9OVsLJLV6FUtevWMYkUT2S1P1Wvxgynkz7XZ4pm/IUynLaBgN3Do9uKawp932zwllj",
+	"FxVoMFi3uOvL0o/QXk7izCfyiDLVUH+3cNOG8/D7H68vOgfOt15GwRVpt/0S85hg7xgrsoZZkVt0Ha4f",
+	"4BZmgdLHv375cg45MQJHpoq4lm9tvgDyuuPJlOBridQtRzHFWnWTiDNIg5OZmOGIHF8xLQUHoPrt+Zlp",
+	"eWbTEYpXLt/9X+n1MJZj5CcpXrEpFgTNIGbYSneQtQMpiuBMPvrGKdtvyjY0BSmv2J7Z1Rgpnh4k5IYk",
+	"MEHeIjEPBKZFJ+0xqgRW7x9esStmpTFXtUIvLyYJnRKBFUlWKCViSaWkN+TY1UYGv4KtxKY/wFFENMcZ",
+	"XzEIYUFWmDJP0wRTlkMo2vvh6NUYaUg5srFZKyKPGDdbdo1VYZwrVjSoNhNpjJGm27iXMinRLBMmHDpN",
+	"qDpEkLRsPvnt8vOnK1aqjKPXT4k80TdgO9VBbnMmCHSyQ/98/drQIkVV4vpLW7gBAHt7fuY1DToevTr8",
+	"4fAVGA5SwnBKR8ejN4evDt9YoAfycGRGOZJgcwHmyI0crAkeLOMshi6F+jlcvLStRIlUP/F4tbFWeoH+",
+	"Yg/1vp+vX70aNGMvQmh679VZeM2R/lGL05o3mWOrNF78n4OiK/pB3oi9rX1itW/7w7g8hmut3nMQ8z6s",
+	"+5+v/tn0oTvPI9dqU3/w+nX3B9U2itDDMFsusVg5ILFng/YalPiCDu2P8irif44saH3VI+ZAeZ8n3zxA",
+	"VXkSgMtfiDKX90gw6QEd4d6OsERoMbmLE/+FaAJtFhE6zHI3/QYeWrxylLfCh8jp+jUcef0qW6/j0r63",
+	"7VvJA14CLUFNtFse3rKj+4EerX7xpe3dlcOqZiJunMNFM8It0fFKQ7aHsvRViH5bggu3vQaMtdYktMfF",
+	"2IaB5A7w/y7qKI1NzVb9M2Xz/YJqrQlLr/6r+wPX03ozwGfOH2DOlRkwnT7A8OTDYAE8lgC7H46cc6cB",
+	"pvRj7/ttw5Qf97EB8aDmsaqBzCfwYWrkXTrm77Z7uKmr0tvyxu15Nz2ltie7nR1JbwXGD5HgvEt8vlLc",
+	"5oSyobB17yczPxidFvzXNSgzKYU+W6kwsvIN/AFZXyJTi9UY4URyZAa2KqJEtwsuCcoNyIf+OhBknVPp",
+	"k2OtdI+ObZ5Cbrewi53YMUfjlpbsXzcFpF0NcGrAeFa0ajDrjWu0ZQdCi7nPEt9ogplxsxhYkjJ2xesf",
+	"y7U3J6F3n+RA6S//+MzYadPc0VO+CfD/PJnEZ7xNz03gs173ZwAMxrJflsj2jDyaBy9Z883+WlT6aJ7X",
+	"Ke5Ey1+sCNhKqn2LmBYcTVO4OREIsljByJu7MZHiiNylmMVNJPlOU8FtEuLO/IigfMdjmzIDJZJ3R3UF",
+	"voWmbyZTwyqL2yUb7cBkI9S0dPk40mRl0zpmWmBHEV/6paJAazYlwfWfxnzrJgDXjzXumqC/GTb1OzXg",
+	"VQVg2wK62l61DvkhiC0asLdoDF+3TFTLPaw3IFRvhqMia+6OtLTG8qvcGfp8xNcE/CQ5TPk1xzgj69HT",
+	"PvYup/xs3+ZVSvKq34+tEvkMbV75Gf1DttsetknOSgE33bfp3h66pgtopEnO9S+jrfK0Yo1BRTf1+XNL",
+	"6t+uvAUFiCiT1WoFiecIM0f37vwehsHPT6tPXuWC76D0pKCUsZgIYAt++YjNg9H4vlfGLSQBg5zjZGQb",
+	"fmAFDn+VZQ2qVW5uB2LLEeXmJLky2H+gdflq66bGapv8Z2lstItEhClByXd3cRlrNdzk4lqN6o+1Nkyk",
+	"QjMqpGqT3vKQmyaSDB0stkg6YfzA5V+a0Ay9PLG04eqbMunCyLmkq3XXGcEqEwSZ5hvFaV2upCJLe1Km",
+	"qGbTOX2+Hm65hQApE/oiFRd4njeBjBZal22yBMBnk3i6M2uA176hQc+xgTVUoix9xL2NRz+aZbd/B5F4",
+	"DCdhNLkhDIq+Cz4lTXcrMlby/FZuzsY0euUYbfV1Kr2y8hqS5kTJUh1X801dtzbuxYuMbYnUFxX6n9ig",
+	"CMU1233HImMVYn5qZj74wM2cXWTYvu9eX5MK78CtfAlCDEZTHF3PhV6JPg4PLi80KBZQabobdEUlXGTs",
+	"J3hvfWDqxb89qILcuTxhMsTMNwtyfZfXR7CowKLpnmDPDUHO3csJUzDwJMkNEXnRWiBGZfiSLQBmW9w0",
+	"Uj9bltb17DBRH7hcp5ZAaoY9T8jQYKSZ9pkauWZZA2XqSI/iq3RbIZ2VMr5B8fh1oFiAKVdl4k9dtRQA",
+	"ptcGmMrv65mQq3G1MwXQLBstMVt1AovgrDNG6lTwbbE1PfRu+BpsqoOY6NN5ylvU3/UgOV84/4hZXhdD",
+	"NgQ6ecQDmrZ/41O0p2VRrURAix5AbWZdbQa5fU/bKcBGFVh6hUCZT7cIMs8h8AmOY7MxT/lFye5r6Bft",
+	"tO2L2E2Mk8HdAeFNG70qG0M04K7ubSPlHoFDjtaWzvCfwe5RRO2QyeRxMR5xoUoaoiIVXoUoSXOATHjb",
+	"T0Xtd+ipg4gYd4bBMwu5ZsuG0qJPd7OZtKP4R0vUjInT2LIQsJNgmS6oQFiiaIHZfJfCHMxfwrM8GBBR",
+	"aav/tLLtfpzCiu9bEsB3wyd66o+OTejj+m6WDjG7DjXC9GZqATF4/rysY+2ncpGx9zeEKbPy0UszR2m9",
+	"HjMocEfwEtySpgd3yyXeYqqazQZFAm2eJD4nJualljB7Us2J9b/A1SzXuj0Bnr5IS2qAuPzsZxLv3V+N",
+	"JhPIrp5MrkbH94eHhw8PqMhu3Ted1QJHtEnr6njU99PfOGUv2CqbowHkbs+4AESwKevNiHBvKl33kNZz",
+	"KN2usL6DA3TS/YwyKhekwardLNAHT+ZJvBLgjdipNK+hbrpCRsyuHtjAmJeMucCcEmz6Zt61RmyKX3DG",
+	"3MG2XE2xrCV3PMzwO+4R+4Nl2U68nu0W7QEpoBJBIPd+qy0XScXT1P9Is4j9Xdt1WwGsDiiFbBbEVU3h",
+	"oWsgvDX0zj9gqUBOOot/BZbR5zKLmka9799s3e9b2h4G1n7Mj5bsNhAXym3lD2iEkstpUN+ngdJuinDk",
+	"Yl4QGqzo9dPqLN4y+S51kGwg5T7zscnJSpZEzZ3h4h+5RGGwUXG72M3enFRckCOn67YLI0Vvn+0IzoGO",
+	"ib0k6GdsvGTQbM+PItF79AWbajkuqLTD5qZJH5UIM3lLRN5C4fWrVyBvYpO1ATW4pjxe1XWcX4jy76tH",
+	"+oVp89U/DrIWhXmRV+5J8JQkxtPLGUExVwffOGWkqIcOcA1bAKOJ/V3vgtylCZRWM9OHFuqHbQ7PCx2P",
+	"pFpBSZ8ZF4Y3hCbx22vtKm6q2uexgYpRv83jrlMvG+HddrWvJExm6kmoitdScF2SAuPEh5utFsEFEiRN",
+	"cNRGKyqEuqe91Z2r3ObBbtzu2nvGZs7uzK1wXBv2ysGYNtIde/HmtmFg2+2VO2s2R3fDl0Wrzm1eX7hT",
+	"61NcY0M70pBn3L11uMlQaOYfcOjS8mIGHcErtm/Xdi6p1GZmy9diN7LROj55RNeOa/LYdXgX/cVebumq",
+	"e4WefHE1LrZ44c8h/MQeymYDUIoKIe03Ac0rmp0F9iMTCx/zopG15qgLfKPvPC9sq3ms6RppzLWCIHlN",
+	"we6iRWn9Kdw7CUQeQkeOp7jxUjuUJ/ZSh5qPBEDkV35rQv5c5RgiNN/L2ObEonel2jRGT9AqTmY8QTZJ",
+	"xe+lNEMER4tOeOonMz3FTe/GU50T9wHOaof/f4N6TX3J0r1L6ejhvPEkgxcTbGVLFTtbGIRbaTJZ6ZZc",
+	"O6VmT407htZsp/d3SuC8ojB0ZYdmkWiPHM4PkVLJfk/rgP1wI7aBrzsTt0qC0678TC1S01Cjo/myR/Wk",
+	"JxCndxIK1n7dedGkR137DgRsW2LJUg0XN7aHWTyuBmkAao2tXX1/CKk9ini6Gu6JLMNcg0Sfrp5CgfP6",
+	"uO5UiysC8XfnZOTpytGWsaXzxlojfS4zLows5LbsiuwGmIXp7NmWgFtqATrcL0mXvjO60n2GJSskiMoE",
+	"83eEeKI3pBaYmbKKkd8rtCl71zYafZKSir17PnSLkfDi7txn51ja5s8m193BW0Oe+6Y4W6dyUQDc9shN",
+	"pa/t0+oYLxxCjOg7o4m+3B7g0kSB8gzxIPn5QKWlP2slNVaIT8fbn6GRZfF6iMi4nor9A65tM8g+4RjQ",
+	"FXNDZXU2GZd9Abm8/hV/D86uG8rzDN1GfQCtGYjQRz7zTOzfax98r30AFlxIKe2AxTay7CUlbxNev2c1",
+	"v8isZpcGBb6FPIcZ5PUazPmpUI3Q5uWubFywhKGfI3n8j09+8YhQZyLMANLkcmQ2DSp/YKpeMh9tzHyR",
+	"Xp9kcBiFU2BuoZqWLcM0wzQx7r7vWS8bgv9SBowfQbseHvRPkSkD9d8uUaYqgrebu/7uWTPbVWPGg2Kv",
+	"O2F/7RScdVbUnq7jQ8/3pJ3nm7TTB777wd43TllrTs/6IDE01+b5iAhPyd83nkJimuuCU6I3j34+tLBH",
+	"lpmDyO+5Zs801+zZAlc2Nd1XPfiqhqeQKLNcI+IiNjUg9Z6h/qOthU4FUpwnKMJJgqh+CbwJUBSNM/IP",
+	"6YogmhzxMcoknhOrQJJUHqILMzyEKV6TVOX9vInD4TnPw3Pq8YoQPu428xSm9nw2d0B9C2qKjOnzsJ8j",
+	"kn8v0R5ZpmplyDFVpow7iRHjbIdsFkzhUO5+xaKF4IxnxeqlJbH5Ul34lMLyGkDiJSHB0b1e8UQDcVc3",
+	"6Pz2R9ttllCFsDBEkQqO7lTf4CwMKt4qnwOBrMUufHH0y9YZNxDdBPkNnRV8ABreXGF9WH1KlenZHV27",
+	"CteMqsMK0+5Qx2nEKcokjUkHNjVBFmgH3ZFCJq5hKEq6Ti9P0FWmFH/RUGdfP9wdD4XealYda1NVnyDC",
+	"NL/OLQb66xkGxJoGzA3w9UuyVn4kYl40E0aUKQ70z/1iewbVEjmaQCBI0EzU6ZPeo5lyN0HD3gK6Clp4",
+	"EYXAg26xRLeCKkXYywGiPwR15poChKyvwRAPnDdw7YCgVpp/5H28DZdbmXX8tDp10+kDo/PtQ20x405T",
+	"y54xS/pSgioolVug0JzeEGZgLYIbQ3z6jUTrgNp9MWyXTuWd2Vt16sP3d9FjO/dMNy2BjMNVlH0Q2IxW",
+	"VLOK1kJsVxLxVENxJLi0+VwZUzQxLVuhcCaKnSVS1m1KhWl1o3bV8kq1YrfkMZFjlNAZiVZRAtUx4MIm",
+	"Jj3mBAlbYWYcqh7j6s0A5+iZLWYOEKbeVDWZOugXpU3PE6z0i0imJEkgO3mGvDXoLeLYmL68n6EQ0FRa",
+	"pXHYtuQ2M+GevWn6Z54k/NZrRuOHemNpG48dSLDM3JDm7Ma1pQO9HjvgfX49tpeYhhb7i9dnz//V2HG9",
+	"X/Il1X4yWq73c/VvU9rC+8EErz18ffj/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -41,7 +41,10 @@
 //     "subagent_type": <type, default general-purpose>}
 //  5. The last user text is "system prompt": the text of the request's
 //     system message (to see what an agent's prompt became).
-//  6. Otherwise: the text "You said: <last user text>", streamed in 4 deltas
+//  6. The last user text is "slow: <text>": the text "You said: <text>",
+//     streamed in as many deltas as it has words, 250 ms apart (a run that
+//     stays live long enough to watch and cancel).
+//  7. Otherwise: the text "You said: <last user text>", streamed in 4 deltas
 //     of near-equal length (fewer for very short texts).
 //
 // Tool calls get the id "call_<number of messages in the request>" (the
@@ -50,6 +53,11 @@
 // prompt_tokens = 10 × the number of messages in the request (the system
 // prompt included), completion_tokens = the number of words of the text
 // plus 10 per tool call. The model name reported is the requested one.
+//
+// POST /v1/embeddings answers each input with a deterministic bag-of-words
+// vector (scripted.Embed; 64 dimensions unless the request asks for
+// "dimensions"), so that a server with store.index can rank store items
+// without a real embedding model.
 package main
 
 import (
@@ -64,6 +72,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"agentserver/internal/llm/scripted"
 )
@@ -118,7 +127,11 @@ var (
 	writeRe  = regexp.MustCompile(`(?s)^\s*write\s+(\S+)\s+(.+)$`)
 	todoRe   = regexp.MustCompile(`(?s)^\s*todo\s+(.+)$`)
 	promptRe = regexp.MustCompile(`(?i)^\s*system prompt\s*$`)
+	slowRe   = regexp.MustCompile(`(?is)^\s*slow\s*:\s*(.+)$`)
 )
+
+// slowDelta is the pause between the words of a "slow:" answer.
+const slowDelta = 250 * time.Millisecond
 
 // textChunks is how many deltas a plain text answer is streamed in.
 const textChunks = 4
@@ -138,6 +151,9 @@ func Respond(req scripted.ChatRequest) scripted.Step {
 		step = scripted.ToolCalls(calls...)
 	} else if promptRe.MatchString(req.LastUserText()) {
 		step = scripted.Text(systemText(req)).Split(textChunks)
+	} else if m := slowRe.FindStringSubmatch(req.LastUserText()); m != nil {
+		text := "You said: " + m[1]
+		step = scripted.Text(text).Split(len(strings.Fields(text))).WithLatency(0, slowDelta)
 	} else {
 		step = scripted.Text("You said: " + req.LastUserText()).Split(textChunks)
 	}

@@ -284,3 +284,15 @@ func TestSystemPromptIsShownOnRequest(t *testing.T) {
 		t.Fatalf("answer %q", got)
 	}
 }
+
+func TestSlowTextIsStreamedInOneDeltaPerWordWithPauses(t *testing.T) {
+	c := newModel(t)
+	start := time.Now()
+	deltas, _, _ := streamed(t, c, openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user("slow: one two three")}})
+	if got := strings.Join(deltas, ""); got != "You said: one two three" || len(deltas) != 5 {
+		t.Fatalf("deltas %q", deltas)
+	}
+	if took := time.Since(start); took < 4*slowDelta {
+		t.Fatalf("answer took %v, want at least %v between its five deltas", took, 4*slowDelta)
+	}
+}

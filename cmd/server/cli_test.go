@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"agentserver/internal/config"
+	"agentserver/internal/testutil/pgtest"
 )
 
 // result is how a run of the binary ended.
@@ -197,6 +198,9 @@ func TestStartupErrorsNameTheirCause(t *testing.T) {
 	})
 
 	t.Run("data dir in use", func(t *testing.T) {
+		if pgtest.Enabled() {
+			t.Skip("the data directory's lock is bbolt's; storage's TestPostgresOneServerPerSchema covers PostgreSQL's")
+		}
 		dataDir := t.TempDir()
 		p := startProcess(t, bin, dataDir)
 		defer p.cmd.Process.Kill()

@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"agentserver/internal/config"
+	"agentserver/internal/testutil"
 )
 
 // serverProcess is the real server binary running as a child process.
@@ -52,13 +55,18 @@ func startProcess(t *testing.T, bin, dataDir string) *serverProcess {
 }
 
 // startProcessWith starts the binary on a free port with args and env
-// added to the test's environment, and waits until it serves.
+// added to the test's environment, and waits until it serves. When the
+// tests run on PostgreSQL, the server's data directory (--data-dir in args)
+// selects its schema, as in testutil.
 func startProcessWith(t *testing.T, bin string, env []string, args ...string) *serverProcess {
 	t.Helper()
 	addr := freeAddr(t)
 	p := &serverProcess{url: "http://" + addr, logs: &bytes.Buffer{}}
 	p.cmd = exec.Command(bin, append([]string{"--addr", addr}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
+	if url := testutil.DatabaseURL(t, flagValue(args, "--data-dir")); url != "" {
+		p.cmd.Env = append(p.cmd.Env, config.EnvDatabaseURL+"="+url)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -83,6 +91,16 @@ func startProcessWith(t *testing.T, bin string, env []string, args ...string) *s
 		}
 		time.Sleep(20 * time.Millisecond) // polling a child process with a deadline
 	}
+}
+
+// flagValue is the argument after name in args, or "".
+func flagValue(args []string, name string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == name {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 // TestKill9KeepsAcknowledgedWrites creates threads from several clients,

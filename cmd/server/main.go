@@ -16,6 +16,7 @@ import (
 
 	"agentserver/internal/config"
 	"agentserver/internal/server"
+	"agentserver/internal/tracing"
 	"agentserver/internal/version"
 )
 
@@ -61,6 +62,17 @@ func serve(cfg config.Config, stderr io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	stopTracing, err := tracing.Setup(context.Background(), os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		if err := stopTracing(ctx); err != nil { // sends the last spans
+			log.Warn("flush traces", "err", err)
+		}
+	}()
 	srv, err := server.New(cfg, log, server.Options{})
 	if err != nil {
 		return err

@@ -10,11 +10,15 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
 
 	"agentserver/internal/channels"
 	"agentserver/internal/graph"
 	"agentserver/internal/llm"
+	"agentserver/internal/mcptools"
+	"agentserver/internal/metrics"
 	"agentserver/internal/tools"
+	"agentserver/internal/tracing"
 )
 
 // Node names of the agent graph.
@@ -56,6 +60,9 @@ type Options struct {
 	// Extend builds middlewares from spec sections the agent package does
 	// not interpret itself (async subagents); they run after the built-ins.
 	Extend func(graphID string, spec *Spec) ([]Middleware, error)
+	// MCP owns the sessions of the MCP servers specs list; nil refuses
+	// specs that list any.
+	MCP *mcptools.Pool
 	// Log receives start-up warnings about a spec; nil discards them.
 	Log *slog.Logger
 }
@@ -92,6 +99,14 @@ func New(graphID string, spec *Spec, opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
 		}
 		a.middlewares = append(a.middlewares, h)
+	}
+	switch {
+	case opts.MCP != nil:
+		if servers := opts.MCP.Use(graphID, spec.MCPServers); len(servers) > 0 {
+			a.middlewares = append(a.middlewares, &mcpTools{servers: servers})
+		}
+	case len(spec.MCPServers) > 0:
+		return nil, fmt.Errorf("%w: field %q: MCP servers are not available here", ErrInvalidSpec, "mcp_servers")
 	}
 	if opts.Extend != nil {
 		extra, err := opts.Extend(graphID, spec)
@@ -465,7 +480,21 @@ func (a *Agent) runTool(ctx context.Context, rt *graph.Runtime, c *ToolCall) (to
 			handler = func(ctx context.Context, c *ToolCall) (tools.Result, error) { return w.WrapTool(ctx, c, next) }
 		}
 	}
-	return handler(ctx, c)
+	label := a.toolLabel(c.Name)
+	ctx, span := tracing.Start(ctx, "tool "+label, attribute.String("gen_ai.tool.name", label), attribute.String("gen_ai.tool.call.id", c.ID))
+	res, err := handler(ctx, c)
+	tracing.End(span, err)
+	metrics.ToolCall(label, err != nil)
+	return res, err
+}
+
+// toolLabel is the metrics label of a tool call: its name, or "(unknown)"
+// for a name the agent does not have (a model can make up any name).
+func (a *Agent) toolLabel(name string) string {
+	if _, ok := a.tools[name]; ok {
+		return name
+	}
+	return "(unknown)"
 }
 
 func (a *Agent) toolNames() []string {

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"agentserver/internal/mcptools"
 )
 
 // ErrInvalidSpec reports an agent spec that cannot be served; the message
@@ -25,6 +27,9 @@ type Spec struct {
 	// Tools names built-in tools (ls, read_file, write_file, edit_file, glob,
 	// grep, write_todos, bash).
 	Tools []string `json:"tools"`
+	// MCPServers are Model Context Protocol servers whose tools the agent
+	// may call (named "<server>_<tool>").
+	MCPServers []mcptools.ServerConfig `json:"mcp_servers"`
 	// MaxTurns bounds model calls per run; the last allowed call gets no
 	// tools, so the agent answers with what it has.
 	MaxTurns   int            `json:"max_turns"`
@@ -45,13 +50,15 @@ type Spec struct {
 }
 
 // AsyncSubagent is one async subagent of a supervisor: a graph served by
-// this server (no url) or by the Agent Protocol server at url.
+// this server (no url), by the Agent Protocol server at url, or (protocol
+// a2a) the A2A agent whose endpoint is url.
 type AsyncSubagent struct {
 	Name        string            `json:"name"`
 	Description string            `json:"description"`
 	GraphID     string            `json:"graph_id"`
 	URL         string            `json:"url"`
 	Headers     map[string]string `json:"headers"`
+	Protocol    string            `json:"protocol"`
 }
 
 // Model configures the chat model of an agent.
@@ -182,6 +189,9 @@ func (s *Spec) Validate() error {
 			field(fmt.Sprintf("tools[%d]", i), fmt.Sprintf("tool %q listed twice", t))
 		}
 		seen[t] = true
+	}
+	if err := mcptools.ValidateAll(s.MCPServers); err != nil {
+		errs = append(errs, err)
 	}
 	if s.Model.Temperature != nil && (*s.Model.Temperature < 0 || *s.Model.Temperature > 2) {
 		field("model.temperature", "must be between 0 and 2")

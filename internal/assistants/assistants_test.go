@@ -16,6 +16,7 @@ import (
 	"agentserver/internal/errdefs"
 	"agentserver/internal/graphs"
 	"agentserver/internal/storage"
+	"agentserver/internal/testutil/testdb"
 )
 
 // newTestService opens a fresh database in a temporary directory and serves
@@ -23,11 +24,7 @@ import (
 // one second per reading, so creation order is sort order.
 func newTestService(t *testing.T, graphIDs ...string) (*Service, *storage.DB) {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := testdb.OpenWith(t, storage.Options{})
 	return newServiceOn(t, db, graphIDs...), db
 }
 

@@ -2,16 +2,16 @@
 // Transport starts a subagent run on a fresh thread, sends follow-ups,
 // reads run status and results, cancels, and waits for completion. Two
 // implementations share one contract: Local calls this server's thread and
-// run services directly (no HTTP, no socket), and HTTP speaks the LangGraph
+// run services directly (no HTTP, no socket), HTTP speaks the LangGraph
 // Platform API to any server (this one or another) through the generated
-// client.
+// client, and A2A drives one A2A agent (task = context, run = A2A task).
 //
 // Invariants:
-//   - The task id is the remote thread id.
+//   - The task id is the remote thread id (for A2A, the context id).
 //   - A run whose graph paused for human input is reported as "interrupted"
 //     with its interrupt payloads, not as a finished "success".
 //   - Transports never poll: Wait blocks on the run's completion (a channel
-//     in-process, a join request over HTTP).
+//     in-process, a join request over HTTP, an event stream over A2A).
 package asynctasks
 
 import (

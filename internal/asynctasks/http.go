@@ -22,6 +22,7 @@ import (
 
 	"agentserver/api"
 	"agentserver/internal/errdefs"
+	"agentserver/internal/tracing"
 )
 
 // HTTP defaults.
@@ -85,24 +86,9 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("subagent url %q: want http(s)://host[:port][/path]", cfg.URL)
 	}
-	h := &HTTP{headers: resolveHeaders(cfg.Headers, cfg.Getenv), timeout: cfg.Timeout, maxRetries: cfg.MaxRetries}
-	if h.timeout <= 0 {
-		h.timeout = DefaultHTTPTimeout
-	}
-	switch {
-	case h.maxRetries == 0:
-		h.maxRetries = DefaultHTTPMaxRetries
-	case h.maxRetries < 0:
-		h.maxRetries = 0
-	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		// A pool wide enough for list_async_tasks refreshing many tasks at
-		// once (the default keeps only 2 idle connections per host).
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 64
-		hc = &http.Client{Transport: tr}
-	}
+	h := &HTTP{headers: resolveHeaders(cfg.Headers, cfg.Getenv)}
+	h.timeout, h.maxRetries = cfg.limits()
+	hc := cfg.client()
 	wc := *hc
 	wc.Timeout = 0
 	editor := api.WithRequestEditorFn(h.setHeaders)
@@ -113,6 +99,34 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// limits returns the per-request timeout and the retry count, defaults
+// applied.
+func (cfg HTTPConfig) limits() (time.Duration, int) {
+	timeout, retries := cfg.Timeout, cfg.MaxRetries
+	if timeout <= 0 {
+		timeout = DefaultHTTPTimeout
+	}
+	switch {
+	case retries == 0:
+		retries = DefaultHTTPMaxRetries
+	case retries < 0:
+		retries = 0
+	}
+	return timeout, retries
+}
+
+// client returns cfg.HTTPClient, or a client with a pool wide enough for
+// list_async_tasks refreshing many tasks at once (the default keeps only 2
+// idle connections per host).
+func (cfg HTTPConfig) client() *http.Client {
+	if cfg.HTTPClient != nil {
+		return cfg.HTTPClient
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: tr}
 }
 
 // resolveHeaders returns the headers of every request: the spec's headers,
@@ -150,10 +164,11 @@ func hasKey(m map[string]string, name string) bool {
 	return false
 }
 
-func (h *HTTP) setHeaders(_ context.Context, req *http.Request) error {
+func (h *HTTP) setHeaders(ctx context.Context, req *http.Request) error {
 	for k, v := range h.headers {
 		req.Header[k] = slices.Clone(v)
 	}
+	tracing.Inject(ctx, req.Header) // the remote run joins the caller's trace
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
@@ -19,8 +20,11 @@ import (
 type Config struct {
 	// Addr is the listen address (host:port).
 	Addr string
-	// DataDir holds the database file.
+	// DataDir holds the embedded database file and agent workspaces.
 	DataDir string
+	// DatabaseURL, when set, selects PostgreSQL (a postgres:// URL) as the
+	// database instead of the embedded file in DataDir.
+	DatabaseURL string
 	// GraphsFile is the path of langgraph.json.
 	GraphsFile string
 	// APIKey, when set, is required as x-api-key on every route but /ok.
@@ -53,6 +57,15 @@ type Config struct {
 	// WorkspaceQuota bounds the bytes of files the file tools may keep in
 	// one thread's workspace.
 	WorkspaceQuota int
+	// CronSeconds accepts cron schedules with a leading seconds field
+	// (six fields); five-field schedules are always accepted.
+	CronSeconds bool
+	// MaxCrons bounds the crons that may exist at once (0: no bound);
+	// creating one more answers 429.
+	MaxCrons int
+	// MetricsAddr, when set, serves GET /metrics on a listener of its own
+	// without the API key; otherwise /metrics is on Addr behind the key.
+	MetricsAddr string
 }
 
 // Default returns the configuration used when nothing is set.
@@ -70,6 +83,7 @@ func Default() Config {
 		RunStopGrace:    10 * time.Second,
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		WorkspaceQuota:  DefaultWorkspaceQuota,
+		MaxCrons:        1000,
 	}
 }
 
@@ -94,6 +108,7 @@ const (
 const (
 	EnvAddr            = "AGENTSERVER_ADDR"
 	EnvDataDir         = "AGENTSERVER_DATA_DIR"
+	EnvDatabaseURL     = "AGENTSERVER_DATABASE_URL"
 	EnvConfig          = "AGENTSERVER_CONFIG"
 	EnvAPIKey          = "AGENTSERVER_API_KEY"
 	EnvJobs            = "AGENTSERVER_N_JOBS"
@@ -104,6 +119,9 @@ const (
 	EnvStreamRetention = "AGENTSERVER_STREAM_RETENTION"
 	EnvRunTimeout      = "AGENTSERVER_RUN_TIMEOUT"
 	EnvRunStopGrace    = "AGENTSERVER_RUN_STOP_GRACE"
+	EnvCronSeconds     = "AGENTSERVER_CRON_SECONDS"
+	EnvMaxCrons        = "AGENTSERVER_MAX_CRONS"
+	EnvMetricsAddr     = "AGENTSERVER_METRICS_ADDR"
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
 	EnvBGJobTimeout = "BG_JOB_TIMEOUT_SECS"
@@ -136,6 +154,7 @@ type option struct {
 var options = []option{
 	{"addr", EnvAddr, "host:port", "listen address", func(c *Config) flag.Value { return (*stringValue)(&c.Addr) }},
 	{"data-dir", EnvDataDir, "dir", "directory of the database file", func(c *Config) flag.Value { return (*stringValue)(&c.DataDir) }},
+	{"database-url", EnvDatabaseURL, "url", "keep the database in PostgreSQL (postgres://user:password@host:5432/db) instead of the file in data-dir", func(c *Config) flag.Value { return (*stringValue)(&c.DatabaseURL) }},
 	{"config", EnvConfig, "file", "path of langgraph.json", func(c *Config) flag.Value { return (*stringValue)(&c.GraphsFile) }},
 	{"api-key", EnvAPIKey, "key", "require this x-api-key on every route but /ok", func(c *Config) flag.Value { return (*stringValue)(&c.APIKey) }},
 	{"n-jobs", EnvJobs, "n", "number of run workers", func(c *Config) flag.Value { return (*intValue)(&c.Jobs) }},
@@ -145,6 +164,9 @@ var options = []option{
 	{"shutdown-timeout", EnvShutdownTimeout, "duration", "how long a graceful shutdown may take (with a unit: 10s, 1m)", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout) }},
 	{"stream-retention", EnvStreamRetention, "duration", "how long a finished run's stream events stay joinable (with a unit: 30s, 10m, 1h)", func(c *Config) flag.Value { return (*durationValue)(&c.StreamRetention) }},
 	{"run-timeout", EnvRunTimeout, "duration", "end runs that take longer with status timeout; 0: no limit (a bare number is seconds; also read from " + EnvBGJobTimeout + ")", func(c *Config) flag.Value { return (*secondsValue)(&c.RunTimeout) }},
+	{"cron-seconds", EnvCronSeconds, "", "accept cron schedules with a leading seconds field", func(c *Config) flag.Value { return (*boolValue)(&c.CronSeconds) }},
+	{"max-crons", EnvMaxCrons, "n", "crons that may exist at once; 0: no bound", func(c *Config) flag.Value { return (*intValue)(&c.MaxCrons) }},
+	{"metrics-addr", EnvMetricsAddr, "host:port", "serve GET /metrics (Prometheus) on this address without the API key; unset: on --addr, behind the key", func(c *Config) flag.Value { return (*stringValue)(&c.MetricsAddr) }},
 	{"run-stop-grace", EnvRunStopGrace, "duration", "how long a cancelled or timed-out run may take to stop before its thread moves on (with a unit: 10s)", func(c *Config) flag.Value { return (*durationValue)(&c.RunStopGrace) }},
 	{"max-body-size", EnvMaxBody, "bytes", "largest request body in bytes; larger ones get 413", func(c *Config) flag.Value { return (*intValue)(&c.MaxBodyBytes) }},
 	{"workspace-quota", EnvQuota, "bytes", "bytes of files the file tools may keep in one thread's workspace", func(c *Config) flag.Value { return (*intValue)(&c.WorkspaceQuota) }},
@@ -334,6 +356,9 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data-dir must not be empty"))
 	}
+	if err := validateDatabaseURL(c.DatabaseURL); err != nil {
+		errs = append(errs, err)
+	}
 	if c.GraphsFile == "" {
 		errs = append(errs, errors.New("config must not be empty"))
 	}
@@ -366,5 +391,27 @@ func (c Config) Validate() error {
 	if c.WorkspaceQuota < 1 {
 		errs = append(errs, fmt.Errorf("workspace-quota must be at least 1 byte, got %d", c.WorkspaceQuota))
 	}
+	if c.MaxCrons < 0 {
+		errs = append(errs, errors.New("max-crons must not be negative"))
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("metrics-addr %q: %w", c.MetricsAddr, err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// validateDatabaseURL accepts an empty URL (the embedded database) or a
+// postgres:// or postgresql:// URL. The message does not repeat the URL,
+// which may hold a password.
+func validateDatabaseURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return errors.New("database-url: want a postgres:// or postgresql:// URL")
+	}
+	return nil
 }

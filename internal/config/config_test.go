@@ -39,6 +39,7 @@ func TestParseRejects(t *testing.T) {
 		{"--addr", "nope"},
 		{"--n-jobs", "0"},
 		{"--log-level", "loud"},
+		{"--max-crons", "-1"},
 		{"extra"},
 	} {
 		if _, err := Parse(args, noEnv); err == nil {
@@ -115,5 +116,35 @@ func TestDurationsReadAsWritten(t *testing.T) {
 		if got := v.String(); got != want {
 			t.Errorf("%v: %q, want %q", d, got, want)
 		}
+	}
+}
+
+func TestParseMetricsAddr(t *testing.T) {
+	c, err := Parse(nil, func(k string) string { return map[string]string{EnvMetricsAddr: "127.0.0.1:9464"}[k] })
+	if err != nil || c.MetricsAddr != "127.0.0.1:9464" {
+		t.Fatalf("from the environment: %q, %v", c.MetricsAddr, err)
+	}
+	_, err = Parse([]string{"--metrics-addr", "9464"}, noEnv)
+	if err == nil || !strings.Contains(err.Error(), `metrics-addr "9464"`) {
+		t.Fatalf("a port without a host: err = %v, want one naming metrics-addr", err)
+	}
+}
+
+// --database-url (or its environment variable) selects PostgreSQL; a value
+// that is not a postgres URL is refused without echoing it (it may hold a
+// password).
+func TestParseDatabaseURL(t *testing.T) {
+	const url = "postgres://agent:secret@127.0.0.1:5432/agents"
+	c, err := Parse(nil, func(k string) string { return map[string]string{EnvDatabaseURL: url}[k] })
+	if err != nil || c.DatabaseURL != url {
+		t.Fatalf("from env: %q, %v", c.DatabaseURL, err)
+	}
+	c, err = Parse([]string{"--database-url", "postgresql://h/db"}, noEnv)
+	if err != nil || c.DatabaseURL != "postgresql://h/db" {
+		t.Fatalf("from flag: %q, %v", c.DatabaseURL, err)
+	}
+	_, err = Parse([]string{"--database-url", "mysql://u:secret@h/db"}, noEnv)
+	if err == nil || !strings.Contains(err.Error(), "database-url") || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("mysql url: %v", err)
 	}
 }

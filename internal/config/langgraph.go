@@ -67,14 +67,11 @@ type ttlFile struct {
 // TTLs, refresh on read, and the default sweep intervals.
 func LoadTTLs(path string) (TTLs, error) {
 	out := TTLs{Store: StoreTTL{RefreshOnRead: true}}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return out, fmt.Errorf("read %s: %w", path, err)
-	}
 	var f ttlFile
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return out, fmt.Errorf("%s: checkpointer/store ttl: %w", path, err)
+	if err := readSections(path, "checkpointer/store ttl", &f); err != nil {
+		return out, err
 	}
+	var err error
 	var errs []error
 	if f.Checkpointer != nil && f.Checkpointer.TTL != nil {
 		c := f.Checkpointer.TTL
@@ -110,6 +107,19 @@ func LoadTTLs(path string) (TTLs, error) {
 		return out, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
+}
+
+// readSections decodes the langgraph.json at path into f, a struct of the
+// sections the caller reads; what names them in errors.
+func readSections(path, what string, f any) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := json.Unmarshal(raw, f); err != nil {
+		return fmt.Errorf("%s: %s: %w", path, what, err)
+	}
+	return nil
 }
 
 // maxMinutes bounds TTLs and intervals (about 190 years).

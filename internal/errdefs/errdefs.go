@@ -21,4 +21,6 @@ var (
 	// ErrNoSpace: the disk holding the database is full; nothing was
 	// written (507).
 	ErrNoSpace = errors.New("insufficient storage")
+	// ErrLimit: a configured quota is used up, e.g. the number of crons (429).
+	ErrLimit = errors.New("limit reached")
 )

@@ -31,10 +31,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
 
 	"agentserver/internal/channels"
 	"agentserver/internal/jsonx"
 	"agentserver/internal/storage"
+	"agentserver/internal/tracing"
 )
 
 // Start and End name the virtual entry and exit of every graph.
@@ -366,14 +368,14 @@ func (rs *runState) superstep(ctx context.Context, tasks []Task) ([]Task, error)
 		input := t.stateOr(snapshot)
 		rs.emitTask(t.Node, input)
 		if len(tasks) == 1 {
-			u, err := fn(ctx, rt, input)
+			u, err := runNode(ctx, fn, rt, input)
 			results[i] = nodeResult{t.Node, u, err}
 			break
 		}
 		wg.Add(1)
 		go func(i int, name string) {
 			defer wg.Done()
-			u, err := fn(ctx, rt, input)
+			u, err := runNode(ctx, fn, rt, input)
 			results[i] = nodeResult{name, u, err}
 		}(i, t.Node)
 	}
@@ -407,6 +409,21 @@ func (rs *runState) superstep(ctx context.Context, tasks []Task) ([]Task, error)
 	}
 	next := rs.route(results)
 	return next, rs.checkpoint(ctx, "loop", writes, next, len(next) == 0)
+}
+
+// runNode executes one node in a span of its own; an interrupt is not a
+// failure.
+func runNode(ctx context.Context, fn Node, rt *Runtime, input State) (Update, error) {
+	ctx, span := tracing.Start(ctx, "node "+rt.Node, attribute.String("langgraph.node", rt.Node), attribute.Int("langgraph.step", rt.Step))
+	u, err := fn(ctx, rt, input)
+	var ie *InterruptError
+	if errors.As(err, &ie) {
+		span.SetAttributes(attribute.Bool("langgraph.interrupted", true))
+		tracing.End(span, nil)
+	} else {
+		tracing.End(span, err)
+	}
+	return u, err
 }
 
 // route returns the tasks that follow a step: each node's own goto, or else

@@ -235,17 +235,26 @@ func TestTemporaryRunIsGoneOnceEnded(t *testing.T) {
 	run := s.Must(200, "POST", "/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)
 	rid := run["run_id"].(string)
 	s.Must(200, "GET", "/runs/"+rid, nil)
-	joined := make(chan testutil.Response, 1)
-	go func() { joined <- s.Do("GET", "/runs/"+rid+"/wait", nil) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := testutil.AwaitWaiters(ctx, gate, 1); err != nil {
 		t.Fatal(err)
 	}
+	// A join stream answers its headers once it is subscribed, so the join
+	// is known to be made while the run runs (a /wait answers only later).
+	joined := s.Stream("GET", "/runs/"+rid+"/stream", nil, http.Header{"Last-Event-Id": {"-1"}})
+	defer joined.Body.Close()
+	if joined.StatusCode != 200 {
+		t.Fatalf("join stream: %d", joined.StatusCode)
+	}
 	s.Must(409, "DELETE", "/runs/"+rid, nil)
 	testutil.Release(gate)
-	if j := <-joined; j.Status != 200 || lastMessage(t, j.Object(t)["values"])["content"] != "released "+gate {
-		t.Fatalf("join made while the run ran: %d %s", j.Status, j.Raw)
+	evs, err := testutil.NewSSEReader(joined.Body).All()
+	if err != nil || len(evs) < 2 || evs[len(evs)-1].Event != "end" {
+		t.Fatalf("join made while the run ran: %v %+v", err, evs)
+	}
+	if last := evs[len(evs)-2]; last.Event != "values" || lastMessage(t, last.Data)["content"] != "released "+gate {
+		t.Fatalf("join made while the run ran: last values %s", last.Raw)
 	}
 	gone := func(s *testutil.Server) {
 		t.Helper()

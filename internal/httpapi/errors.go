@@ -32,6 +32,7 @@ var errorKinds = []struct {
 	{errdefs.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
 	{errdefs.ErrTooLarge, http.StatusRequestEntityTooLarge, "payload_too_large"},
 	{errdefs.ErrNoSpace, http.StatusInsufficientStorage, "insufficient_storage"},
+	{errdefs.ErrLimit, http.StatusTooManyRequests, "too_many_requests"},
 	{context.Canceled, 499, "client_closed_request"},
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"agentserver/internal/console"
 	"agentserver/internal/errdefs"
 )
 
@@ -43,7 +44,9 @@ func cors() echo.MiddlewareFunc {
 }
 
 // publicPaths answer without an API key: the liveness probe and the
-// contract (as the Python platform serves them).
+// contract (as the Python platform serves them). The console's assets are
+// public too (console.Public): they hold no data, and every API call the
+// console makes sends the key.
 var publicPaths = map[string]bool{"/ok": true, "/openapi.json": true, "/docs": true}
 
 // apiKeyAuth requires x-api-key to equal key on every route but the public
@@ -52,7 +55,7 @@ func apiKeyAuth(key string) echo.MiddlewareFunc {
 	want := []byte(key)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if key == "" || publicPaths[c.Request().URL.Path] || c.Request().Method == http.MethodOptions {
+			if key == "" || publicPaths[c.Request().URL.Path] || console.Public(c.Request()) || c.Request().Method == http.MethodOptions {
 				return next(c)
 			}
 			got := []byte(c.Request().Header.Get("x-api-key"))

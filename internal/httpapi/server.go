@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"agentserver/api"
 	"agentserver/internal/assistants"
+	"agentserver/internal/console"
+	"agentserver/internal/crons"
 	"agentserver/internal/graphs"
 	"agentserver/internal/protostream"
 	"agentserver/internal/runs"
@@ -27,9 +31,10 @@ type Deps struct {
 	Assistants *assistants.Service
 	Store      *store.Service
 	Runs       *runs.Service
+	Crons      *crons.Service
 	Log        *slog.Logger
 	// APIKey, when set, is required as x-api-key on every route but the
-	// public ones (/ok, /openapi.json, /docs).
+	// public ones (/ok, /openapi.json, /docs, the console's assets).
 	APIKey string
 	// ThreadDeleted is told about a thread (its graph and last values)
 	// just before it is deleted.
@@ -41,6 +46,12 @@ type Deps struct {
 	// Stream serves the thread-centric streaming protocol; nil: its
 	// routes are not served.
 	Stream *protostream.Hub
+	// NoMetrics leaves GET /metrics out (it is served on a listener of
+	// its own).
+	NoMetrics bool
+	// Mounts are JSON-RPC protocol endpoints (MCP, A2A) by path prefix,
+	// served beside the generated routes behind the same middlewares.
+	Mounts map[string]http.Handler
 }
 
 // Handler implements the generated strict server interface.
@@ -51,6 +62,7 @@ type Handler struct {
 	assistants *assistants.Service
 	store      *store.Service
 	runs       *runs.Service
+	crons      *crons.Service
 	onDelete   func(ctx context.Context, graphID string, values map[string]any)
 	cancelSub  func(run uuid.UUID, toolCallID string) error
 	stream     *protostream.Hub
@@ -74,16 +86,32 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
-	e.Use(accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
-	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent, stream: d.Stream}
+	e.Use(observe(), accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
+	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, crons: d.Crons, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent, stream: d.Stream}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
+	console.Register(e)
 	if err := registerContractRoutes(e); err != nil {
 		return nil, err
 	}
 	if h.stream != nil {
 		registerProtocolRoutes(e, h)
 	}
+	if !d.NoMetrics {
+		serveMetrics(e)
+	}
+	mount(e, d.Mounts)
 	return e, nil
+}
+
+// mount serves each handler at its prefix and below it. They are plain
+// echo routes, not generated ones: MCP and A2A are JSON-RPC over one URL
+// (the method is in the body), which the OpenAPI handler shape cannot
+// express. The middlewares of e (API key, CORS, access log) apply to them.
+func mount(e *echo.Echo, mounts map[string]http.Handler) {
+	for prefix, h := range mounts {
+		e.Any(prefix, echo.WrapHandler(h))
+		e.Any(strings.TrimSuffix(prefix, "/")+"/*", echo.WrapHandler(h))
+	}
 }
 
 // GetOk implements GET /ok.
@@ -105,7 +133,7 @@ func (h *Handler) GetInfo(ctx context.Context, req api.GetInfoRequestObject) (ap
 	build := version.Get()
 	return api.GetInfo200JSONResponse{
 		Version: &build.Version,
-		Flags:   map[string]any{"assistants": true, "crons": false, "langsmith": false, "store": true},
+		Flags:   map[string]any{"assistants": true, "crons": true, "langsmith": false, "store": true},
 		Metadata: map[string]any{
 			"server":     "agentserver",
 			"graphs":     h.graphs.IDs(),

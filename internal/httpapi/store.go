@@ -87,5 +87,5 @@ func (h *Handler) ListStoreNamespaces(ctx context.Context, req api.ListStoreName
 }
 
 func toAPIItem(it store.Item) api.StoreItem {
-	return api.StoreItem{Namespace: it.Namespace, Key: it.Key, Value: it.Value, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
+	return api.StoreItem{Namespace: it.Namespace, Key: it.Key, Value: it.Value, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt, Score: it.Score}
 }

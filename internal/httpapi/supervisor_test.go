@@ -151,10 +151,23 @@ func hostRuns(t *testing.T, host *testutil.Server, thread string) []any {
 }
 
 func supervisorSpec(modelURL, subagentURL string) string {
-	url := ""
-	if subagentURL != "" {
-		url = "\n    url: " + subagentURL
-	}
+	return supervisorSpecWith(modelURL, func(string) string {
+		if subagentURL == "" {
+			return ""
+		}
+		return "\n    url: " + subagentURL
+	})
+}
+
+// a2aSubagents places each subagent at its assistant's A2A endpoint on the
+// server at base.
+func a2aSubagents(base string) func(graph string) string {
+	return func(graph string) string { return "\n    protocol: a2a\n    url: " + base + "/a2a/" + graph }
+}
+
+// supervisorSpecWith is supervisorSpec with the lines placing each
+// subagent's graph given by where.
+func supervisorSpecWith(modelURL string, where func(graph string) string) string {
 	return fmt.Sprintf(`name: boss
 description: supervises
 model:
@@ -174,11 +187,11 @@ middleware:
   compaction:
     max_tokens: 700
     keep_messages: 4
-`, modelURL, url, url)
+`, modelURL, where("echo"), where("gated"))
 }
 
 func TestSupervisorScenario(t *testing.T) {
-	for _, topology := range []string{"in-process", "http"} {
+	for _, topology := range []string{"in-process", "http", "a2a"} {
 		t.Run(topology, func(t *testing.T) {
 			model := scripted.New()
 			t.Cleanup(model.Close)
@@ -186,13 +199,16 @@ func TestSupervisorScenario(t *testing.T) {
 			model.SetResponder(tm.respond)
 			var host *testutil.Server
 			graphs := `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated"}}`
-			subagentURL := ""
-			if topology == "http" {
+			spec := supervisorSpec(model.URL(), "")
+			if topology != "in-process" { // a second server hosts the subagents
 				host = testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs})
-				subagentURL = host.URL()
 				graphs = `{"graphs": {"boss": "./boss.yaml"}}`
+				spec = supervisorSpec(model.URL(), host.URL())
+				if topology == "a2a" {
+					spec = supervisorSpecWith(model.URL(), a2aSubagents(host.URL()))
+				}
 			}
-			sup := testutil.StartServer(t, testutil.Options{Graphs: graphs, Files: map[string]string{"boss.yaml": supervisorSpec(model.URL(), subagentURL)}})
+			sup := testutil.StartServer(t, testutil.Options{Graphs: graphs, Files: map[string]string{"boss.yaml": spec}})
 			if host == nil {
 				host = sup
 			}
@@ -206,6 +222,8 @@ func TestSupervisorStartupChecks(t *testing.T) {
 		"empty list":     {"async_subagents: []\n", "at least one async subagent"},
 		"duplicate":      {"async_subagents:\n  - {name: a, description: d, graph_id: echo}\n  - {name: a, description: d, graph_id: echo}\n", "duplicate async subagent names: a"},
 		"graph not here": {"async_subagents:\n  - {name: a, description: d, graph_id: nowhere}\n", `graph "nowhere" is not served`},
+		"a2a no url":     {"async_subagents:\n  - {name: a, description: d, protocol: a2a}\n", "name, description and url are required for an a2a subagent"},
+		"bad protocol":   {"async_subagents:\n  - {name: a, description: d, graph_id: echo, url: 'http://127.0.0.1:1', protocol: grpc}\n", `unknown protocol "grpc"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := testutil.BuildErr(t, testutil.Options{
@@ -220,12 +238,24 @@ func TestSupervisorStartupChecks(t *testing.T) {
 }
 
 func TestSupervisorNotifyOnCompletion(t *testing.T) {
+	for _, topology := range []string{"in-process", "a2a"} {
+		t.Run(topology, func(t *testing.T) { notifyOnCompletion(t, topology) })
+	}
+}
+
+func notifyOnCompletion(t *testing.T, topology string) {
 	model := scripted.New()
 	t.Cleanup(model.Close)
 	tm := &turnModel{}
 	model.SetResponder(tm.respond)
 	spec := supervisorSpec(model.URL(), "") + "notify_on_completion: true\n"
-	s := testutil.StartServer(t, testutil.Options{Graphs: `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated"}}`, Files: map[string]string{"boss.yaml": spec}})
+	graphs := `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated"}}`
+	if topology == "a2a" {
+		host := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs})
+		spec = supervisorSpecWith(model.URL(), a2aSubagents(host.URL())) + "notify_on_completion: true\n"
+		graphs = `{"graphs": {"boss": "./boss.yaml"}}`
+	}
+	s := testutil.StartServer(t, testutil.Options{Graphs: graphs, Files: map[string]string{"boss.yaml": spec}})
 	tid := newThread(t, s)
 	gate := "notify-" + tid
 	tm.push(scripted.ToolCalls(scripted.Call("start_async_task", map[string]any{"description": gate, "subagent_type": "waiter"})), scripted.Text("Started."))

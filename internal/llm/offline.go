@@ -22,7 +22,11 @@ var _ Model = Offline{}
 const offlineQuoteLimit = 200 // runes of the last message quoted
 
 // Generate implements Model.
-func (Offline) Generate(ctx context.Context, req Request, onChunk ChunkFunc) (Response, error) {
+func (m Offline) Generate(ctx context.Context, req Request, onChunk ChunkFunc) (Response, error) {
+	return observed(ctx, OfflineModelName, func(ctx context.Context) (Response, error) { return m.generate(ctx, req, onChunk) })
+}
+
+func (Offline) generate(ctx context.Context, req Request, onChunk ChunkFunc) (Response, error) {
 	if err := ctx.Err(); err != nil {
 		return Response{}, canceled(ctx)
 	}

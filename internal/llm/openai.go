@@ -49,6 +49,10 @@ func NewOpenAI(cfg Config, log *slog.Logger) *OpenAI {
 // on 429, 5xx, timeouts and connection errors, but only while nothing has
 // been delivered to onChunk.
 func (o *OpenAI) Generate(ctx context.Context, req Request, onChunk ChunkFunc) (Response, error) {
+	return observed(ctx, o.cfg.Model, func(ctx context.Context) (Response, error) { return o.generate(ctx, req, onChunk) })
+}
+
+func (o *OpenAI) generate(ctx context.Context, req Request, onChunk ChunkFunc) (Response, error) {
 	creq, err := o.chatRequest(req)
 	if err != nil {
 		return Response{}, fmt.Errorf("llm: build request: %w", err)

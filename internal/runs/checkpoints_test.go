@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"agentserver/internal/storage"
+	"agentserver/internal/testutil/testdb"
 )
 
 // Checkpoints handed over faster than commits finish all land: the ones
@@ -65,11 +66,7 @@ func TestCheckpointWriterLosesNothing(t *testing.T) {
 // openDB opens a store in a temporary directory, closed when the test ends.
 func openDB(t *testing.T) *storage.DB {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := testdb.OpenWith(t, storage.Options{})
 	return db
 }
 

@@ -43,6 +43,9 @@
 //     engine (abandon): its end is committed, its thread and worker slot go
 //     to the next run, and what its goroutine does later is fenced. Exactly
 //     one of the run's finish and abandon ends it (runSink.claimEnd).
+//   - CreateGuarded stores a run in the same transaction as its guard's
+//     writes (the cron scheduler's claim of a firing): both commit or
+//     neither does.
 //   - Deleting a thread (DeleteThread) deletes it with its runs first and
 //     then stops them, without waiting.
 //   - Every run that ends, pending or running, sends end and run_done and
@@ -53,6 +56,9 @@
 //     commit is queued after it, so it lands after every earlier checkpoint
 //     of the run. A crash can lose the newest intermediate checkpoints (the
 //     retry resumes from an older one); a graceful shutdown writes them.
+//   - A run's record keeps the W3C traceparent of the request that created
+//     it, so its execution span (package tracing) is that request's child
+//     whenever, and after however many restarts, it runs.
 //   - Thread stream events are numbered per thread; a thread keeps its
 //     newest events while it has stream clients and for feedRetention after
 //     the last one left, for Last-Event-ID reconnects. A connection is a

@@ -18,8 +18,10 @@ import (
 	"agentserver/internal/graph"
 	"agentserver/internal/graphs"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/metrics"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
+	"agentserver/internal/tracing"
 )
 
 // MaxAttempts is how many times a run is started before a crash-interrupted
@@ -164,6 +166,15 @@ type CreateParams struct {
 // Create validates and stores a run, applies the multitask strategy and
 // queues it. It returns once the run is durable.
 func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, error) {
+	return s.CreateGuarded(ctx, p, nil)
+}
+
+// CreateGuarded creates a run as Create does, but first calls guard (when
+// not nil) in the transaction that stores the run: when guard fails,
+// nothing is written and its error is returned. The cron scheduler claims
+// a firing this way, so that a firing and its run commit together or not
+// at all. guard may be called more than once (group commit retries).
+func (s *Service) CreateGuarded(ctx context.Context, p CreateParams, guard func(tx *storage.Tx) error) (storage.Run, error) {
 	c, err := s.prepare(ctx, p)
 	if err != nil {
 		return storage.Run{}, err
@@ -171,7 +182,14 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (storage.Run, erro
 	// A run whose thread is idle starts in the same commit that creates it
 	// when a worker is free, saving one durable write per run.
 	claimed := !c.run.NotBefore.After(c.run.CreatedAt) && s.sched.claim(c.run.ThreadID)
-	err = s.db.Update(ctx, func(tx *storage.Tx) error { return c.apply(tx, claimed) })
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		if guard != nil {
+			if err := guard(tx); err != nil {
+				return err
+			}
+		}
+		return c.apply(tx, claimed)
+	})
 	if err != nil {
 		if claimed {
 			s.sched.release(c.run.ThreadID)
@@ -257,7 +275,8 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 	run := storage.Run{
 		RunID: uuid.Must(uuid.NewV7()), AssistantID: asst.AssistantID, GraphID: asst.GraphID,
 		CreatedAt: now, UpdatedAt: now, Status: storage.RunPending, MultitaskStrategy: strategy,
-		NotBefore: now.Add(time.Duration(p.AfterSeconds * float64(time.Second))),
+		NotBefore:   now.Add(time.Duration(p.AfterSeconds * float64(time.Second))),
+		Traceparent: tracing.Traceparent(ctx),
 	}
 	if p.ThreadID == nil {
 		id := uuid.Must(uuid.NewV7())
@@ -428,8 +447,9 @@ func (s *Service) Start(ctx context.Context) error {
 // once they used every attempt.
 func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 	var queue, failed, unreadable []storage.Run
+	retried := 0
 	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		queue, failed = nil, nil
+		queue, failed, retried = nil, nil, 0
 		now := s.now()
 		var err error
 		if unreadable, err = tx.FailUnreadableActiveRuns(now); err != nil {
@@ -452,6 +472,7 @@ func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 				}
 				r.Status, r.UpdatedAt = storage.RunPending, now
 				r.Restarted = true
+				retried++
 				if err := tx.PutRun(r); err != nil {
 					return err
 				}
@@ -471,8 +492,16 @@ func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 	for _, r := range failed {
 		s.log.Warn("run failed after repeated restarts", "run_id", r.RunID, "thread_id", r.ThreadID, "attempts", r.Attempt)
 	}
+	if err == nil {
+		for range retried {
+			metrics.RunRetried()
+		}
+	}
 	return queue, err
 }
+
+// QueueStats reports the queue and the workers (metrics.QueueSource).
+func (s *Service) QueueStats() metrics.QueueStats { return s.sched.stats() }
 
 // Shutdown stops every run (they resume after the next start) and waits for
 // workers and webhooks.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"agentserver/internal/metrics"
 	"agentserver/internal/storage"
 )
 
@@ -196,4 +197,22 @@ func (q *scheduler) done(thread uuid.UUID) {
 	}
 	q.mu.Unlock()
 	q.dispatch(thread)
+}
+
+// stats counts the runs waiting to start (queued, or dispatched and waiting
+// for a worker slot), the runs holding a slot, and the slots.
+func (q *scheduler) stats() metrics.QueueStats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	busy := len(q.slots)
+	st := metrics.QueueStats{Running: busy, WorkersMax: cap(q.slots), WorkersActive: busy}
+	dispatched := 0
+	for _, tq := range q.queues {
+		st.Pending += len(tq.pending)
+		if tq.running {
+			dispatched++
+		}
+	}
+	st.Pending += max(dispatched-busy, 0)
+	return st
 }

@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"agentserver/internal/channels"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/events"
 	"agentserver/internal/graph"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/metrics"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
 )
@@ -69,8 +71,14 @@ func (s *Service) execute(queued storage.Run, started bool, release func()) {
 	if !ok {
 		return
 	}
+	if run.Attempt == 1 && run.StartedAt != nil {
+		metrics.RunFirstStarted(run.StartedAt.Sub(later(run.CreatedAt, run.NotBefore)))
+	}
+	ctx, span := startRunSpan(ctx, run)
+	defer span.End()
 	log := s.broker.Open(run.RunID, boolOf(run.Kwargs["resumable"]))
 	sink := newRunSink(s, run, log)
+	sink.span = span
 	sink.streamed = lr.streamed
 	if s.observed(run.ThreadID) {
 		s.observer.RunStarted(run)
@@ -214,7 +222,7 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 	e := s.endingOf(run.RunID, cause, runErr)
 	e.checkpoints, e.final, e.finalCheckpoint = encoded, encodedFinal, sink.final
 	if runErr != nil && e.status == storage.RunError {
-		s.log.Warn("run failed", "run_id", run.RunID, "thread_id", run.ThreadID, "err", runErr)
+		s.log.WarnContext(ctx, "run failed", "run_id", run.RunID, "thread_id", run.ThreadID, "err", runErr)
 	}
 	if res.Values != nil && e.status == storage.RunSuccess {
 		e.values = res.Values
@@ -275,6 +283,10 @@ func (s *Service) endRun(run storage.Run, sink *runSink, e ending) {
 	if e.errName != "" {
 		sink.emitRaw("error", map[string]any{"error": run.ErrorName, "message": run.Error})
 	}
+	if run.StartedAt != nil {
+		metrics.RunEnded(run.Status, now.Sub(*run.StartedAt))
+	}
+	endRunSpan(sink.span, run)
 	values, fenced, err := s.commitEnd(run, e)
 	if err != nil {
 		s.log.Error("finish run", "run_id", run.RunID, "thread_id", run.ThreadID, "err", err)
@@ -482,7 +494,17 @@ func (s *Service) requeueOnShutdown(run storage.Run, unwritten []storage.Encoded
 	})
 	if err != nil && !errors.Is(err, storage.ErrClosed) {
 		s.log.Error("requeue run at shutdown", "run_id", run.RunID, "err", err)
+		return
 	}
+	metrics.RunRequeued()
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // settleThread sets a thread's status after one of its runs ended: busy
@@ -586,6 +608,7 @@ func stringList(v any) []string {
 type runSink struct {
 	s     *Service
 	run   storage.Run
+	span  trace.Span // the run's span (nil: not traced)
 	log   *events.Log
 	modes map[string]bool
 	// final is the last checkpoint, written with the run's end.

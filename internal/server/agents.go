@@ -15,6 +15,7 @@ import (
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
 	"agentserver/internal/graphs"
+	"agentserver/internal/mcptools"
 	"agentserver/internal/storage"
 	"agentserver/internal/subagents"
 	"agentserver/internal/supervisor"
@@ -27,6 +28,8 @@ import (
 type agentRuntime struct {
 	local    *asynctasks.Local
 	notifier *supervisor.Notifier
+	// mcp owns the MCP client sessions (and stdio processes) of agents.
+	mcp *mcptools.Pool
 	// localGraphs are graph ids async subagents expect on this server,
 	// collected while langgraph.json loads and checked once it has.
 	localGraphs map[string]string // graph id -> the spec that needs it
@@ -46,7 +49,7 @@ type agentRuntime struct {
 // loadGraphs reads langgraph.json, compiling agent specs (with their async
 // subagents) on the way, and checks that co-deployed subagent graphs exist.
 func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry, db *storage.DB) (*graphs.Registry, *agentRuntime, error) {
-	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]string{}, supervisors: map[string]*supervisor.Supervisor{}}
+	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]string{}, supervisors: map[string]*supervisor.Supervisor{}, mcp: mcptools.NewPool(log)}
 	workspaces := tools.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
 	models := agent.NewModelFactory(os.Getenv, log)
 	builtins := tools.Builtins(tools.Options{Shell: cfg.EnableShell, WorkspaceQuota: int64(cfg.WorkspaceQuota)})
@@ -58,6 +61,7 @@ func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry
 		Workspace: workspaces.Dir,
 		Reducers:  reducers,
 		Extend:    rt.middlewaresFor,
+		MCP:       rt.mcp,
 		Log:       log,
 	})
 	reg, err := graphs.Load(cfg.GraphsFile, rt.resolve)
@@ -112,7 +116,8 @@ func (rt *agentRuntime) middlewaresFor(graphID string, spec *agent.Spec) ([]agen
 }
 
 // supervisorFor builds the supervisor middleware of a spec that lists async
-// subagents: no url means this server (in-process), a url means HTTP.
+// subagents: no url means this server (in-process), a url means HTTP, and
+// protocol a2a means A2A at url.
 func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent.Middleware, error) {
 	if spec.AsyncSubagents == nil {
 		rt.setSupervisor(graphID, nil) // a reload may have removed them
@@ -120,8 +125,8 @@ func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent
 	}
 	cfg := supervisor.Config{Prompt: spec.AsyncSystemPrompt, NotifyOnCompletion: spec.NotifyOnCompletion, CancelOnThreadDelete: spec.CancelTasksOnThreadDelete}
 	for _, a := range *spec.AsyncSubagents {
-		cfg.Subagents = append(cfg.Subagents, supervisor.Subagent{Name: a.Name, Description: a.Description, GraphID: a.GraphID, URL: a.URL, Headers: a.Headers})
-		if a.URL != "" {
+		cfg.Subagents = append(cfg.Subagents, supervisor.Subagent{Name: a.Name, Description: a.Description, GraphID: a.GraphID, URL: a.URL, Headers: a.Headers, Protocol: a.Protocol})
+		if a.URL != "" || a.Protocol != "" {
 			continue
 		}
 		if err := rt.needLocalGraph(spec.Name, a.GraphID); err != nil {
@@ -129,7 +134,10 @@ func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent
 		}
 	}
 	sup, err := supervisor.New(cfg, func(sub supervisor.Subagent) (asynctasks.Transport, error) {
-		if sub.URL == "" {
+		switch {
+		case sub.Protocol == supervisor.ProtocolA2A:
+			return asynctasks.NewA2A(asynctasks.HTTPConfig{URL: sub.URL, Headers: sub.Headers})
+		case sub.URL == "":
 			return rt.local, nil
 		}
 		return asynctasks.NewHTTP(asynctasks.HTTPConfig{URL: sub.URL, Headers: sub.Headers})

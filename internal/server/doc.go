@@ -14,6 +14,11 @@
 // TTL sweeper starts after run recovery and stops with the other background
 // workers (the store sweeper, the event broker).
 //
+// With Config.MetricsAddr set, New binds that address too (before any file
+// is created), Start serves GET /metrics there, and Shutdown stops it with
+// the main listener. Tracing is process-wide and set up by the command
+// (tracing.Setup), not here; New only stamps log records with trace ids.
+//
 // Agent spec files are reloaded while the server runs: a background worker
 // checks them every Options.ReloadInterval, and ReloadGraphs (SIGHUP in the
 // command) reloads them at once. See graphs.Reloader for what a reload

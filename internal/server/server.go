@@ -11,18 +11,23 @@ import (
 	"syscall"
 	"time"
 
+	"agentserver/internal/a2a"
 	"agentserver/internal/assistants"
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
+	"agentserver/internal/crons"
 	"agentserver/internal/events"
 	"agentserver/internal/graphs"
 	"agentserver/internal/httpapi"
+	"agentserver/internal/mcpserver"
+	"agentserver/internal/metrics"
 	"agentserver/internal/protostream"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
 	"agentserver/internal/subagents"
 	"agentserver/internal/threads"
+	"agentserver/internal/tracing"
 )
 
 // Server is one running instance.
@@ -40,6 +45,7 @@ type Server struct {
 	Assistants *assistants.Service
 	Store      *store.Service
 	Runs       *runs.Service
+	Crons      *crons.Service
 	Broker     *events.Broker
 	// Stream serves the thread-centric streaming protocol.
 	Stream *protostream.Hub
@@ -48,6 +54,11 @@ type Server struct {
 	reloader *graphs.Reloader
 	// reloadEvery is how often spec files are checked for changes.
 	reloadEvery time.Duration
+
+	// metrics serves GET /metrics on cfg.MetricsAddr (nil: not set).
+	metrics *metricsListener
+	// unregister removes this server's queue from the metrics.
+	unregister func()
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -70,6 +81,9 @@ type Options struct {
 	// changes: 0 means DefaultReloadInterval, a negative value never
 	// (ReloadGraphs still reloads them).
 	ReloadInterval time.Duration
+	// CronClock is the clock of the cron scheduler (nil: the wall clock);
+	// tests move a fake one and call Crons.FireDue.
+	CronClock func() time.Time
 }
 
 // DefaultReloadInterval is how often agent spec files are checked for
@@ -82,15 +96,25 @@ func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	log = slog.New(tracing.LogHandler(log.Handler())) // trace_id and span_id on records logged within a span
 	ln, err := listen(cfg.Addr)
 	if err != nil {
 		return nil, err
 	}
+	var ml *metricsListener
+	if cfg.MetricsAddr != "" {
+		if ml, err = listenMetrics(cfg.MetricsAddr, log); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	s, err := build(cfg, log, opts, ln)
 	if err != nil {
 		ln.Close()
+		ml.close()
 		return nil, err
 	}
+	s.metrics = ml
 	return s, nil
 }
 
@@ -107,10 +131,19 @@ func listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
+// openDatabase opens PostgreSQL when the configuration names one, else the
+// embedded database in the data directory.
+func openDatabase(cfg config.Config, opts Options) (*storage.DB, error) {
+	if cfg.DatabaseURL != "" {
+		return storage.OpenPostgres(cfg.DatabaseURL, storage.Options{NoSync: opts.NoSync})
+	}
+	return storage.Open(cfg.DataDir, storage.Options{NoSync: opts.NoSync})
+}
+
 // build assembles the services over the data directory; ln is bound but
 // not yet served.
 func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (*Server, error) {
-	db, err := storage.Open(cfg.DataDir, storage.Options{NoSync: opts.NoSync})
+	db, err := openDatabase(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -137,10 +170,15 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		db.Close()
 		return nil, fmt.Errorf("store ttl: %w", err)
 	}
+	if err := configureStoreIndex(s.Store, cfg.GraphsFile, log); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store index: %w", err)
+	}
 	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention, MemoryRetention: 5 * time.Second})
 	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace})
 	s.Stream = protostream.NewHub(db, protostream.Options{Retention: cfg.StreamRetention, Log: log})
 	s.Runs.SetThreadObserver(s.Stream)
+	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Log: log})
 	agents.local.Bind(s.Threads, s.Runs)
 	agents.notifier.Bind(s.Threads, s.Runs)
 	s.agents = agents
@@ -152,9 +190,11 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		return nil, fmt.Errorf("create system assistants: %w", err)
 	}
 	e, err := httpapi.New(httpapi.Deps{
-		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs,
+		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs, Crons: s.Crons,
 		Log: log, APIKey: cfg.APIKey, Limits: httpapi.Limits{MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyStallTimeout: opts.BodyStallTimeout, BodyReadTimeout: opts.BodyReadTimeout}, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
-		Stream: s.Stream,
+		Stream:    s.Stream,
+		NoMetrics: cfg.MetricsAddr != "",
+		Mounts:    s.protocolMounts(),
 	})
 	if err != nil {
 		db.Close()
@@ -172,6 +212,16 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
+}
+
+// protocolMounts are the MCP and A2A endpoints.
+func (s *Server) protocolMounts() map[string]http.Handler {
+	a2aHandler := a2a.New(a2a.Deps{Assistants: s.Assistants, Threads: s.Threads, Runs: s.Runs})
+	return map[string]http.Handler{
+		"/mcp":                         mcpserver.New(mcpserver.Deps{Assistants: s.Assistants, Threads: s.Threads, Runs: s.Runs, Log: s.log}),
+		"/a2a":                         a2aHandler,
+		"/.well-known/agent-card.json": a2aHandler,
+	}
 }
 
 // Start starts background workers and begins serving on cfg.Addr. When it
@@ -209,11 +259,17 @@ func (s *Server) Start() error {
 	if err := s.Runs.Start(bgCtx); err != nil {
 		return fmt.Errorf("recover runs: %w", err)
 	}
-	s.bg.Add(1)
+	s.bg.Add(2)
 	go func() {
 		defer s.bg.Done()
 		s.Threads.RunSweeper(bgCtx)
 	}()
+	go func() {
+		defer s.bg.Done()
+		s.Crons.Run(bgCtx)
+	}()
+	s.unregister = metrics.AddQueueSource(s.Runs)
+	s.metrics.serve()
 	s.serveErr = make(chan error, 1)
 	go func() {
 		err := s.http.Serve(httpapi.JSONFramingErrors(ln))
@@ -222,7 +278,11 @@ func (s *Server) Start() error {
 		}
 		s.serveErr <- err
 	}()
-	s.log.Info("serving", "addr", ln.Addr().String(), "data_dir", s.cfg.DataDir, "graphs", s.Graphs.IDs())
+	attrs := []any{"addr", ln.Addr().String(), "data_dir", s.cfg.DataDir}
+	if s.cfg.DatabaseURL != "" {
+		attrs = append(attrs, "database", s.db.Describe()) // without the password
+	}
+	s.log.Info("serving", append(attrs, "graphs", s.Graphs.IDs())...)
 	return nil
 }
 
@@ -236,6 +296,15 @@ func (s *Server) ReloadGraphs() {
 // Addr is the address the server listens on (useful with port 0).
 func (s *Server) Addr() string {
 	return s.ln.Addr().String()
+}
+
+// MetricsURL is the base URL of the metrics listener ("" when
+// cfg.MetricsAddr is not set).
+func (s *Server) MetricsURL() string {
+	if s.metrics == nil {
+		return ""
+	}
+	return "http://" + s.metrics.ln.Addr().String()
 }
 
 // URL is the base URL of the server.
@@ -260,6 +329,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	s.reqCancel()
+	if err := s.agents.mcp.Close(); err != nil {
+		s.log.Warn("closing MCP sessions", "err", err)
+	}
 	if s.serveErr != nil { // serving: stop it and wait for Serve to return
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
@@ -269,6 +341,12 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 	} else {
 		s.ln.Close() // bound by New, never served (Start failed or was not called)
+	}
+	if err := s.metrics.shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if s.unregister != nil {
+		s.unregister()
 	}
 	if s.bgCancel != nil {
 		s.bgCancel()
@@ -298,3 +376,8 @@ const (
 	idleTimeout       = 120 * time.Second
 	maxHeaderBytes    = 64 << 10
 )
+
+// DB is the server's database, for tests and offline checks.
+func (s *Server) DB() *storage.DB {
+	return s.db
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"agentserver/internal/events"
+	"agentserver/internal/metrics"
 )
 
 // DefaultHeartbeat is the idle time after which Pump sends a heartbeat
@@ -270,6 +271,7 @@ const maxUnflushed = 32
 // send yet still opens at once. src.Next must return when its context ends:
 // Pump passes it a context that also expires when a heartbeat is due.
 func Pump(ctx context.Context, w *Writer, src Source, opts PumpOptions) error {
+	defer metrics.SSEClientConnected()()
 	hb := opts.Heartbeat
 	if hb == 0 {
 		hb = DefaultHeartbeat

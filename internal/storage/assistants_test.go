@@ -17,8 +17,9 @@ func newAssistant(id uuid.UUID, version int, meta map[string]any) Assistant {
 	}
 }
 
-func TestAssistantRecordAndVersions(t *testing.T) {
-	db := openTest(t)
+func TestAssistantRecordAndVersions(t *testing.T) { forEachBackend(t, testAssistantRecordAndVersions) }
+
+func testAssistantRecordAndVersions(t *testing.T, db *DB) {
 	ctx := context.Background()
 	id := uuid.MustParse("11111111-1111-1111-1111-111111111111")
 	// A neighbour whose key sorts right after id: deleting id must not touch it.

@@ -45,7 +45,7 @@ func benchThread(i int) Thread {
 // benchTxID returns the id of the last committed write transaction.
 func benchTxID(b *testing.B, db *DB) int {
 	var id int
-	if err := db.bolt.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+	if err := db.boltDB().View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
 		b.Fatal(err)
 	}
 	return id
@@ -118,8 +118,8 @@ func BenchmarkSearchThreads(b *testing.B) {
 	t0 := time.Now()
 	const perTx = 10_000
 	for start := 0; start < benchSearchThreads; start += perTx {
-		err := db.bolt.Update(func(btx *bolt.Tx) error {
-			tx := &Tx{tx: btx}
+		err := db.be.update(func(kv kvTx) error {
+			tx := &Tx{kv: kv}
 			for i := start; i < min(start+perTx, benchSearchThreads); i++ {
 				if err := tx.PutThread(benchThread(i)); err != nil {
 					return err
@@ -164,4 +164,40 @@ func BenchmarkSearchThreads(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 		})
 	}
+}
+
+// BenchmarkPostgresPutThread is the write path on PostgreSQL (when
+// AGENTSERVER_TEST_DATABASE_URL names a test database): one writer, then
+// benchWriters writers whose writes the writer loop groups per transaction.
+func BenchmarkPostgresPutThread(b *testing.B) {
+	db := openPostgresOrSkip(b)
+	var next atomic.Int64
+	b.Run("sequential", func(b *testing.B) {
+		for b.Loop() {
+			if err := benchPut(db, int(next.Add(1))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.SetParallelism((benchWriters + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := benchPut(db, int(next.Add(1))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	})
+	b.Run("search-metadata-limit10", func(b *testing.B) {
+		q := ThreadQuery{Metadata: map[string]any{"user": "u42"}, Limit: 10, Desc: true}
+		for b.Loop() {
+			if err := db.View(func(tx *Tx) error { _, _, err := tx.SearchThreads(q); return err }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

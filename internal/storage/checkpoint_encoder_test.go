@@ -58,7 +58,10 @@ func TestCheckpointEncoderMatchesJSONMarshal(t *testing.T) {
 
 // An encoded checkpoint reads back as the checkpoint.
 func TestPutEncodedCheckpointRoundTrip(t *testing.T) {
-	db := openTest(t)
+	forEachBackend(t, testPutEncodedCheckpointRoundTrip)
+}
+
+func testPutEncodedCheckpointRoundTrip(t *testing.T, db *DB) {
 	thread := uuid.Must(uuid.NewV7())
 	cp := encoderTestCheckpoint(thread, map[string]any{"messages": []any{map[string]any{"type": "human", "id": "1", "content": "x"}}})
 	var enc CheckpointEncoder
@@ -94,8 +97,9 @@ func TestPutEncodedCheckpointRoundTrip(t *testing.T) {
 
 // A write submitted after another commits after it: the later one sees the
 // earlier one's effects, however the writer batches them.
-func TestSubmitCommitsInQueueOrder(t *testing.T) {
-	db := openTest(t)
+func TestSubmitCommitsInQueueOrder(t *testing.T) { forEachBackend(t, testSubmitCommitsInQueueOrder) }
+
+func testSubmitCommitsInQueueOrder(t *testing.T, db *DB) {
 	for i := 0; i < 50; i++ {
 		th := newThread(nil, "idle")
 		first, err := db.Submit(context.Background(), func(tx *Tx) error { return tx.PutThread(th) })

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Checkpoint is one saved state of a thread, written after each super-step
@@ -131,7 +130,7 @@ func (t *Tx) DeleteCheckpoints(threadID uuid.UUID, ids []uuid.UUID) error {
 }
 
 // seekLastWithPrefix positions c on the last key that starts with prefix.
-func seekLastWithPrefix(c *bolt.Cursor, prefix []byte) ([]byte, []byte) {
+func seekLastWithPrefix(c kvCursor, prefix []byte) ([]byte, []byte) {
 	end := prefixEnd(prefix)
 	var k, v []byte
 	if end == nil {
@@ -161,7 +160,10 @@ func prefixEnd(prefix []byte) []byte {
 }
 
 // deletePrefix deletes every key of b that starts with prefix.
-func deletePrefix(b *bolt.Bucket, prefix []byte) error {
+func deletePrefix(b kvBucket, prefix []byte) error {
+	if rd, ok := b.(rangeDeleter); ok {
+		return rd.deleteRange(prefix, prefixEnd(prefix))
+	}
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
 		if err := c.Delete(); err != nil {

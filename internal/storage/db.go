@@ -4,23 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"agentserver/internal/errdefs"
+	"agentserver/internal/metrics"
 )
 
 // SchemaVersion is the layout version this build reads and writes.
 const SchemaVersion = 1
-
-// FileName is the name of the database file inside the data directory.
-const FileName = "agentserver.db"
 
 // maxBatch bounds how many queued writes share one transaction.
 const maxBatch = 512
@@ -36,7 +32,12 @@ var (
 	ErrNoSpace = errdefs.ErrNoSpace
 	// ErrSchemaTooNew reports a file written by a newer build.
 	ErrSchemaTooNew = errors.New("database schema is newer than this build")
-	// ErrLocked reports a database file another process holds open.
+	// ErrInvalidVectors reports store vectors of unequal lengths or a
+	// damaged vector record.
+	ErrInvalidVectors = errors.New("invalid store vectors")
+	// ErrLocked reports a database another server holds: the embedded file
+	// of a data directory, or a PostgreSQL schema (one server per schema
+	// until replicas coordinate their runs).
 	ErrLocked = errors.New("database is in use by another process")
 )
 
@@ -46,9 +47,10 @@ var bucketNames = [][]byte{
 	bucketThreads, bucketThreadsByCreated, bucketThreadsByMeta, bucketThreadsByStatus, bucketThreadsByExpiry,
 	bucketCheckpoints,
 	bucketRuns, bucketRunsByThread, bucketRunsActive, bucketRunEvents,
-	bucketStoreItems, bucketStoreExpiry,
+	bucketStoreItems, bucketStoreExpiry, bucketStoreVectors,
 	bucketSubagents,
 	bucketThreadEvents,
+	bucketCrons, bucketCronsByDue, bucketCronsByThread,
 }
 
 var (
@@ -67,22 +69,28 @@ var (
 	bucketRunEvents         = []byte("run_events")
 	bucketStoreItems        = []byte("store_items")
 	bucketStoreExpiry       = []byte("store_expiry")
+	bucketStoreVectors      = []byte("store_vectors")
 	bucketSubagents         = []byte("subagents")
 	bucketThreadEvents      = []byte("thread_events")
+	bucketCrons             = []byte("crons")
+	bucketCronsByDue        = []byte("crons_by_due")
+	bucketCronsByThread     = []byte("crons_by_thread")
 
 	keySchemaVersion = []byte("schema_version")
 )
 
 // Options tune how the database is opened.
 type Options struct {
-	// NoSync skips fsync on commit. Only benchmarks and tests that measure
-	// something other than durability set it.
+	// NoSync skips fsync on commit (on PostgreSQL: synchronous_commit off).
+	// Only benchmarks and tests that measure something other than
+	// durability set it.
 	NoSync bool
 }
 
-// DB is the embedded database. It is safe for concurrent use.
+// DB is the database, embedded (bbolt) or PostgreSQL. It is safe for
+// concurrent use.
 type DB struct {
-	bolt *bolt.DB
+	be backend
 
 	writes   chan *writeRequest
 	quit     chan struct{}
@@ -100,35 +108,15 @@ type writeRequest struct {
 	afterCommit []func()
 }
 
-// Open opens (creating if needed) the database in dir and starts its writer.
-func Open(dir string, opts Options) (*DB, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
-	}
-	path := filepath.Join(dir, FileName)
-	b, err := bolt.Open(path, 0o600, &bolt.Options{
-		// The file lock is exclusive: another process holding it is a
-		// server already running on this directory, so give up at once.
-		Timeout: lockWait,
-		// Address space only: avoids remapping (which blocks writers) as the
-		// file grows.
-		InitialMmapSize: 1 << 30,
-		NoSync:          opts.NoSync,
-		NoFreelistSync:  true,
-		FreelistType:    bolt.FreelistMapType,
-	})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("%w: %s (is another server running with --data-dir %s?)", ErrLocked, path, dir)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	if err := initSchema(b); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+// start checks the schema version of a freshly opened backend and starts
+// the writer.
+func start(be backend) (*DB, error) {
+	if err := be.update(checkSchemaVersion); err != nil {
+		be.close()
+		return nil, fmt.Errorf("open database %s: %w", be.describe(), err)
 	}
 	db := &DB{
-		bolt:     b,
+		be:       be,
 		writes:   make(chan *writeRequest, maxBatch),
 		quit:     make(chan struct{}),
 		loopDone: make(chan struct{}),
@@ -137,36 +125,25 @@ func Open(dir string, opts Options) (*DB, error) {
 	return db, nil
 }
 
-// lockWait is how long Open tries to take the file lock.
-const lockWait = 100 * time.Millisecond
-
-func initSchema(b *bolt.DB) error {
-	return b.Update(func(tx *bolt.Tx) error {
-		backfill := tx.Bucket(bucketThreadsByExpiry) == nil && tx.Bucket(bucketThreads) != nil
-		for _, name := range bucketNames {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("create bucket %s: %w", name, err)
-			}
-		}
-		if backfill {
-			if err := backfillThreadExpiry(tx); err != nil {
-				return fmt.Errorf("index thread deadlines: %w", err)
-			}
-		}
-		meta := tx.Bucket(bucketMeta)
-		raw := meta.Get(keySchemaVersion)
-		if raw == nil {
-			return meta.Put(keySchemaVersion, []byte(strconv.Itoa(SchemaVersion)))
-		}
-		v, err := strconv.Atoi(string(raw))
-		if err != nil {
-			return fmt.Errorf("read schema version %q: %w", raw, err)
-		}
-		if v > SchemaVersion {
-			return fmt.Errorf("%w: file has %d, build has %d", ErrSchemaTooNew, v, SchemaVersion)
-		}
-		return nil
-	})
+// checkSchemaVersion records SchemaVersion in a new database and refuses
+// one written by a newer build.
+func checkSchemaVersion(tx kvTx) error {
+	meta := tx.bucket(bucketMeta)
+	raw := meta.Get(keySchemaVersion)
+	if err := tx.failure(); err != nil {
+		return err
+	}
+	if raw == nil {
+		return meta.Put(keySchemaVersion, []byte(strconv.Itoa(SchemaVersion)))
+	}
+	v, err := strconv.Atoi(string(raw))
+	if err != nil {
+		return fmt.Errorf("read schema version %q: %w", raw, err)
+	}
+	if v > SchemaVersion {
+		return fmt.Errorf("%w: database has %d, build has %d", ErrSchemaTooNew, v, SchemaVersion)
+	}
+	return nil
 }
 
 // Close stops the writer after it has committed every queued write, then
@@ -179,25 +156,28 @@ func (db *DB) Close() error {
 		db.mu.Unlock()
 		close(db.quit)
 		<-db.loopDone
-		err = db.bolt.Close()
+		err = db.be.close()
 	})
 	return err
 }
 
-// Ping checks that the database file is readable.
+// Ping checks that the database answers (the file is readable, or the
+// PostgreSQL server responds).
 func (db *DB) Ping() error {
-	return db.bolt.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketMeta) == nil {
-			return errors.New("meta bucket missing")
-		}
-		return nil
-	})
+	return db.be.ping()
 }
 
-// View runs fn in a read-only transaction.
+// Describe names the database for logs: the file path, or the PostgreSQL
+// URL without its password.
+func (db *DB) Describe() string {
+	return db.be.describe()
+}
+
+// View runs fn in a read-only transaction that sees one consistent
+// snapshot.
 func (db *DB) View(fn func(*Tx) error) error {
-	return db.bolt.View(func(btx *bolt.Tx) error {
-		return fn(&Tx{tx: btx})
+	return db.be.view(func(kv kvTx) error {
+		return fn(&Tx{kv: kv})
 	})
 }
 
@@ -289,11 +269,14 @@ func (db *DB) writeLoop() {
 // runs alone so that its error reflects the state it would have seen serially.
 func (db *DB) commit(batch []*writeRequest) {
 	for len(batch) > 0 {
-		failed := -1
-		err := db.bolt.Update(func(btx *bolt.Tx) error {
+		failed, start := -1, time.Now()
+		err := db.be.update(func(kv kvTx) error {
 			for i, req := range batch {
-				tx := &Tx{tx: btx}
+				tx := &Tx{kv: kv}
 				if err := req.fn(tx); err != nil {
+					if kvErr := kv.failure(); kvErr != nil {
+						return kvErr // the database failed, not the member
+					}
 					failed = i
 					return err
 				}
@@ -301,6 +284,7 @@ func (db *DB) commit(batch []*writeRequest) {
 			}
 			return nil
 		})
+		metrics.StorageCommit(time.Since(start), len(batch))
 		if err == nil {
 			for _, req := range batch {
 				req.done <- nil
@@ -324,10 +308,14 @@ func (db *DB) commit(batch []*writeRequest) {
 	}
 }
 
+// pgDiskFull is PostgreSQL's SQLSTATE for a full disk (disk_full).
+const pgDiskFull = "53100"
+
 // writeError marks a failed write caused by a full disk with ErrNoSpace,
 // keeping the cause for errors.Is; other errors are returned as they are.
 func writeError(err error) error {
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+	var pgErr *pgconn.PgError
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.As(err, &pgErr) && pgErr.Code == pgDiskFull {
 		return &noSpaceError{cause: err}
 	}
 	return err
@@ -343,10 +331,10 @@ func (e *noSpaceError) Error() string {
 
 func (e *noSpaceError) Unwrap() []error { return []error{ErrNoSpace, e.cause} }
 
-// Tx is a bbolt transaction seen through the record accessors of this
+// Tx is a database transaction seen through the record accessors of this
 // package. It must not be used after the function it was passed to returns.
 type Tx struct {
-	tx          *bolt.Tx
+	kv          kvTx
 	afterCommit []func()
 }
 
@@ -356,13 +344,7 @@ func (t *Tx) AfterCommit(f func()) {
 	t.afterCommit = append(t.afterCommit, f)
 }
 
-// fillPercent packs pages fuller than bbolt's default: most keys here grow
-// in time order (UUIDv7, timestamps), so half-empty split pages would only
-// waste file and memory.
-const fillPercent = 0.9
-
-func (t *Tx) bucket(name []byte) *bolt.Bucket {
-	b := t.tx.Bucket(name)
-	b.FillPercent = fillPercent
-	return b
+// bucket returns the named key space of the transaction's backend.
+func (t *Tx) bucket(name []byte) kvBucket {
+	return t.kv.bucket(name)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
 )
 
 func openTest(t *testing.T) *DB {
@@ -32,7 +33,10 @@ func newThread(meta map[string]any, status string) Thread {
 }
 
 func TestGroupCommitIsolatesFailingMember(t *testing.T) {
-	db := openTest(t)
+	forEachBackend(t, testGroupCommitIsolatesFailingMember)
+}
+
+func testGroupCommitIsolatesFailingMember(t *testing.T, db *DB) {
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -73,7 +77,10 @@ func TestGroupCommitIsolatesFailingMember(t *testing.T) {
 }
 
 func TestAfterCommitRunsOnlyOnSuccess(t *testing.T) {
-	db := openTest(t)
+	forEachBackend(t, testAfterCommitRunsOnlyOnSuccess)
+}
+
+func testAfterCommitRunsOnlyOnSuccess(t *testing.T, db *DB) {
 	var ran atomic.Int32
 	_ = db.Update(context.Background(), func(tx *Tx) error {
 		tx.AfterCommit(func() { ran.Add(1) })
@@ -91,8 +98,12 @@ func TestAfterCommitRunsOnlyOnSuccess(t *testing.T) {
 }
 
 func TestReopenKeepsDataAndRejectsNewerSchema(t *testing.T) {
-	dir := t.TempDir()
-	db, err := Open(dir, Options{})
+	forEachBackendAt(t, testReopenKeepsDataAndRejectsNewerSchema)
+}
+
+func testReopenKeepsDataAndRejectsNewerSchema(t *testing.T, be testBackend) {
+	dir := be.location(t)
+	db, err := be.open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +117,7 @@ func TestReopenKeepsDataAndRejectsNewerSchema(t *testing.T) {
 	if err := db.Update(context.Background(), func(tx *Tx) error { return nil }); !errors.Is(err, ErrClosed) {
 		t.Fatalf("update after close: %v", err)
 	}
-	db, err = Open(dir, Options{})
+	db, err = be.open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,20 +134,21 @@ func TestReopenKeepsDataAndRejectsNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Pretend a newer build wrote the file.
-	if err := db.bolt.Update(func(btx *boltTx) error {
-		return btx.Bucket(bucketMeta).Put(keySchemaVersion, []byte("99"))
+	// Pretend a newer build wrote the database.
+	if err := db.be.update(func(kv kvTx) error {
+		return kv.bucket(bucketMeta).Put(keySchemaVersion, []byte("99"))
 	}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := Open(dir, Options{}); !errors.Is(err, ErrSchemaTooNew) {
+	if _, err := be.open(dir, Options{}); !errors.Is(err, ErrSchemaTooNew) {
 		t.Fatalf("open newer schema: %v", err)
 	}
 }
 
-func TestSearchThreadsIndexes(t *testing.T) {
-	db := openTest(t)
+func TestSearchThreadsIndexes(t *testing.T) { forEachBackend(t, testSearchThreadsIndexes) }
+
+func testSearchThreadsIndexes(t *testing.T, db *DB) {
 	var all []Thread
 	for i := 0; i < 30; i++ {
 		status := "idle"
@@ -209,7 +221,10 @@ func TestSearchThreadsIndexes(t *testing.T) {
 }
 
 func TestCheckpointsNewestFirstAndDeleteThread(t *testing.T) {
-	db := openTest(t)
+	forEachBackend(t, testCheckpointsNewestFirstAndDeleteThread)
+}
+
+func testCheckpointsNewestFirstAndDeleteThread(t *testing.T, db *DB) {
 	th := newThread(nil, "idle")
 	var ids []uuid.UUID
 	err := db.Update(context.Background(), func(tx *Tx) error {
@@ -270,9 +285,9 @@ func TestCheckpointsNewestFirstAndDeleteThread(t *testing.T) {
 func bucketRoots(t *testing.T, db *DB, names ...[]byte) []uint64 {
 	t.Helper()
 	var roots []uint64
-	err := db.View(func(tx *Tx) error {
+	err := db.boltDB().View(func(tx *boltTx) error {
 		for _, n := range names {
-			roots = append(roots, uint64(tx.bucket(n).Root()))
+			roots = append(roots, uint64(tx.Bucket(n).Root()))
 		}
 		return nil
 	})
@@ -359,8 +374,9 @@ func TestUpdatesWriteOnlyChangedIndexes(t *testing.T) {
 
 // ActiveThreadRuns returns the thread's pending and running runs, oldest
 // first, and follows their status changes.
-func TestActiveThreadRuns(t *testing.T) {
-	db := openTest(t)
+func TestActiveThreadRuns(t *testing.T) { forEachBackend(t, testActiveThreadRuns) }
+
+func testActiveThreadRuns(t *testing.T, db *DB) {
 	th, other := newThread(nil, "busy"), newThread(nil, "busy")
 	statuses := []string{RunSuccess, RunPending, RunError, RunRunning, RunInterrupted}
 	var runs []Run
@@ -430,5 +446,40 @@ func TestOpenNamesTheFileWhenItCannot(t *testing.T) {
 	}
 	if _, err := Open(junk, Options{}); err == nil || !strings.Contains(err.Error(), "open database "+path+": ") {
 		t.Fatalf("open of a corrupt file: %v", err)
+	}
+}
+
+// A bbolt file of a newer schema is refused before anything is written to
+// it: a bucket this build would create stays absent.
+func TestNewerFileIsLeftUntouched(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.boltDB().Update(func(tx *boltTx) error {
+		if err := tx.DeleteBucket(bucketSubagents); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, []byte("99"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("open newer schema: %v", err)
+	}
+	b, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.View(func(tx *boltTx) error {
+		if tx.Bucket(bucketSubagents) != nil {
+			return errors.New("the refused file got a new bucket")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,15 +1,58 @@
-// Package storage owns the embedded bbolt database: every bucket, key encoding
-// and index of the server lives here, and no other package imports bbolt.
+// Package storage owns the database: every bucket, key encoding and index of
+// the server lives here, and no other package imports bbolt or the
+// PostgreSQL driver.
 //
-// # Files and durability
+// # Backends and the key-value seam
 //
-// The database is one file, <data-dir>/agentserver.db. Every write commits with
-// an fsync (bbolt's default), so a write that returned success survives a crash
-// (kill -9). Concurrent writers are coalesced by a single writer goroutine into
-// one bbolt transaction per batch ("group commit"): while one batch is being
-// fsynced the next one accumulates, so throughput grows with concurrency
-// instead of stopping at one fsync per request, and a lone writer pays no
-// batching delay.
+// The record accessors (Tx methods) read and write ordered buckets through
+// t.bucket(name), a kvBucket (Get, Put, Delete, ForEach, Cursor) whose
+// cursors (First, Last, Seek, Next, Prev, Delete) are kvCursors. The names
+// and signatures are bbolt's. Two backends implement the seam:
+//
+//   - bbolt (Open, the default): one file, <data-dir>/agentserver.db; the
+//     seam is bbolt's own buckets and cursors.
+//   - PostgreSQL (OpenPostgres, --database-url): one table
+//     kv(bucket, k, v) holding every bucket, created by the embedded
+//     migrations (migrations/NNNN_name.sql, applied in one transaction at
+//     open and recorded in schema_migrations). Within a read-write
+//     transaction, Put and Delete are queued and sent as one pipelined batch
+//     before the next read and at commit; cursors fetch pages of rows that
+//     grow from a few to 64. Write transactions take an advisory lock named
+//     after the schema, so writers of one schema are serialized even across
+//     processes. Reads run in a REPEATABLE READ READ ONLY transaction. An
+//     open database holds a session advisory lock of its schema on a
+//     connection of its own, so a second server on the schema is refused
+//     (ErrLocked) as on a bbolt file: runs are not yet shared between
+//     servers.
+//
+// One table rather than a table per bucket: the code above the seam creates
+// no bucket at run time, every bucket has the same shape (ordered bytes to
+// bytes), and a new bucket then needs no migration.
+//
+// Invariants of the seam, which every backend keeps:
+//
+//   - Keys compare as unsigned bytes, shorter prefix first (bbolt's order,
+//     and PostgreSQL's bytea order).
+//   - Get returns nil for an absent key and a non-nil (possibly empty) slice
+//     for a present one; callers test presence with != nil.
+//   - A transaction reads its own writes. After writing, reposition a
+//     cursor with First, Last or Seek (bbolt's rule); the PostgreSQL cursor
+//     also refetches by itself from its position.
+//   - A read that fails (PostgreSQL only: bbolt reads memory) returns nil,
+//     and the transaction then fails with that error: View returns it, and a
+//     batch of Update fails as a whole with it instead of blaming a member.
+//   - Slices returned by reads are valid only inside the transaction (bbolt
+//     maps them from the file); the record code copies what it keeps.
+//
+// # Durability
+//
+// Every write commits durably before it is acknowledged: with an fsync on
+// bbolt (its default), with a synchronous commit on PostgreSQL, so a write
+// that returned success survives a crash (kill -9). Concurrent writers are
+// coalesced by a single writer goroutine into one transaction per batch
+// ("group commit"): while one batch is being committed the next one
+// accumulates, so throughput grows with concurrency instead of stopping at
+// one fsync per request, and a lone writer pays no batching delay.
 //
 // # Bucket tree
 //
@@ -30,9 +73,17 @@
 //	run_events                run_id(16) | seq(8, big endian) -> {"event": name, "data": json} (resumable runs only)
 //	store_items               namespace labels joined by 0x1f | 0x00 | key -> StoreItem JSON
 //	store_expiry              expires_at(8, unix nanos) | item key -> empty
+//	store_vectors             item key -> count(4) | dims(4) | count×dims float32 (little endian):
+//	                          the embeddings of an item's indexed fields (semantic search); written
+//	                          and deleted with the item, scored in process (cosine)
 //	subagents                 parent run_id(16) | tool_call_id -> SubagentExecution JSON (synchronous task tool)
 //	thread_events             thread_id(16) | seq(8, big endian) -> {"at": unix millis, "event": protocol event JSON}
 //	                          (thread-centric stream replay buffer; deleted after its retention)
+//	crons                     cron_id(16) -> Cron JSON
+//	crons_by_due              next_run_date(8, unix nanos) | cron_id(16) -> empty, for every enabled
+//	                          cron with a next firing
+//	crons_by_thread           thread_id(16) | cron_id(16) -> empty, for every cron bound to a thread;
+//	                          deleting a thread deletes its crons in the same transaction
 //
 // Store namespace labels are non-empty and contain neither 0x00 nor 0x1f, so
 // an item key is unambiguous: the items of namespace N are exactly
@@ -52,7 +103,7 @@
 //   - A thread's values are the values of its newest checkpoint; there is no
 //     second copy.
 //   - Values returned from a transaction are decoded copies: nothing returned
-//     by this package aliases bbolt's memory map.
+//     by this package aliases a backend's memory (bbolt's memory map).
 //   - Writes commit in the order they were queued (Update, Submit): a write
 //     queued after another sees its effects and is durable only after it.
 //   - An update writes only the index entries that change, so that it
@@ -71,6 +122,8 @@
 //     rewritten at start-up as an error run from its readable top-level
 //     fields (FailUnreadableActiveRuns), so that one bad record cannot keep
 //     the server from starting.
-//   - The schema version is checked at Open: a file written by a newer schema
-//     is refused rather than misread.
+//   - The schema version ("meta" bucket) is checked at open on both
+//     backends: a database written by a newer schema is refused rather than
+//     misread. On PostgreSQL, a newer migration in schema_migrations is
+//     refused too.
 package storage

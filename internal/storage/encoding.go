@@ -56,7 +56,7 @@ func encode(v any) ([]byte, error) {
 	return b, nil
 }
 
-// decode unmarshals a value read from bbolt. json.Unmarshal copies, so the
+// decode unmarshals a value read from the database. json.Unmarshal copies, so the
 // result never aliases the memory map.
 func decode(raw []byte, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {

@@ -26,8 +26,9 @@ func seqs(evs []StoredEvent) []int64 {
 	return out
 }
 
-func TestRunEventsAppendLoad(t *testing.T) {
-	db := openTest(t)
+func TestRunEventsAppendLoad(t *testing.T) { forEachBackend(t, testRunEventsAppendLoad) }
+
+func testRunEventsAppendLoad(t *testing.T, db *DB) {
 	ctx := context.Background()
 	a, b := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	// Seqs past 255 and 65535 check the big-endian ordering.
@@ -100,8 +101,9 @@ func TestRunEventsAppendLoad(t *testing.T) {
 	}
 }
 
-func TestRunEventsRejectsBadInput(t *testing.T) {
-	db := openTest(t)
+func TestRunEventsRejectsBadInput(t *testing.T) { forEachBackend(t, testRunEventsRejectsBadInput) }
+
+func testRunEventsRejectsBadInput(t *testing.T, db *DB) {
 	ctx := context.Background()
 	id := uuid.Must(uuid.NewV7())
 	if err := db.AppendRunEvents(ctx, id, []StoredEvent{{Seq: 0, Name: "x", Data: json.RawMessage("1")}}); err == nil {
@@ -115,8 +117,9 @@ func TestRunEventsRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestRunEventsDelete(t *testing.T) {
-	db := openTest(t)
+func TestRunEventsDelete(t *testing.T) { forEachBackend(t, testRunEventsDelete) }
+
+func testRunEventsDelete(t *testing.T, db *DB) {
 	ctx := context.Background()
 	var ids []uuid.UUID
 	for i := 0; i < 4; i++ {

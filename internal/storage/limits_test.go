@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"agentserver/internal/errdefs"
 )
 
@@ -147,6 +149,10 @@ func TestFullDiskIsErrNoSpace(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "/data") {
 		t.Fatalf("the text names the file: %q", err)
+	}
+	pgFull := &pgconn.PgError{Code: "53100", Message: "could not extend file"}
+	if err := db.Update(context.Background(), func(tx *Tx) error { return pgFull }); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("PostgreSQL disk_full: err = %v, want ErrNoSpace", err)
 	}
 	other := errors.New("other")
 	if err := db.Update(context.Background(), func(tx *Tx) error { return other }); err != other {

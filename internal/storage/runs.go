@@ -57,6 +57,9 @@ type Run struct {
 	// queue (crash or shutdown): its next start continues from the last
 	// checkpoint it wrote instead of applying its input again.
 	Restarted bool `json:"restarted,omitempty"`
+	// Traceparent is the W3C trace context of the request that created
+	// the run; the worker's run span is its child.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // GetRun returns a run, or ErrNotFound.

@@ -43,8 +43,12 @@ type StoreItem struct {
 	// refresh moves ExpiresAt to now plus this.
 	TTLMinutes *float64 `json:"ttl_minutes,omitempty"`
 	// Index is the index directive the client sent (false, a list of field
-	// paths, or nil). It is kept but not acted on: there is no vector index.
+	// paths, or nil).
 	Index any `json:"index,omitempty"`
+
+	// Vectors are the item's embeddings, filled by SearchStoreItems when
+	// StoreSearch.WithVectors is set; they are stored apart (store_vectors).
+	Vectors [][]float32 `json:"-"`
 
 	// encodedValue is Value encoded by PrepareStoreItem, outside the
 	// transaction.
@@ -118,6 +122,8 @@ type StoreSearch struct {
 	Now time.Time
 	// Limit bounds the page (<= 0: no limit); Offset skips matches.
 	Limit, Offset int
+	// WithVectors fills each item's Vectors.
+	WithVectors bool
 }
 
 // StoreNamespaceQuery selects namespaces for Tx.ListStoreNamespaces.
@@ -297,6 +303,9 @@ func (t *Tx) DeleteStoreItem(namespace []string, key string) error {
 			return err
 		}
 	}
+	if err := t.bucket(bucketStoreVectors).Delete(k); err != nil {
+		return err
+	}
 	return b.Delete(k)
 }
 
@@ -315,6 +324,13 @@ func (t *Tx) SearchStoreItems(q StoreSearch) ([]StoreItem, error) {
 			}
 			if it.ExpiredAt(q.Now) || (q.Match != nil && !q.Match(&it)) {
 				continue
+			}
+			if q.WithVectors {
+				vecs, err := t.storeVectors(k)
+				if err != nil {
+					return nil, err
+				}
+				it.Vectors = vecs
 			}
 			out = append(out, it)
 		}
@@ -438,6 +454,9 @@ func (t *Tx) DeleteExpiredStoreItems(now time.Time, limit int) (int, error) {
 			continue
 		}
 		if err := items.Delete(itemKey); err != nil {
+			return n, err
+		}
+		if err := t.bucket(bucketStoreVectors).Delete(itemKey); err != nil {
 			return n, err
 		}
 		n++

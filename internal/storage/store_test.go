@@ -58,8 +58,9 @@ func getItem(t *testing.T, db *DB, ns []string, key string, now time.Time) (Stor
 	return it, err
 }
 
-func TestStorePutGetKeepsCreatedAt(t *testing.T) {
-	db := openTest(t)
+func TestStorePutGetKeepsCreatedAt(t *testing.T) { forEachBackend(t, testStorePutGetKeepsCreatedAt) }
+
+func testStorePutGetKeepsCreatedAt(t *testing.T, db *DB) {
 	ns := []string{"users", "u1"}
 	putItems(t, db, storeItem(ns, "k", storeAt(0), nil))
 	second := storeItem(ns, "k", storeAt(5), ptrTime(storeAt(60)))
@@ -98,7 +99,10 @@ func expiryLen(t *testing.T, db *DB) int {
 }
 
 func TestStorePutOverExpiredItemResetsCreatedAt(t *testing.T) {
-	db := openTest(t)
+	forEachBackend(t, testStorePutOverExpiredItemResetsCreatedAt)
+}
+
+func testStorePutOverExpiredItemResetsCreatedAt(t *testing.T, db *DB) {
 	ns := []string{"a"}
 	putItems(t, db, storeItem(ns, "k", storeAt(0), ptrTime(storeAt(1))))
 	putItems(t, db, storeItem(ns, "k", storeAt(2), nil))
@@ -112,8 +116,9 @@ func TestStorePutOverExpiredItemResetsCreatedAt(t *testing.T) {
 	checkExpiryIndex(t, db)
 }
 
-func TestStoreGetMissingAndExpired(t *testing.T) {
-	db := openTest(t)
+func TestStoreGetMissingAndExpired(t *testing.T) { forEachBackend(t, testStoreGetMissingAndExpired) }
+
+func testStoreGetMissingAndExpired(t *testing.T, db *DB) {
 	putItems(t, db, storeItem([]string{"a"}, "k", storeAt(0), ptrTime(storeAt(10))))
 	for _, tc := range []struct {
 		name string
@@ -139,7 +144,10 @@ func TestStoreGetMissingAndExpired(t *testing.T) {
 }
 
 func TestStorePutRefusesUnframeableNamespace(t *testing.T) {
-	db := openTest(t)
+	forEachBackend(t, testStorePutRefusesUnframeableNamespace)
+}
+
+func testStorePutRefusesUnframeableNamespace(t *testing.T, db *DB) {
 	for _, ns := range [][]string{nil, {}, {""}, {"a", ""}, {"a\x1fb"}, {"a\x00"}} {
 		err := db.Update(context.Background(), func(tx *Tx) error {
 			return tx.PutStoreItem(storeItem(ns, "k", storeAt(0), nil))
@@ -162,8 +170,9 @@ func countItems(t *testing.T, db *DB) int {
 	return n
 }
 
-func TestStoreDelete(t *testing.T) {
-	db := openTest(t)
+func TestStoreDelete(t *testing.T) { forEachBackend(t, testStoreDelete) }
+
+func testStoreDelete(t *testing.T, db *DB) {
 	putItems(t, db, storeItem([]string{"a"}, "k", storeAt(0), ptrTime(storeAt(10))))
 	mustUpdate(t, db, func(tx *Tx) error { return tx.DeleteStoreItem([]string{"a"}, "k") })
 	if _, err := getItem(t, db, []string{"a"}, "k", storeAt(0)); !errors.Is(err, ErrNotFound) {
@@ -187,8 +196,9 @@ func nsKeys(items []StoreItem) []string {
 	return out
 }
 
-func TestStoreSearchPrefixFraming(t *testing.T) {
-	db := openTest(t)
+func TestStoreSearchPrefixFraming(t *testing.T) { forEachBackend(t, testStoreSearchPrefixFraming) }
+
+func testStoreSearchPrefixFraming(t *testing.T, db *DB) {
 	putItems(t, db,
 		storeItem([]string{"a"}, "1", storeAt(1), nil),
 		storeItem([]string{"a", "b"}, "2", storeAt(2), nil),
@@ -228,7 +238,10 @@ func TestStoreSearchPrefixFraming(t *testing.T) {
 }
 
 func TestStoreSearchOrderPagingMatchExpiry(t *testing.T) {
-	db := openTest(t)
+	forEachBackend(t, testStoreSearchOrderPagingMatchExpiry)
+}
+
+func testStoreSearchOrderPagingMatchExpiry(t *testing.T, db *DB) {
 	putItems(t, db,
 		storeItem([]string{"n"}, "b", storeAt(1), nil),
 		storeItem([]string{"n"}, "a", storeAt(1), nil), // same time: key order
@@ -267,8 +280,9 @@ func TestStoreSearchOrderPagingMatchExpiry(t *testing.T) {
 	}
 }
 
-func TestStoreListNamespaces(t *testing.T) {
-	db := openTest(t)
+func TestStoreListNamespaces(t *testing.T) { forEachBackend(t, testStoreListNamespaces) }
+
+func testStoreListNamespaces(t *testing.T, db *DB) {
 	putItems(t, db,
 		storeItem([]string{"a"}, "1", storeAt(0), nil),
 		storeItem([]string{"a", "b"}, "1", storeAt(0), nil),
@@ -330,8 +344,9 @@ func TestStoreListNamespaces(t *testing.T) {
 	}
 }
 
-func TestStoreDeleteExpired(t *testing.T) {
-	db := openTest(t)
+func TestStoreDeleteExpired(t *testing.T) { forEachBackend(t, testStoreDeleteExpired) }
+
+func testStoreDeleteExpired(t *testing.T, db *DB) {
 	var items []StoreItem
 	for i := 0; i < 5; i++ {
 		items = append(items, storeItem([]string{"t"}, fmt.Sprint(i), storeAt(0), ptrTime(storeAt(i+1))))

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Thread TTL strategies: what happens to a thread when its TTL runs out.
@@ -107,9 +106,8 @@ func (t *Tx) KeepLatestCheckpoint(threadID uuid.UUID) (int, error) {
 // backfillThreadExpiry indexes the deadline of every thread with a TTL; it
 // runs once, when the threads_by_expiry bucket is created in a file that
 // already holds threads.
-func backfillThreadExpiry(tx *bolt.Tx) error {
-	idx := tx.Bucket(bucketThreadsByExpiry)
-	return tx.Bucket(bucketThreads).ForEach(func(_, v []byte) error {
+func backfillThreadExpiry(threads, idx kvBucket) error {
+	return threads.ForEach(func(_, v []byte) error {
 		var th Thread
 		if err := decode(v, &th); err != nil {
 			return err

@@ -10,8 +10,9 @@ import (
 
 // The expiry index follows a thread's last update and TTL, lists expired
 // threads earliest first, and loses the thread's entry when it is deleted.
-func TestThreadExpiryIndex(t *testing.T) {
-	db := openTest(t)
+func TestThreadExpiryIndex(t *testing.T) { forEachBackend(t, testThreadExpiryIndex) }
+
+func testThreadExpiryIndex(t *testing.T, db *DB) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	short := newThread(nil, "idle")
@@ -74,8 +75,9 @@ func TestThreadExpiryIndex(t *testing.T) {
 
 // KeepLatestCheckpoint leaves only the newest checkpoint of its thread and
 // no other thread's.
-func TestKeepLatestCheckpoint(t *testing.T) {
-	db := openTest(t)
+func TestKeepLatestCheckpoint(t *testing.T) { forEachBackend(t, testKeepLatestCheckpoint) }
+
+func testKeepLatestCheckpoint(t *testing.T, db *DB) {
 	ctx := context.Background()
 	a, b := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	var newest uuid.UUID
@@ -128,7 +130,7 @@ func TestThreadExpiryBackfill(t *testing.T) {
 	if err := db.Update(context.Background(), func(tx *Tx) error { return tx.PutThread(th) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.bolt.Update(func(btx *boltTx) error { return btx.DeleteBucket(bucketThreadsByExpiry) }); err != nil {
+	if err := db.boltDB().Update(func(btx *boltTx) error { return btx.DeleteBucket(bucketThreadsByExpiry) }); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

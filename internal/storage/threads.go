@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
 
 	"agentserver/internal/errdefs"
 	"agentserver/internal/jsonx"
@@ -116,6 +115,9 @@ func (t *Tx) DeleteThread(id uuid.UUID) error {
 		return err
 	}
 	if err := deletePrefix(t.bucket(bucketThreadEvents), id[:]); err != nil {
+		return err
+	}
+	if err := t.deleteThreadCrons(id); err != nil {
 		return err
 	}
 	return t.deleteThreadRuns(id)
@@ -240,7 +242,7 @@ func (t *Tx) SearchThreads(q ThreadQuery) ([]Thread, int, error) {
 
 // indexScan is one index range whose keys end in created_at | thread_id.
 type indexScan struct {
-	b      *bolt.Bucket
+	b      kvBucket
 	prefix []byte
 }
 
@@ -344,7 +346,7 @@ func (t *Tx) threadMatches(th Thread, q ThreadQuery) bool {
 	return true
 }
 
-func scanTimeIDs(b *bolt.Bucket, prefix []byte) []threadCandidate {
+func scanTimeIDs(b kvBucket, prefix []byte) []threadCandidate {
 	var out []threadCandidate
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {

@@ -35,11 +35,18 @@
 //     expires_at of each returned item that has a TTL to now + ttl, without
 //     touching updated_at; the HTTP layer passes RefreshOnRead (default
 //     true, as LangGraph's stores) when the client does not say.
-//   - There is no vector index: the index directive of Put is validated and
-//     kept but not used, and Search's query narrows results to items whose
-//     value contains the query text, case-insensitively, in some object key
-//     or scalar (strings as they are, numbers, booleans and null as their
-//     JSON text). Results carry no score.
+//   - Without semantic search (ConfigureIndex not called) the index
+//     directive of Put is validated and kept but not used, and Search's
+//     query narrows results to items whose value contains the query text,
+//     case-insensitively, in some object key or scalar (strings as they
+//     are, numbers, booleans and null as their JSON text), without score.
+//   - With semantic search, Put embeds the texts at the index's field
+//     paths before its transaction (no network inside it) and writes the
+//     vectors in the same transaction as the item; an item and its vectors
+//     are deleted together. Search with a query ranks every item that
+//     passes the prefix and filter by its best cosine similarity to the
+//     query's vector, in process, then pages; items without vectors follow
+//     without a score.
 //   - Search filters compare top-level value fields: a scalar filter value
 //     must equal the field, an object or array filter value must be
 //     contained in it (jsonx.Contains), and an object whose keys are all

@@ -39,6 +39,8 @@ type Item struct {
 	Value     map[string]any `json:"value"`
 	CreatedAt time.Time      `json:"created_at"`
 	UpdatedAt time.Time      `json:"updated_at"`
+	// Score is the similarity to a semantic search query; nil otherwise.
+	Score *float64 `json:"score,omitempty"`
 }
 
 // Service reads and writes store items and sweeps expired ones.
@@ -51,6 +53,8 @@ type Service struct {
 	defaultTTL float64
 	// refreshOnRead is what reads that do not say refresh_ttl do.
 	refreshOnRead bool
+	// index turns semantic search on; nil: off (ConfigureIndex).
+	index *IndexConfig
 }
 
 // TTLConfig is the store TTL policy of the deployment (store.ttl in
@@ -199,8 +203,10 @@ func deadline(now time.Time, ttl float64) time.Time {
 	return now.Add(time.Duration(ttl * float64(time.Minute)))
 }
 
-// Put creates or replaces the item at namespace and key. index is false,
-// nil, or a list of field paths (kept, not used); ttlMinutes > 0 makes the
+// Put creates or replaces the item at namespace and key. index is false
+// (not embedded), nil (the configured fields are embedded) or a list of
+// field paths to embed instead; without semantic search it is only kept.
+// ttlMinutes > 0 makes the
 // item expire that many minutes from now, nil gives it the default TTL
 // (none unless configured).
 func (s *Service) Put(ctx context.Context, namespace []string, key string, value map[string]any, index any, ttlMinutes *float64) error {
@@ -238,11 +244,21 @@ func (s *Service) Put(ctx context.Context, namespace []string, key string, value
 		exp := deadline(now, ttl)
 		it.TTLMinutes, it.ExpiresAt = &ttl, &exp
 	}
+	// Embeddings are computed before the transaction: no network inside it.
+	vecs, err := s.vectorsFor(ctx, value, idx)
+	if err != nil {
+		return err
+	}
 	prepared, err := storage.PrepareStoreItem(it)
 	if err != nil {
 		return err
 	}
-	return s.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutStoreItem(prepared) })
+	return s.db.Update(ctx, func(tx *storage.Tx) error {
+		if err := tx.PutStoreItem(prepared); err != nil {
+			return err
+		}
+		return tx.PutStoreVectors(it.Namespace, it.Key, vecs)
+	})
 }
 
 // storable reports whether namespace and key could address a stored item;
@@ -338,11 +354,26 @@ func (s *Service) Search(ctx context.Context, prefix []string, filter map[string
 	if limit == 0 {
 		limit = DefaultSearchLimit
 	}
-	match, err := newMatcher(filter, query)
+	semantic := query != "" && s.index != nil
+	textQuery := query
+	if semantic {
+		textQuery = ""
+	}
+	match, err := newMatcher(filter, textQuery)
 	if err != nil {
 		return nil, err
 	}
 	q := storage.StoreSearch{Prefix: prefix, Match: match, Now: s.now(), Limit: limit, Offset: offset}
+	var queryVec []float32
+	if semantic {
+		vecs, err := s.embed(ctx, []string{query})
+		if err != nil {
+			return nil, err
+		}
+		// Every match is read with its vectors and ranked here; the page
+		// is cut after ranking.
+		queryVec, q.Limit, q.Offset, q.WithVectors = vecs[0], 0, 0, true
+	}
 	var found []storage.StoreItem
 	err = s.db.View(func(tx *storage.Tx) error {
 		var err error
@@ -351,6 +382,11 @@ func (s *Service) Search(ctx context.Context, prefix []string, filter map[string
 	})
 	if err != nil {
 		return nil, err
+	}
+	var scores []*float64
+	if semantic {
+		found, scores = rankBySimilarity(found, queryVec)
+		found, scores = pageSlice(found, offset, limit), pageSlice(scores, offset, limit)
 	}
 	if refreshTTL {
 		var stale []storage.StoreItem
@@ -366,10 +402,22 @@ func (s *Service) Search(ctx context.Context, prefix []string, filter map[string
 		}
 	}
 	out := make([]Item, 0, len(found))
-	for _, it := range found {
-		out = append(out, toItem(it))
+	for i, it := range found {
+		item := toItem(it)
+		if scores != nil {
+			item.Score = scores[i]
+		}
+		out = append(out, item)
 	}
 	return out, nil
+}
+
+// pageSlice returns the page of s at offset, at most limit long.
+func pageSlice[T any](s []T, offset, limit int) []T {
+	if offset >= len(s) {
+		return nil
+	}
+	return s[offset:min(len(s), offset+limit)]
 }
 
 // ListNamespaces returns one page of the distinct namespaces holding live

@@ -19,6 +19,7 @@ import (
 	"agentserver/internal/errdefs"
 	"agentserver/internal/graph"
 	"agentserver/internal/llm"
+	"agentserver/internal/metrics"
 	"agentserver/internal/storage"
 	"agentserver/internal/tools"
 )
@@ -252,9 +253,12 @@ func (t *taskTool) Call(ctx context.Context, c tools.Call) (tools.Result, error)
 		// The slot is given back after the terminal event, so that the
 		// next subagent's task_started follows this one's end.
 		defer release()
+		defer metrics.SubagentRunning()()
 		o, steps = d.execute(sctx, ctx, c, typ, model, prompt, runID, threadID, emit)
 	}
-	d.record(runID, threadID, c.ID, kind, desc, recorded(ctx, o), steps)
+	rec := recorded(ctx, o)
+	metrics.SubagentFinished(rec.status, rec.stopReason)
+	d.record(runID, threadID, c.ID, kind, desc, rec, steps)
 	event := map[string]any{"type": "task_" + o.status, "task_id": c.ID, "usage": o.usage, "model_name": model}
 	if o.status == "completed" {
 		event["result"] = o.result
@@ -270,7 +274,10 @@ func (d *Delegation) admit(ctx context.Context, taskID, desc string, emit func(a
 	if d.env.Admission == nil {
 		return func() {}, nil
 	}
+	unqueued := func() {}
+	defer func() { unqueued() }()
 	return d.env.Admission.Acquire(ctx, func(pos int) {
+		unqueued = metrics.SubagentQueued()
 		emit(map[string]any{"type": "task_queued", "task_id": taskID, "description": desc, "position": pos})
 	})
 }

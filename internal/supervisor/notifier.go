@@ -12,6 +12,7 @@ import (
 
 	"agentserver/internal/asynctasks"
 	"agentserver/internal/errdefs"
+	"agentserver/internal/metrics"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
@@ -87,15 +88,18 @@ func (n *Notifier) start(supThread uuid.UUID, assistant string, task Task, tr as
 		return
 	}
 	n.wg.Add(1)
+	followed := metrics.AsyncTaskFollowed()
 	go func() {
 		defer n.wg.Done()
 		info, err := tr.Wait(n.ctx, task.ThreadID, task.RunID)
 		if err != nil {
+			followed("") // not ended, or not learned (shutdown)
 			if n.ctx.Err() == nil {
 				n.log.Warn("watch async task", "task_id", task.TaskID, "run_id", task.RunID, "err", err)
 			}
 			return
 		}
+		followed(info.Status)
 		if err := n.deliver(supThread, assistant, task, tr, info, notify); err != nil && n.ctx.Err() == nil {
 			n.log.Warn("deliver async task completion", "thread_id", supThread, "task_id", task.TaskID, "err", err)
 		}

@@ -26,7 +26,17 @@ type Subagent struct {
 	GraphID     string            `json:"graph_id"`
 	URL         string            `json:"url,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`
+	// Protocol is how the subagent at URL is reached: ProtocolAgent (the
+	// default) or ProtocolA2A (URL is then the agent's A2A endpoint and
+	// GraphID is optional).
+	Protocol string `json:"protocol,omitempty"`
 }
+
+// Protocols of a remote subagent.
+const (
+	ProtocolAgent = "agent-protocol"
+	ProtocolA2A   = "a2a"
+)
 
 // Config configures the supervisor middleware.
 type Config struct {
@@ -49,8 +59,8 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	var dupes []string
 	for i, s := range c.Subagents {
-		if s.Name == "" || s.Description == "" || s.GraphID == "" {
-			return fmt.Errorf("%w: async_subagents[%d]: name, description and graph_id are required", ErrInvalidConfig, i)
+		if err := s.validate(); err != nil {
+			return fmt.Errorf("%w: async_subagents[%d]: %v", ErrInvalidConfig, i, err)
 		}
 		if seen[s.Name] {
 			dupes = append(dupes, s.Name)
@@ -59,6 +69,23 @@ func (c Config) Validate() error {
 	}
 	if len(dupes) > 0 {
 		return fmt.Errorf("%w: duplicate async subagent names: %s", ErrInvalidConfig, strings.Join(dupes, ", "))
+	}
+	return nil
+}
+
+// validate checks one subagent's required fields for its protocol.
+func (s Subagent) validate() error {
+	switch s.Protocol {
+	case "", ProtocolAgent:
+		if s.Name == "" || s.Description == "" || s.GraphID == "" {
+			return errors.New("name, description and graph_id are required")
+		}
+	case ProtocolA2A:
+		if s.Name == "" || s.Description == "" || s.URL == "" {
+			return errors.New("name, description and url are required for an a2a subagent")
+		}
+	default:
+		return fmt.Errorf("unknown protocol %q (want %s or %s)", s.Protocol, ProtocolAgent, ProtocolA2A)
 	}
 	return nil
 }

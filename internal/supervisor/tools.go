@@ -9,6 +9,7 @@ import (
 
 	"agentserver/internal/asynctasks"
 	"agentserver/internal/llm"
+	"agentserver/internal/metrics"
 	"agentserver/internal/tools"
 )
 
@@ -118,6 +119,7 @@ func (t *startTool) Call(ctx context.Context, c tools.Call) (tools.Result, error
 	if err != nil {
 		return text(fmt.Sprintf("Failed to launch async subagent '%s': %v", kind, err)), nil
 	}
+	metrics.AsyncTaskStarted()
 	now := s.stamp()
 	task := Task{TaskID: threadID, AgentName: kind, ThreadID: threadID, RunID: runID, Status: asynctasks.StatusRunning, CreatedAt: now, LastCheckedAt: now, LastUpdatedAt: now}
 	s.watch(c, task)

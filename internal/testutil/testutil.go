@@ -1,5 +1,7 @@
 // Package testutil starts a whole server for tests: real bbolt in a temporary
-// directory and a real HTTP listener on 127.0.0.1, port 0.
+// directory (or, when AGENTSERVER_TEST_DATABASE_URL names a test database, a
+// fresh PostgreSQL schema per data directory) and a real HTTP listener on
+// 127.0.0.1, port 0.
 package testutil
 
 import (
@@ -12,11 +14,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"agentserver/internal/config"
 	"agentserver/internal/server"
+	"agentserver/internal/testutil/pgtest"
 )
 
 // DefaultGraphs is the langgraph.json used when a test does not give one.
@@ -59,6 +63,15 @@ type Options struct {
 	// RunTimeout and RunStopGrace override the run engine's (0: the
 	// defaults).
 	RunTimeout, RunStopGrace time.Duration
+	// CronClock is the cron scheduler's clock (nil: the wall clock).
+	CronClock func() time.Time
+	// CronSeconds accepts schedules with a seconds field; MaxCrons bounds
+	// the crons (0: the default).
+	CronSeconds bool
+	MaxCrons    int
+	// MetricsAddr serves /metrics on a listener of its own (e.g.
+	// "127.0.0.1:0"); empty: on the main listener.
+	MetricsAddr string
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
@@ -106,12 +119,14 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 	cfg := config.Default()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DataDir = dir
+	cfg.DatabaseURL = DatabaseURL(t, dir)
 	cfg.GraphsFile = graphsFile
 	cfg.APIKey = opts.APIKey
 	if opts.Jobs > 0 {
 		cfg.Jobs = opts.Jobs
 	}
 	cfg.EnableShell = opts.Shell
+	cfg.MetricsAddr = opts.MetricsAddr
 	if opts.RunTimeout > 0 {
 		cfg.RunTimeout = opts.RunTimeout
 	}
@@ -120,6 +135,10 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 	}
 	if opts.MaxSubagents > 0 {
 		cfg.MaxSubagents = opts.MaxSubagents
+	}
+	cfg.CronSeconds = opts.CronSeconds
+	if opts.MaxCrons > 0 {
+		cfg.MaxCrons = opts.MaxCrons
 	}
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
@@ -131,7 +150,32 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 	log := slog.New(slog.NewTextHandler(out, nil))
 	sopts := opts.Server
 	sopts.NoSync = sopts.NoSync || opts.NoSync
+	if opts.CronClock != nil {
+		sopts.CronClock = opts.CronClock
+	}
 	return server.New(cfg, log, sopts)
+}
+
+// databases maps a data directory to the PostgreSQL URL of its schema, so
+// that a server restarted on the same directory finds its data again.
+var databases sync.Map
+
+// DatabaseURL is the PostgreSQL URL a test server on data directory dir
+// uses: "" (the embedded database in dir) unless AGENTSERVER_TEST_DATABASE_URL
+// is set; then a schema made for dir on first use and dropped when the test
+// that made it ends.
+func DatabaseURL(t testing.TB, dir string) string {
+	t.Helper()
+	if !pgtest.Enabled() {
+		return ""
+	}
+	if url, ok := databases.Load(dir); ok {
+		return url.(string)
+	}
+	url := pgtest.FreshSchema(t)
+	databases.Store(dir, url)
+	t.Cleanup(func() { databases.Delete(dir) })
+	return url
 }
 
 // StartServer starts a server and stops it when the test ends.
@@ -190,19 +234,7 @@ func (s *Server) Do(method, path string, body any) Response {
 // DoWith is Do with extra headers.
 func (s *Server) DoWith(method, path string, body any, header http.Header) Response {
 	s.T.Helper()
-	req := s.newRequest(method, path, body)
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	resp, err := s.Client.Do(req)
-	if err != nil {
-		s.T.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.T.Fatal(err)
-	}
+	resp, raw := s.send(s.newRequest(method, path, body), header)
 	out := Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &out.JSON); err != nil {

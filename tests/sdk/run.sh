@@ -7,7 +7,9 @@
 # Builds ./cmd/scriptedllm and ./cmd/server. Starts the scripted model on a free
 # port of 127.0.0.1 and waits for it to print its base URL, then starts the
 # server on 127.0.0.1:<free port> with a throw-away data dir, the repo's
-# langgraph.json and OPENAI_BASE_URL=<model URL>, OPENAI_API_KEY=test-key (so
+# langgraph.json (with store.index added, see below), --cron-seconds (so
+# cron tests fire within a second) and
+# OPENAI_BASE_URL=<model URL>, OPENAI_API_KEY=test-key (so
 # the researcher and coder agents talk to the deterministic model), waits for
 # GET /ok, runs node's test runner with LANGGRAPH_API_URL pointing at it, then
 # stops both. Exit status is the test runner's. Set KEEP_SERVER_LOG=1 to always
@@ -26,7 +28,7 @@ if [ "$node_major" -lt 20 ]; then
   exit 2
 fi
 
-if [ ! -d "$SDK_DIR/node_modules/@langchain/langgraph-sdk" ] || [ ! -d "$SDK_DIR/node_modules/deepagents" ]; then
+if [ ! -d "$SDK_DIR/node_modules/@langchain/langgraph-sdk" ] || [ ! -d "$SDK_DIR/node_modules/deepagents" ] || [ ! -d "$SDK_DIR/node_modules/@modelcontextprotocol/server-everything" ] || [ ! -d "$SDK_DIR/node_modules/@a2a-js/sdk" ]; then
   echo "run.sh: installing SDK test dependencies (npm ci)"
   (cd "$SDK_DIR" && npm ci --no-audit --no-fund --loglevel=error)
 fi
@@ -112,9 +114,24 @@ port="$(node -e '
 ')"
 api_url="http://127.0.0.1:$port"
 
+# The repo's langgraph.json with semantic store search turned on (store.index,
+# embedded by the scripted model's /v1/embeddings), its relative paths made
+# absolute so that it works from the temporary directory.
+config="$tmp/langgraph.json"
+node -e '
+  const fs = require("fs"), path = require("path");
+  const [src, dst] = process.argv.slice(1);
+  const c = JSON.parse(fs.readFileSync(src, "utf8"));
+  const abs = (p) => (p.includes(":") || path.isAbsolute(p) ? p : path.resolve(path.dirname(src), p));
+  for (const k of Object.keys(c.graphs)) c.graphs[k] = abs(c.graphs[k]);
+  if (typeof c.env === "string") c.env = abs(c.env);
+  c.store = { ...(c.store || {}), index: { dims: 64, embed: "openai:scripted-embedding", fields: ["text"] } };
+  fs.writeFileSync(dst, JSON.stringify(c, null, 2));
+' "$REPO_ROOT/langgraph.json" "$config"
+
 echo "run.sh: starting server on $api_url"
 env -u AGENTSERVER_API_KEY OPENAI_BASE_URL="$model_url" OPENAI_API_KEY=test-key \
-  "$tmp/server" --addr "127.0.0.1:$port" --data-dir "$data_dir" --config "$REPO_ROOT/langgraph.json" \
+  "$tmp/server" --addr "127.0.0.1:$port" --data-dir "$data_dir" --config "$config" --cron-seconds \
   >"$server_log" 2>&1 &
 server_pid=$!
 

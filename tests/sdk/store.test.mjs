@@ -140,6 +140,24 @@ describe("store search", () => {
     }
   });
 
+  it("searchItems with a query ranks by similarity of the indexed text (store.index) with a score", async () => {
+    // The suite's server embeds the `text` field with the scripted model
+    // (a bag of words): sharing more words with the query ranks higher.
+    const ns = ["sdk", uniqueTag("sem")];
+    await client.store.putItem(ns, "pizza", { text: "I love pizza", kind: "food" });
+    await client.store.putItem(ns, "plumber", { text: "I am a plumber", kind: "job" });
+    await client.store.putItem(ns, "twice", { text: "pizza pizza every day", kind: "food" });
+    await client.store.putItem(ns, "skipped", { text: "pizza" }, { index: false });
+    const res = await client.store.searchItems(ns, { query: "pizza", limit: 10 });
+    assert.deepEqual(res.items.map((i) => i.key), ["twice", "pizza", "plumber", "skipped"]);
+    const [twice, pizza, plumber, skipped] = res.items;
+    assert.ok(twice.score > pizza.score && pizza.score > plumber.score, JSON.stringify(res.items.map((i) => i.score)));
+    assert.ok(Math.abs(twice.score - 2 / Math.sqrt(6)) < 1e-5, `score ${twice.score}`);
+    assert.equal(skipped.score ?? null, null, "an item put with index: false has no score");
+    const food = await client.store.searchItems(ns, { query: "pizza", filter: { kind: "food" }, limit: 1, offset: 1 });
+    assert.deepEqual(food.items.map((i) => i.key), ["pizza"]);
+  });
+
   it("the wire response of POST /store/items/search is {items: [...]} with snake_case timestamps", async () => {
     const { tag } = await seed();
     const res = await raw("POST", "/store/items/search", { json: { namespace_prefix: ["sdk", tag], limit: 10 } });

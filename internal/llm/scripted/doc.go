@@ -6,6 +6,8 @@
 // its Responder (Echo by default). It speaks both the streaming dialect
 // (stream: true; "data: {json}" server-sent events ending in "data: [DONE]",
 // plus a usage chunk when stream_options.include_usage is set) and plain JSON.
+// POST /v1/embeddings answers every input with Embed, a deterministic
+// bag-of-words vector, so that similarity searches can be tested.
 //
 // Invariants:
 //   - Steps are consumed in the order they were queued, one per request; a

@@ -225,3 +225,43 @@ func TestCloseEndsHangingHandlers(t *testing.T) {
 		t.Fatalf("server close counted as %d disconnects", got)
 	}
 }
+
+// /v1/embeddings answers the same vector for the same text, of the asked
+// length, and texts sharing words are closer than texts that share none.
+func TestEmbeddingsAreDeterministic(t *testing.T) {
+	s, err := scripted.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	body := `{"model":"m","input":["I love pizza","pizza night","I fix pipes"],"dimensions":32}`
+	resp, err := http.Post(s.URL()+"/embeddings", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data []struct {
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Data) != 3 || len(out.Data[0].Embedding) != 32 {
+		t.Fatalf("answer = %+v", out)
+	}
+	dot := func(a, b []float32) (d float32) {
+		for i := range a {
+			d += a[i] * b[i]
+		}
+		return d
+	}
+	if got, want := out.Data[0].Embedding, scripted.Embed("I love pizza", 32); dot(got, want) < 0.999 {
+		t.Fatalf("embedding differs from Embed: %v vs %v", got, want)
+	}
+	if dot(out.Data[0].Embedding, out.Data[1].Embedding) <= dot(out.Data[0].Embedding, out.Data[2].Embedding) {
+		t.Fatal("a shared word does not bring texts closer")
+	}
+}

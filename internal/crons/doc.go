@@ -1,0 +1,27 @@
+// Package crons runs cron jobs: run payloads created on a schedule, on a
+// thread of the client's or (stateless crons) on a new thread each time.
+//
+// # Scheduling
+//
+// The Scheduler goroutine, owned by the server, sleeps on a timer until the
+// earliest next_run_date of any enabled cron (the crons_by_due index of
+// package storage) or until a cron is created, changed or deleted; it never
+// polls. When it wakes it fires every due cron.
+//
+// # Invariants
+//
+//   - Exactly once per firing: a firing is claimed (the cron's
+//     next_run_date moves past now) in the same transaction that stores its
+//     run, through runs.Service.CreateGuarded. A crash before the commit
+//     leaves the cron due and no run; after it, the run and the moved date.
+//     Two schedulers racing for a firing cannot both claim it.
+//   - A missed firing runs once: the next date is the first one after the
+//     time of firing, so firings missed while the server was down collapse
+//     into the one that runs at start.
+//   - A firing that cannot make its run (its assistant was deleted, its
+//     thread refuses it) is skipped: the date still moves on, and the
+//     failure is logged.
+//   - A cron past its end_time, or whose schedule never fires again, keeps
+//     its record with next_run_date null and is not fired.
+//   - Runs made by a cron carry metadata.cron_id.
+package crons

@@ -1,0 +1,121 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"agentserver/internal/testutil/pgtest"
+)
+
+// Opening applies the migrations once and records them; a database whose
+// migrations are newer than the build is refused.
+func TestPostgresMigrations(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip(pgtest.EnvURL + " is not set")
+	}
+	url := pgtest.FreshSchema(t)
+	for range 2 { // the second open finds everything applied
+		db, err := OpenPostgres(url, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+	all, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := openPostgres(url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.close()
+	ctx := context.Background()
+	var n, newest int
+	if err := be.pool.QueryRow(ctx, `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &newest); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(all) || newest != all[len(all)-1].version {
+		t.Fatalf("schema_migrations has %d rows up to %d, want %d up to %d", n, newest, len(all), all[len(all)-1].version)
+	}
+	if _, err := be.pool.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (99999, 'from_the_future.sql')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenPostgres(url, Options{}); !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("open a newer schema: %v, want ErrSchemaTooNew", err)
+	}
+}
+
+// A read that fails on PostgreSQL fails its transaction with the database's
+// error: the caller never mistakes it for a missing record.
+func TestPostgresFailedReadFailsTheTransaction(t *testing.T) {
+	db := openPostgresOrSkip(t)
+	be := db.be.(*pgBackend)
+	if _, err := be.pool.Exec(context.Background(), `ALTER TABLE kv RENAME TO kv_away`); err != nil {
+		t.Fatal(err)
+	}
+	th := newThread(nil, "idle")
+	err := db.View(func(tx *Tx) error {
+		_, err := tx.GetThread(th.ThreadID)
+		return err
+	})
+	if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "kv") {
+		t.Fatalf("view over a missing table: %v, want the database's error", err)
+	}
+	err = db.Update(context.Background(), func(tx *Tx) error {
+		if tx.ThreadExists(th.ThreadID) {
+			return errors.New("exists")
+		}
+		return ErrConflict
+	})
+	if err == nil || errors.Is(err, ErrConflict) {
+		t.Fatalf("update over a missing table: %v, want the database's error", err)
+	}
+}
+
+// A second server on the same schema is refused while the first has it
+// open, and gets it once the first has closed it.
+func TestPostgresOneServerPerSchema(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip(pgtest.EnvURL + " is not set")
+	}
+	url := pgtest.FreshSchema(t)
+	first, err := OpenPostgres(url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(wait time.Duration) { pgLockWait = wait }(pgLockWait)
+	pgLockWait = 0
+	if _, err := OpenPostgres(url, Options{}); !errors.Is(err, ErrLocked) {
+		first.Close()
+		t.Fatalf("second server: %v, want ErrLocked", err)
+	}
+	other, err := OpenPostgres(pgtest.FreshSchema(t), Options{})
+	if err != nil {
+		t.Fatalf("a server on another schema: %v", err)
+	}
+	other.Close()
+	first.Close()
+	pgLockWait = 10 * time.Second
+	again, err := OpenPostgres(url, Options{})
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	again.Close()
+}
+
+// An unreachable PostgreSQL server is reported on one line that names the
+// URL without its password.
+func TestPostgresOpenErrorIsOneLineWithoutPassword(t *testing.T) {
+	_, err := OpenPostgres("postgres://agent:s3cret@127.0.0.1:1/agents?connect_timeout=5", Options{})
+	if err == nil {
+		t.Fatal("opened a database on port 1")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "s3cret") || strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "open database postgres://agent:xxxxx@127.0.0.1:1/agents") {
+		t.Fatalf("error = %q", msg)
+	}
+}

@@ -1,0 +1,130 @@
+package tracing
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// ServiceName is the service.name of the spans unless OTEL_SERVICE_NAME
+// or OTEL_RESOURCE_ATTRIBUTES name another.
+const ServiceName = "agentserver"
+
+var (
+	// current is the tracer spans are opened with: OpenTelemetry's no-op
+	// one until Setup installs a provider.
+	current    atomic.Pointer[trace.Tracer]
+	propagator = propagation.TraceContext{}
+)
+
+func init() { use(noop.NewTracerProvider()) }
+
+// use makes tp the provider of every span opened from now on.
+func use(tp trace.TracerProvider) {
+	t := tp.Tracer("agentserver")
+	current.Store(&t)
+}
+
+func tracer() trace.Tracer { return *current.Load() }
+
+// Enabled reports whether the environment asks for traces: an OTLP
+// endpoint is set (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+// OTEL_EXPORTER_OTLP_ENDPOINT), OTEL_SDK_DISABLED is not true and
+// OTEL_TRACES_EXPORTER is not none.
+func Enabled(getenv func(string) string) bool {
+	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") || strings.EqualFold(getenv("OTEL_TRACES_EXPORTER"), "none") {
+		return false
+	}
+	return getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+}
+
+// Setup installs the process-wide tracer provider when the environment
+// asks for traces (Enabled): spans go in batches to the OTLP/HTTP
+// (protobuf) endpoint, configured by the standard OTEL_EXPORTER_OTLP_*,
+// OTEL_BSP_*, OTEL_TRACES_SAMPLER* and OTEL_RESOURCE_ATTRIBUTES variables.
+// The returned function sends the spans not yet sent and stops tracing;
+// with tracing off it does nothing.
+func Setup(ctx context.Context, getenv func(string) string) (shutdown func(context.Context) error, err error) {
+	if !Enabled(getenv) {
+		return func(context.Context) error { return nil }, nil
+	}
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("otlp trace exporter: %w", err)
+	}
+	res, err := resource.Merge(resource.NewSchemaless(semconv.ServiceName(ServiceName)), resource.Default())
+	if err != nil {
+		return nil, fmt.Errorf("trace resource: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(tp)
+	use(tp)
+	return func(ctx context.Context) error {
+		use(noop.NewTracerProvider())
+		return tp.Shutdown(ctx)
+	}, nil
+}
+
+// Start opens a span named name below the span of ctx.
+func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return tracer().Start(ctx, name, trace.WithAttributes(attrs...))
+}
+
+// StartServer opens the server span of an incoming HTTP request, a child
+// of the request's traceparent header when it has one.
+func StartServer(ctx context.Context, h http.Header, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	ctx = propagator.Extract(ctx, propagation.HeaderCarrier(h))
+	return tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+}
+
+// End ends span, marking it failed when err is not nil.
+func End(span trace.Span, err error) {
+	Fail(span, err)
+	span.End()
+}
+
+// Fail marks span failed with err (nothing when err is nil).
+func Fail(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+}
+
+// Inject writes the traceparent of ctx's span into h (nothing without
+// one).
+func Inject(ctx context.Context, h http.Header) {
+	propagator.Inject(ctx, propagation.HeaderCarrier(h))
+}
+
+// Traceparent is the W3C traceparent of ctx's span, "" without one.
+func Traceparent(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	propagator.Inject(ctx, c)
+	return c["traceparent"]
+}
+
+// WithTraceparent returns ctx with the remote span of traceparent as its
+// parent; ctx is returned as is when traceparent is empty or invalid.
+func WithTraceparent(ctx context.Context, traceparent string) context.Context {
+	if traceparent == "" {
+		return ctx
+	}
+	return propagator.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+}
