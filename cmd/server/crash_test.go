@@ -22,7 +22,7 @@ import (
 type serverProcess struct {
 	cmd  *exec.Cmd
 	url  string
-	logs *bytes.Buffer
+	logs *testutil.LogBuffer
 }
 
 func buildServer(t *testing.T) string {
@@ -61,7 +61,7 @@ func startProcess(t *testing.T, bin, dataDir string) *serverProcess {
 func startProcessWith(t *testing.T, bin string, env []string, args ...string) *serverProcess {
 	t.Helper()
 	addr := freeAddr(t)
-	p := &serverProcess{url: "http://" + addr, logs: &bytes.Buffer{}}
+	p := &serverProcess{url: "http://" + addr, logs: &testutil.LogBuffer{}}
 	p.cmd = exec.Command(bin, append([]string{"--addr", addr}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
 	if url := testutil.DatabaseURL(t, flagValue(args, "--data-dir")); url != "" {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +148,29 @@ func TestParseDatabaseURL(t *testing.T) {
 	_, err = Parse([]string{"--database-url", "mysql://u:secret@h/db"}, noEnv)
 	if err == nil || !strings.Contains(err.Error(), "database-url") || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("mysql url: %v", err)
+	}
+}
+
+// README.md lists every flag with its environment variable, and links every
+// doc, so that a new flag or doc cannot be left out of it.
+func TestReadmeListsEveryFlagAndDoc(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	for _, o := range options {
+		if !strings.Contains(readme, "| `--"+o.name+"` | `"+o.env+"`") {
+			t.Errorf("README.md's flag table lacks --%s (%s)", o.name, o.env)
+		}
+	}
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("docs: %v %v", docs, err)
+	}
+	for _, d := range docs {
+		if name := "docs/" + filepath.Base(d); !strings.Contains(readme, "]("+name+")") {
+			t.Errorf("README.md does not link %s", name)
+		}
 	}
 }

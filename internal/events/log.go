@@ -219,17 +219,27 @@ type Subscription struct {
 // when ctx ends first, and ErrClosed after Close. An event that is already
 // available is returned even when ctx has ended.
 func (s *Subscription) Next(ctx context.Context) (Event, error) {
+	return Await(ctx, s.done, s.take)
+}
+
+// Await is the waiting loop of a cursor over appended events: it calls
+// take until take returns an event (ok) or an error, waiting between
+// calls for the channel take returned to close. It returns ctx.Err() when
+// ctx ends first and ErrClosed once done is closed.
+func Await[T any](ctx context.Context, done <-chan struct{}, take func() (T, bool, chan struct{}, error)) (T, error) {
 	for {
-		ev, ok, wake, err := s.take()
+		ev, ok, wake, err := take()
 		if ok || err != nil {
 			return ev, err
 		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return Event{}, ctx.Err()
-		case <-s.done:
-			return Event{}, ErrClosed
+			var zero T
+			return zero, ctx.Err()
+		case <-done:
+			var zero T
+			return zero, ErrClosed
 		}
 	}
 }

@@ -92,7 +92,7 @@ func TestDeepNestingIsRefusedEverywhere(t *testing.T) {
 func TestStartupFailsUnreadableRun(t *testing.T) {
 	dir := t.TempDir()
 	tid, rid := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
-	db, err := storage.Open(dir, storage.Options{})
+	db, err := testutil.OpenDatabase(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

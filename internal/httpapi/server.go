@@ -15,6 +15,7 @@ import (
 	"agentserver/internal/console"
 	"agentserver/internal/crons"
 	"agentserver/internal/graphs"
+	"agentserver/internal/protostream"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
@@ -42,6 +43,9 @@ type Deps struct {
 	CancelSubagent func(run uuid.UUID, toolCallID string) error
 	// Limits bound request bodies.
 	Limits Limits
+	// Stream serves the thread-centric streaming protocol; nil: its
+	// routes are not served.
+	Stream *protostream.Hub
 	// NoMetrics leaves GET /metrics out (it is served on a listener of
 	// its own).
 	NoMetrics bool
@@ -61,6 +65,7 @@ type Handler struct {
 	crons      *crons.Service
 	onDelete   func(ctx context.Context, graphID string, values map[string]any)
 	cancelSub  func(run uuid.UUID, toolCallID string) error
+	stream     *protostream.Hub
 }
 
 var _ api.StrictServerInterface = (*Handler)(nil)
@@ -82,11 +87,14 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
 	e.Use(observe(), accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
-	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, crons: d.Crons, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent}
+	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, crons: d.Crons, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent, stream: d.Stream}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	console.Register(e)
 	if err := registerContractRoutes(e); err != nil {
 		return nil, err
+	}
+	if h.stream != nil {
+		registerProtocolRoutes(e, h)
 	}
 	if !d.NoMetrics {
 		serveMetrics(e)

@@ -63,4 +63,9 @@
 //     newest events while it has stream clients and for feedRetention after
 //     the last one left, for Last-Event-ID reconnects. A connection is a
 //     cursor into those kept events and holds none of its own.
+//   - A ThreadObserver (the thread-centric stream) sees every event of the
+//     runs of the threads it observes, whatever stream modes the run asked
+//     for; the run's own log still gets only its modes. A run created from
+//     inside another run (the context of a run's execution carries it) is
+//     announced to the observer before it can start.
 package runs

@@ -78,6 +78,7 @@ type Service struct {
 
 	sched    *scheduler
 	watchers threadWatchers
+	observer ThreadObserver // nil: none (SetThreadObserver)
 
 	mu      sync.Mutex
 	live    map[uuid.UUID]*liveRun // runs with a goroutine, a cancel or waiters
@@ -198,6 +199,7 @@ func (s *Service) CreateGuarded(ctx context.Context, p CreateParams, guard func(
 	if claimed && !c.startNow {
 		s.sched.release(c.run.ThreadID)
 	}
+	s.noteChildRun(ctx, c.run)
 	return s.launch(c), nil
 }
 

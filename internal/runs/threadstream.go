@@ -160,19 +160,7 @@ type ThreadSubscription struct {
 // published. It returns ctx.Err() when ctx ends first and
 // events.ErrClosed after Close; a thread stream has no end of its own.
 func (t *ThreadSubscription) Next(ctx context.Context) (events.Event, error) {
-	for {
-		ev, ok, wake, err := t.take()
-		if ok || err != nil {
-			return ev, err
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return events.Event{}, ctx.Err()
-		case <-t.done:
-			return events.Event{}, events.ErrClosed
-		}
-	}
+	return events.Await(ctx, t.done, t.take)
 }
 
 // TryNext returns the next event if one is available now.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,7 +48,7 @@ func (c *timeoutCause) Is(target error) bool { return target == context.Deadline
 // once).
 func (s *Service) execute(queued storage.Run, started bool, release func()) {
 	defer release()
-	ctx, cancel := context.WithCancelCause(s.ctx)
+	ctx, cancel := context.WithCancelCause(withRun(s.ctx, queued))
 	defer cancel(nil)
 	s.mu.Lock()
 	lr := s.live[queued.RunID]
@@ -79,6 +80,9 @@ func (s *Service) execute(queued storage.Run, started bool, release func()) {
 	sink := newRunSink(s, run, log)
 	sink.span = span
 	sink.streamed = lr.streamed
+	if s.observed(run.ThreadID) {
+		s.observer.RunStarted(run)
+	}
 	if s.opts.Timeout > 0 {
 		timer := time.AfterFunc(s.opts.Timeout, func() { cancel(&timeoutCause{s.opts.Timeout}) })
 		defer timer.Stop()
@@ -297,6 +301,9 @@ func (s *Service) endRun(run storage.Run, sink *runSink, e ending) {
 	}
 	sink.emitRaw("end", nil)
 	done, _ := json.Marshal(map[string]any{"run_id": run.RunID.String(), "status": run.Status})
+	if s.observed(run.ThreadID) {
+		s.observer.RunEnded(run, pendingInterrupts(e.finalCheckpoint))
+	}
 	s.watchers.publish(run.ThreadID, "run_done", done)
 	s.settle(run, values)
 	if hook, ok := run.Kwargs["webhook"].(string); ok && hook != "" && !e.rollback && !fenced {
@@ -745,6 +752,12 @@ func (k *runSink) handedOver() []storage.Checkpoint {
 // not resumable, and without subscribers or thread stream clients (a later
 // join only sees events from the moment it joins).
 func (k *runSink) Wants(mode string) bool {
+	return k.ownWants(mode) || observedModes[mode] && k.s.observed(k.run.ThreadID)
+}
+
+// ownWants is Wants for the run's own streams (its log and the thread
+// join stream), without the thread observer.
+func (k *runSink) ownWants(mode string) bool {
 	if !k.streamed && !k.log.Watched() && !k.s.watchers.has(k.run.ThreadID) {
 		return false
 	}
@@ -760,8 +773,16 @@ func (k *runSink) Wants(mode string) bool {
 	return k.modes[mode]
 }
 
-// Emit appends a payload to the run's event log under its wire name.
+// Emit passes a payload to the thread observer and appends it to the
+// run's event log under its wire name when the run asked for it.
 func (k *runSink) Emit(mode string, payload any) {
+	if k.s.observed(k.run.ThreadID) {
+		k.s.observer.RunEvent(k.run, mode, payload)
+	}
+	base, nested, _ := strings.Cut(mode, "|")
+	if !k.ownWants(base) || nested != "" && !k.ownWants(graph.SubgraphsMode) {
+		return
+	}
 	switch mode {
 	case "messages":
 		if k.modes["messages-tuple"] {

@@ -21,6 +21,7 @@ import (
 	"agentserver/internal/httpapi"
 	"agentserver/internal/mcpserver"
 	"agentserver/internal/metrics"
+	"agentserver/internal/protostream"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/store"
@@ -46,6 +47,8 @@ type Server struct {
 	Runs       *runs.Service
 	Crons      *crons.Service
 	Broker     *events.Broker
+	// Stream serves the thread-centric streaming protocol.
+	Stream *protostream.Hub
 
 	agents   *agentRuntime
 	reloader *graphs.Reloader
@@ -173,6 +176,8 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	}
 	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention, MemoryRetention: 5 * time.Second})
 	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace})
+	s.Stream = protostream.NewHub(db, protostream.Options{Retention: cfg.StreamRetention, Log: log})
+	s.Runs.SetThreadObserver(s.Stream)
 	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Log: log})
 	agents.local.Bind(s.Threads, s.Runs)
 	agents.notifier.Bind(s.Threads, s.Runs)
@@ -187,6 +192,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	e, err := httpapi.New(httpapi.Deps{
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs, Crons: s.Crons,
 		Log: log, APIKey: cfg.APIKey, Limits: httpapi.Limits{MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyStallTimeout: opts.BodyStallTimeout, BodyReadTimeout: opts.BodyReadTimeout}, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
+		Stream:    s.Stream,
 		NoMetrics: cfg.MetricsAddr != "",
 		Mounts:    s.protocolMounts(),
 	})
@@ -232,6 +238,11 @@ func (s *Server) Start() error {
 	go func() {
 		defer s.bg.Done()
 		s.Broker.Run(bgCtx)
+	}()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.Stream.Run(bgCtx)
 	}()
 	if s.reloadEvery > 0 {
 		s.bg.Add(1)

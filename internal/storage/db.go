@@ -49,6 +49,7 @@ var bucketNames = [][]byte{
 	bucketRuns, bucketRunsByThread, bucketRunsActive, bucketRunEvents,
 	bucketStoreItems, bucketStoreExpiry, bucketStoreVectors,
 	bucketSubagents,
+	bucketThreadEvents,
 	bucketCrons, bucketCronsByDue, bucketCronsByThread,
 }
 
@@ -70,6 +71,7 @@ var (
 	bucketStoreExpiry       = []byte("store_expiry")
 	bucketStoreVectors      = []byte("store_vectors")
 	bucketSubagents         = []byte("subagents")
+	bucketThreadEvents      = []byte("thread_events")
 	bucketCrons             = []byte("crons")
 	bucketCronsByDue        = []byte("crons_by_due")
 	bucketCronsByThread     = []byte("crons_by_thread")

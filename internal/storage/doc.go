@@ -77,6 +77,8 @@
 //	                          the embeddings of an item's indexed fields (semantic search); written
 //	                          and deleted with the item, scored in process (cosine)
 //	subagents                 parent run_id(16) | tool_call_id -> SubagentExecution JSON (synchronous task tool)
+//	thread_events             thread_id(16) | seq(8, big endian) -> {"at": unix millis, "event": protocol event JSON}
+//	                          (thread-centric stream replay buffer; deleted after its retention)
 //	crons                     cron_id(16) -> Cron JSON
 //	crons_by_due              next_run_date(8, unix nanos) | cron_id(16) -> empty, for every enabled
 //	                          cron with a next firing

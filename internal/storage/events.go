@@ -37,33 +37,46 @@ func runEventKey(runID uuid.UUID, seq int64) []byte {
 // overwritten, so retrying a failed append is safe. Concurrent calls share a
 // group commit.
 func (db *DB) AppendRunEvents(ctx context.Context, runID uuid.UUID, evs []StoredEvent) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	// Encode outside the transaction: Update may run fn more than once, and
-	// the transaction stays short.
-	keys := make([][]byte, len(evs))
-	vals := make([][]byte, len(evs))
-	for i, ev := range evs {
-		if ev.Seq < 1 {
-			return fmt.Errorf("append run events: seq %d of event %q is not positive", ev.Seq, ev.Name)
-		}
-		data := ev.Data
+	return db.appendSeqEvents(ctx, bucketRunEvents, runID, len(evs), "run event", func(i int) (int64, any) {
+		data := evs[i].Data
 		if len(data) == 0 {
 			data = json.RawMessage("null")
 		}
-		v, err := encode(runEventValue{Event: ev.Name, Data: data})
-		if err != nil {
-			return fmt.Errorf("append run events: seq %d: %w", ev.Seq, err)
-		}
-		keys[i] = runEventKey(runID, ev.Seq)
-		vals[i] = v
+		return evs[i].Seq, runEventValue{Event: evs[i].Name, Data: data}
+	})
+}
+
+// appendSeqEvents stores n events of owner id (a run or a thread) under
+// id | seq keys in one durable write; event(i) gives the i-th one's Seq
+// and the value to store. Values are encoded outside the transaction:
+// Update may run fn more than once, and the transaction stays short.
+func (db *DB) appendSeqEvents(ctx context.Context, bucket []byte, id uuid.UUID, n int, what string, event func(i int) (int64, any)) error {
+	if n == 0 {
+		return nil
 	}
+	keys := make([][]byte, n)
+	vals := make([][]byte, n)
+	for i := range n {
+		seq, value := event(i)
+		if seq < 1 {
+			return fmt.Errorf("append %ss: seq %d is not positive", what, seq)
+		}
+		v, err := encode(value)
+		if err != nil {
+			return fmt.Errorf("append %ss: seq %d: %w", what, seq, err)
+		}
+		keys[i], vals[i] = runEventKey(id, seq), v
+	}
+	return db.putAll(ctx, bucket, keys, vals, what)
+}
+
+// putAll puts every key with its value into a bucket in one durable write.
+func (db *DB) putAll(ctx context.Context, bucket []byte, keys, vals [][]byte, what string) error {
 	return db.Update(ctx, func(tx *Tx) error {
-		b := tx.bucket(bucketRunEvents)
+		b := tx.bucket(bucket)
 		for i := range keys {
 			if err := b.Put(keys[i], vals[i]); err != nil {
-				return fmt.Errorf("put run event: %w", err)
+				return fmt.Errorf("put %s: %w", what, err)
 			}
 		}
 		return nil

@@ -20,6 +20,7 @@ import (
 
 	"agentserver/internal/config"
 	"agentserver/internal/server"
+	"agentserver/internal/storage"
 	"agentserver/internal/testutil/pgtest"
 )
 
@@ -176,6 +177,17 @@ func DatabaseURL(t testing.TB, dir string) string {
 	databases.Store(dir, url)
 	t.Cleanup(func() { databases.Delete(dir) })
 	return url
+}
+
+// OpenDatabase opens the database a test server on data directory dir
+// uses (bbolt in dir, or dir's PostgreSQL schema), for a test that writes
+// records the HTTP API would refuse before it starts the server.
+func OpenDatabase(t testing.TB, dir string) (*storage.DB, error) {
+	t.Helper()
+	if url := DatabaseURL(t, dir); url != "" {
+		return storage.OpenPostgres(url, storage.Options{})
+	}
+	return storage.Open(dir, storage.Options{})
 }
 
 // StartServer starts a server and stops it when the test ends.

@@ -159,7 +159,10 @@ else
 fi
 
 set +e
-LANGGRAPH_API_URL="$api_url" node --test --test-reporter=spec --test-timeout=20000 "${files[@]}"
+# Node 20 has WebSocket (used by the protocol v2 tests) only behind a flag.
+ws_flag=()
+if [ "$node_major" -lt 22 ]; then ws_flag=(--experimental-websocket); fi
+LANGGRAPH_API_URL="$api_url" node ${ws_flag[@]+"${ws_flag[@]}"} --test --test-reporter=spec --test-timeout=20000 "${files[@]}"
 test_status=$?
 set -e
 exit "$test_status"

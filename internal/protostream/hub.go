@@ -1,0 +1,379 @@
+package protostream
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/storage"
+)
+
+// Options tune a Hub.
+type Options struct {
+	// Retention is how long a thread's events stay replayable after they
+	// were published, and how long a thread is followed after its last
+	// connection left. Default 10 minutes.
+	Retention time.Duration
+	// FlushInterval is how often new events are written to the store.
+	// Default 100 ms.
+	FlushInterval time.Duration
+	// Keep and KeepBytes bound the events kept in memory per thread
+	// (older ones are read back from the store). Defaults 2048 and 8 MiB.
+	Keep      int
+	KeepBytes int
+	Log       *slog.Logger
+}
+
+// Hub owns the protocol feeds of the threads it follows.
+type Hub struct {
+	db    *storage.DB
+	opts  Options
+	count atomic.Int32 // len(feeds), read without the lock
+	mu    sync.RWMutex
+	feeds map[uuid.UUID]*feed
+	now   func() time.Time
+	async asyncLinks
+}
+
+// NewHub returns a hub that persists into db.
+func NewHub(db *storage.DB, opts Options) *Hub {
+	if opts.Retention <= 0 {
+		opts.Retention = 10 * time.Minute
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = 100 * time.Millisecond
+	}
+	if opts.Keep <= 0 {
+		opts.Keep = 2048
+	}
+	if opts.KeepBytes <= 0 {
+		opts.KeepBytes = 8 << 20
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	return &Hub{db: db, opts: opts, feeds: map[uuid.UUID]*feed{}, now: time.Now}
+}
+
+// Event is one numbered protocol event of a thread.
+type Event struct {
+	Seq       int64
+	Method    string
+	Namespace []string
+	// Name is the custom event's name ("" for others), for custom:<name>.
+	Name string
+	// Raw is the whole event envelope, one line of JSON.
+	Raw []byte
+}
+
+// feed is the numbered event stream of one thread.
+type feed struct {
+	threadID uuid.UUID
+	mu       sync.Mutex
+	seq      int64
+	recent   []Event // newest events, oldest first
+	bytes    int
+	unsaved  []storage.ThreadEvent
+	saved    int64 // every event up to this Seq is stored
+	wake     chan struct{}
+	clients  int
+	touched  time.Time
+	// runStart is the Seq of the first event of the thread's latest run:
+	// a connection without `since` replays from there.
+	runStart int64
+	runs     map[uuid.UUID]*translator
+	// tree is the status of every namespace seen, for agent.getTree.
+	tree map[string]nsState
+	// lastValues is the newest root values event (an async task's answer).
+	lastValues any
+}
+
+type nsState struct {
+	Namespace []string
+	Status    string
+	Graph     string
+}
+
+// feed returns a thread's live feed (nil when it is not followed),
+// dropping it when its retention has passed.
+func (h *Hub) feed(threadID uuid.UUID) *feed {
+	if h.count.Load() == 0 {
+		return nil
+	}
+	h.mu.RLock()
+	f := h.feeds[threadID]
+	h.mu.RUnlock()
+	return f
+}
+
+// Observes reports whether a thread is followed.
+func (h *Hub) Observes(threadID uuid.UUID) bool {
+	return h.feed(threadID) != nil
+}
+
+// Follow makes sure a thread is followed and returns its feed.
+func (h *Hub) Follow(threadID uuid.UUID) (*feed, error) {
+	if f := h.feed(threadID); f != nil {
+		return f, nil
+	}
+	last, err := h.db.LastThreadEventSeq(threadID)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if f := h.feeds[threadID]; f != nil {
+		return f, nil
+	}
+	if last == 0 {
+		last = h.now().UnixMicro()
+	}
+	f := &feed{threadID: threadID, seq: last, saved: last, runStart: last + 1, touched: h.now(), runs: map[uuid.UUID]*translator{}, tree: map[string]nsState{}}
+	h.feeds[threadID] = f
+	h.count.Add(1)
+	return f, nil
+}
+
+// LastSeq returns the Seq of a thread's newest event (0 when the thread is
+// not followed).
+func (h *Hub) LastSeq(threadID uuid.UUID) int64 {
+	return h.readFeed(threadID, func(f *feed) int64 { return f.seq })
+}
+
+// readFeed reads a number of a followed thread's feed under its lock; 0
+// when the thread is not followed.
+func (h *Hub) readFeed(threadID uuid.UUID, read func(*feed) int64) int64 {
+	f := h.feed(threadID)
+	if f == nil {
+		return 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return read(f)
+}
+
+// MarkRunRequested follows a thread on which a run is about to be
+// requested: a connection opened from now on replays from the next event,
+// not from the previous run.
+func (h *Hub) MarkRunRequested(threadID uuid.UUID) error {
+	f, err := h.Follow(threadID)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.runStart = f.seq + 1
+	f.mu.Unlock()
+	return nil
+}
+
+// envelope is the head of an encoded event, up to its data.
+func appendEnvelope(b []byte, seq int64, method string, ns []string, node string, at time.Time, data json.RawMessage) []byte {
+	b = append(b, `{"type":"event","event_id":"`...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `","seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `,"method":`...)
+	b = appendJSONString(b, method)
+	b = append(b, `,"params":{"namespace":[`...)
+	for i, s := range ns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	b = append(b, `],"timestamp":`...)
+	b = strconv.AppendInt(b, at.UnixMilli(), 10)
+	if node != "" {
+		b = append(b, `,"node":`...)
+		b = appendJSONString(b, node)
+	}
+	b = append(b, `,"data":`...)
+	b = append(b, data...)
+	return append(b, "}}"...)
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	raw, _ := json.Marshal(s)
+	return append(b, raw...)
+}
+
+// out is one protocol event before it is numbered.
+type out struct {
+	method string
+	ns     []string
+	node   string
+	name   string
+	data   any
+}
+
+// publish numbers events in the feed, keeps them and wakes connections.
+// f.mu must be held.
+func (h *Hub) publishLocked(f *feed, evs ...out) {
+	if len(evs) == 0 {
+		return
+	}
+	now := h.now()
+	for _, e := range evs {
+		data, err := json.Marshal(e.data)
+		if err != nil {
+			data, _ = json.Marshal(map[string]any{"event": "error", "message": "unencodable event: " + err.Error()})
+		}
+		f.seq++
+		ev := Event{Seq: f.seq, Method: e.method, Namespace: e.ns, Name: e.name, Raw: appendEnvelope(nil, f.seq, e.method, e.ns, e.node, now, data)}
+		f.recent = append(f.recent, ev)
+		f.bytes += len(ev.Raw)
+		f.unsaved = append(f.unsaved, storage.ThreadEvent{Seq: ev.Seq, At: now, Event: ev.Raw})
+		switch {
+		case e.method == "lifecycle":
+			f.noteLifecycle(e)
+		case e.method == "values" && len(e.ns) == 0:
+			f.lastValues = e.data
+		}
+	}
+	f.touched = now
+	f.trimLocked(h.opts.Keep, h.opts.KeepBytes)
+	if f.wake != nil {
+		close(f.wake)
+		f.wake = nil
+	}
+	h.mirrorLocked(f, evs)
+}
+
+// trimLocked drops the oldest kept events beyond the bounds, never one
+// that is not stored yet.
+func (f *feed) trimLocked(keep, keepBytes int) {
+	drop := 0
+	for drop < len(f.recent) && (len(f.recent)-drop > keep || f.bytes > keepBytes) && f.recent[drop].Seq <= f.saved {
+		f.bytes -= len(f.recent[drop].Raw)
+		drop++
+	}
+	if drop > 0 {
+		clear(f.recent[:drop])
+		f.recent = f.recent[drop:]
+	}
+}
+
+// noteLifecycle records a namespace's status for agent.getTree.
+func (f *feed) noteLifecycle(e out) {
+	d, _ := e.data.(map[string]any)
+	status, _ := d["event"].(string)
+	key := nsKey(e.ns)
+	st := f.tree[key]
+	st.Namespace, st.Status = e.ns, status
+	if g, ok := d["graph_name"].(string); ok {
+		st.Graph = g
+	}
+	f.tree[key] = st
+}
+
+func nsKey(ns []string) string {
+	k := ""
+	for _, s := range ns {
+		k += s + "\x00"
+	}
+	return k
+}
+
+// Publish adds events to a followed thread (used by the command handler
+// and tests); a thread that is not followed drops them.
+func (h *Hub) publish(threadID uuid.UUID, evs ...out) {
+	f := h.feed(threadID)
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h.publishLocked(f, evs...)
+}
+
+// Run flushes new events to the store every FlushInterval and drops
+// feeds and stored events past their retention, until ctx ends; it then
+// flushes once more.
+func (h *Hub) Run(ctx context.Context) {
+	flush := time.NewTicker(h.opts.FlushInterval)
+	defer flush.Stop()
+	sweepEvery := min(h.opts.Retention/4, time.Minute)
+	sweep := time.NewTicker(max(sweepEvery, time.Second))
+	defer sweep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			h.Flush(context.Background())
+			return
+		case <-flush.C:
+			h.Flush(ctx)
+		case <-sweep.C:
+			h.sweep(ctx)
+		}
+	}
+}
+
+// Flush writes every unsaved event to the store.
+func (h *Hub) Flush(ctx context.Context) {
+	h.mu.RLock()
+	feeds := make([]*feed, 0, len(h.feeds))
+	for _, f := range h.feeds {
+		feeds = append(feeds, f)
+	}
+	h.mu.RUnlock()
+	var wg sync.WaitGroup
+	for _, f := range feeds {
+		f.mu.Lock()
+		batch := f.unsaved
+		f.unsaved = nil
+		f.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.save(ctx, f, batch)
+		}()
+	}
+	wg.Wait()
+}
+
+// save stores a batch; on failure the batch goes back to be retried.
+func (h *Hub) save(ctx context.Context, f *feed, batch []storage.ThreadEvent) {
+	err := h.db.AppendThreadEvents(ctx, f.threadID, batch)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		h.opts.Log.Warn("store thread stream events", "thread_id", f.threadID, "err", err)
+		f.unsaved = append(batch, f.unsaved...)
+		return
+	}
+	f.saved = max(f.saved, batch[len(batch)-1].Seq)
+	f.trimLocked(h.opts.Keep, h.opts.KeepBytes)
+}
+
+// sweep drops feeds without connections or events for Retention and
+// deletes stored events older than Retention.
+func (h *Hub) sweep(ctx context.Context) {
+	cutoff := h.now().Add(-h.opts.Retention)
+	h.mu.Lock()
+	for id, f := range h.feeds {
+		// A feed busy publishing is not idle. TryLock, because a publish
+		// into a task's parent takes the hub's lock under a feed's.
+		if !f.mu.TryLock() {
+			continue
+		}
+		idle := f.clients == 0 && len(f.runs) == 0 && len(f.unsaved) == 0 && f.touched.Before(cutoff)
+		f.mu.Unlock()
+		if idle {
+			delete(h.feeds, id)
+			h.count.Add(-1)
+		}
+	}
+	h.mu.Unlock()
+	if _, err := h.db.DeleteThreadEventsBefore(ctx, cutoff); err != nil && ctx.Err() == nil {
+		h.opts.Log.Warn("delete expired thread stream events", "err", err)
+	}
+}

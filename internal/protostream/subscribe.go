@@ -1,0 +1,265 @@
+package protostream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/events"
+)
+
+// Filter selects the events a connection receives.
+type Filter struct {
+	Channels   []string   `json:"channels"`
+	Namespaces [][]string `json:"namespaces,omitempty"`
+	// Depth bounds how far below a namespace prefix events may be; nil:
+	// no bound.
+	Depth *int `json:"depth,omitempty"`
+}
+
+// knownChannels are the channels a filter may name (besides custom:<name>).
+var knownChannels = map[string]bool{
+	"values": true, "updates": true, "messages": true, "tools": true, "lifecycle": true,
+	"input": true, "checkpoints": true, "tasks": true, "custom": true,
+}
+
+// ErrInvalidFilter reports a filter the protocol does not allow.
+var ErrInvalidFilter = errors.New("invalid event filter")
+
+// Validate checks the channels and depth of a filter.
+func (f Filter) Validate() error {
+	if len(f.Channels) == 0 {
+		return fmt.Errorf("%w: channels must name at least one channel", ErrInvalidFilter)
+	}
+	for _, c := range f.Channels {
+		if !knownChannels[c] && !(strings.HasPrefix(c, "custom:") && len(c) > len("custom:")) {
+			return fmt.Errorf("%w: unknown channel %q", ErrInvalidFilter, c)
+		}
+	}
+	if f.Depth != nil && *f.Depth < 0 {
+		return fmt.Errorf("%w: depth must not be negative", ErrInvalidFilter)
+	}
+	return nil
+}
+
+// channelOf maps an event to the channel it belongs to.
+func channelOf(ev *Event) string {
+	switch ev.Method {
+	case "input.requested", "input.answered":
+		return "input"
+	case "custom":
+		if ev.Name != "" {
+			return "custom:" + ev.Name
+		}
+	}
+	return ev.Method
+}
+
+// Matches reports whether the filter selects ev.
+func (f Filter) Matches(ev *Event) bool {
+	ch := channelOf(ev)
+	ok := false
+	for _, c := range f.Channels {
+		if c == ch || c == "custom" && strings.HasPrefix(ch, "custom:") {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		return false
+	}
+	if len(f.Namespaces) == 0 {
+		return f.Depth == nil || len(ev.Namespace) <= *f.Depth
+	}
+	for _, p := range f.Namespaces {
+		if prefixMatch(ev.Namespace, p) && (f.Depth == nil || len(ev.Namespace)-len(p) <= *f.Depth) {
+			return true
+		}
+	}
+	return false
+}
+
+// prefixMatch reports whether ns starts with prefix; a prefix segment
+// without ":" also matches a segment that adds a ":<suffix>" to it.
+func prefixMatch(ns, prefix []string) bool {
+	if len(prefix) > len(ns) {
+		return false
+	}
+	for i, seg := range prefix {
+		if ns[i] == seg {
+			continue
+		}
+		if strings.Contains(seg, ":") {
+			return false
+		}
+		if name, _, _ := strings.Cut(ns[i], ":"); name != seg {
+			return false
+		}
+	}
+	return true
+}
+
+// GapMethod is the method of the event that reports, in order, events a
+// connection asked for that are no longer kept. Its Seq is the last missed
+// event's, so a client that resumes after it does not ask again; its Raw
+// is a protocol error envelope with the missed range.
+const GapMethod = "error"
+
+// gapEvent reports the events from..to as missed.
+func gapEvent(from, to int64) Event {
+	raw, _ := json.Marshal(map[string]any{
+		"type": "error", "id": nil, "error": "unknown_error",
+		"message": fmt.Sprintf("events %d to %d are no longer retained", from, to),
+		"missed":  map[string]any{"from": from, "to": to},
+	})
+	return Event{Seq: to, Method: GapMethod, Raw: raw}
+}
+
+// ErrClosed is returned by Next after Close.
+var ErrClosed = events.ErrClosed
+
+// Subscription is one connection's cursor into a thread's feed. Next must
+// not be called concurrently with itself; Close may be called anytime.
+type Subscription struct {
+	h       *Hub
+	f       *feed
+	filter  Filter
+	after   int64
+	backlog []Event // events read back from the store, oldest first
+	done    chan struct{}
+	once    sync.Once
+}
+
+// Subscribe opens a connection on a thread's stream. With since (a Seq)
+// it replays the kept events after it; without, it replays the events of
+// the thread's latest run (whose first values event is the full state),
+// then follows live.
+func (h *Hub) Subscribe(threadID uuid.UUID, filter Filter, since *int64) (*Subscription, error) {
+	if err := filter.Validate(); err != nil {
+		return nil, err
+	}
+	f, err := h.Follow(threadID)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.clients++
+	after := f.runStart - 1
+	if since != nil {
+		after = min(*since, f.seq)
+	}
+	f.mu.Unlock()
+	return &Subscription{h: h, f: f, filter: filter, after: after, done: make(chan struct{})}, nil
+}
+
+// readBack loads from the store the events between the cursor and oldest
+// (the oldest kept in memory); those the store no longer has either are
+// reported by a gap event first.
+func (s *Subscription) readBack(oldest int64) error {
+	stored, err := s.h.db.LoadThreadEvents(s.f.threadID, s.after)
+	if err != nil {
+		return err
+	}
+	first := oldest
+	if len(stored) > 0 {
+		first = min(stored[0].Seq, oldest)
+	}
+	if first > s.after+1 {
+		s.backlog = append(s.backlog, gapEvent(s.after+1, first-1))
+	}
+	for _, se := range stored {
+		if se.Seq >= oldest {
+			break
+		}
+		ev, err := decodeStored(se.Seq, se.Event)
+		if err != nil {
+			return err
+		}
+		s.backlog = append(s.backlog, ev)
+	}
+	return nil
+}
+
+// Next returns the next matching event, waiting for one. It returns
+// ctx.Err() when ctx ends and ErrClosed after Close.
+func (s *Subscription) Next(ctx context.Context) (Event, error) {
+	return events.Await(ctx, s.done, s.take)
+}
+
+// TryNext returns the next matching event if one is available now.
+func (s *Subscription) TryNext() (Event, bool, error) {
+	ev, ok, _, err := s.take()
+	return ev, ok, err
+}
+
+func (s *Subscription) take() (Event, bool, chan struct{}, error) {
+	for {
+		select {
+		case <-s.done:
+			return Event{}, false, nil, ErrClosed
+		default:
+		}
+		for len(s.backlog) > 0 {
+			ev := s.backlog[0]
+			s.backlog = s.backlog[1:]
+			s.after = ev.Seq
+			if ev.Method == GapMethod || s.filter.Matches(&ev) {
+				return ev, true, nil, nil
+			}
+		}
+		ev, ok, wake, oldest := s.takeKept()
+		if ok || wake != nil {
+			return ev, ok, wake, nil
+		}
+		// The cursor is behind what memory keeps: read the rest back.
+		if err := s.readBack(oldest); err != nil {
+			return Event{}, false, nil, err
+		}
+	}
+}
+
+// takeKept returns the next matching event kept in memory, or a channel
+// the next publish closes. When the cursor is behind the oldest kept
+// event it returns neither, and the Seq of that oldest event.
+func (s *Subscription) takeKept() (Event, bool, chan struct{}, int64) {
+	f := s.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	oldest := f.seq + 1
+	if len(f.recent) > 0 {
+		oldest = f.recent[0].Seq
+	}
+	if s.after+1 < oldest {
+		return Event{}, false, nil, oldest
+	}
+	i := sort.Search(len(f.recent), func(i int) bool { return f.recent[i].Seq > s.after })
+	for ; i < len(f.recent); i++ {
+		ev := f.recent[i]
+		s.after = ev.Seq
+		if s.filter.Matches(&ev) {
+			return ev, true, nil, 0
+		}
+	}
+	if f.wake == nil {
+		f.wake = make(chan struct{})
+	}
+	return Event{}, false, f.wake, 0
+}
+
+// Close ends the connection's subscription.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		close(s.done)
+		f := s.f
+		f.mu.Lock()
+		f.clients--
+		f.touched = s.h.now()
+		f.mu.Unlock()
+	})
+}
