@@ -10,6 +10,12 @@
 //	go run ./cmd/loadgen -scenario all
 //	go run ./cmd/loadgen -scenario runs
 //	go run ./cmd/loadgen -scenario create-threads-c1,create-threads-c50 -duration 30s
+//	go run ./cmd/loadgen -scenario runs-wait-c50 -otlp-sink
+//
+// With -otlp-sink the servers run with tracing on: loadgen serves an OTLP/HTTP
+// endpoint on 127.0.0.1 that accepts and discards every export, and points
+// OTEL_EXPORTER_OTLP_ENDPOINT at it. Without it, tracing is off unless
+// loadgen's own environment names an endpoint.
 //
 // Scenarios that write threads (create-threads-*) share one server; the
 // scenarios of the 100k data set (search-100k, rss-100k) share a second, fresh
@@ -75,6 +81,7 @@ type options struct {
 	inProcess    bool
 	cpuProfile   string
 	traceFile    string
+	otlpSink     bool
 	serverArgs   []string
 }
 
@@ -114,6 +121,7 @@ func parseFlags() (options, error) {
 	fs.StringVar(&o.traceFile, "trace", "", "write loadgen's execution trace here (with -inprocess it covers the server; read it with go tool trace)")
 	fs.BoolVar(&o.freshServers, "fresh-servers", false, "give every run scenario a fresh server (rss-10k-runs then makes its own runs) instead of one shared server")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile here after the scenarios, before the servers stop (with -inprocess it covers the server)")
+	fs.BoolVar(&o.otlpSink, "otlp-sink", false, "turn the servers' tracing on: export spans over OTLP/HTTP to a sink in loadgen that discards them (sets OTEL_EXPORTER_OTLP_ENDPOINT)")
 	fs.StringVar(&extra, "server-args", "", "extra space-separated arguments for the server")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
@@ -220,6 +228,14 @@ func run() (int, error) {
 			trace.Stop()
 			f.Close()
 		}()
+	}
+
+	if o.otlpSink {
+		stopSink, err := startTracingSink(ctx, o.inProcess)
+		if err != nil {
+			return 1, err
+		}
+		defer stopSink()
 	}
 
 	if !o.inProcess && o.serverBin == "" {

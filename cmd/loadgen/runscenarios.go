@@ -306,6 +306,7 @@ func (r *runner) runsC50(s string, fn func(ctx context.Context, t *target) error
 		return nil, loopResult{}, err
 	}
 	o := r.opts
+	cpu0, cpuErr := procCPUTicks(t.pid)
 	res := loop(r.ctx, o.concurrency, o.runsC50N, o.duration, func(ctx context.Context, i int) error {
 		err := fn(ctx, t)
 		r.runs.allRuns.Add(1)
@@ -319,6 +320,9 @@ func (r *runner) runsC50(s string, fn func(ctx context.Context, t *target) error
 	r.report.addDur(s, "p50", res.p50, 0)
 	r.report.addDur(s, "p99", res.p99, targetRunC50P99)
 	r.report.addDur(s, "max", res.pmax, 0)
+	if cpu1, err := procCPUTicks(t.pid); cpuErr == nil && err == nil && res.n > 0 {
+		r.report.add(s, "server CPU ms per run"+r.inProcessNote(), fmt.Sprintf("%.3f", float64(cpu1-cpu0)*10/float64(res.n)), "", "")
+	}
 	if res.capped {
 		r.report.add(s, "note", fmt.Sprintf("stopped at the time cap after %d runs", res.n), "", "")
 	}
@@ -503,10 +507,7 @@ func (r *runner) rss10kRuns() error {
 			return err
 		}
 	}
-	note := ""
-	if o.inProcess {
-		note = " (in-process: includes loadgen)"
-	}
+	note := r.inProcessNote()
 	half, okHalf := r.mark(o.rssRuns / 2)
 	full, okFull := r.mark(o.rssRuns)
 	if !okHalf || !okFull {

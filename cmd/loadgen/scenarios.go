@@ -325,10 +325,7 @@ func (r *runner) rss100k() error {
 	if err != nil {
 		return err
 	}
-	note := ""
-	if r.opts.inProcess {
-		note = " (in-process: includes loadgen)"
-	}
+	note := r.inProcessNote()
 	fmt.Printf("[rss-100k] pid %d: VmRSS %.1f MiB (RssAnon %.1f, RssFile %.1f), VmHWM %.1f MiB%s; db file %.1f MiB\n",
 		t.pid, mib(m.rssKiB), mib(m.anonKiB), mib(m.fileKiB), mib(m.hwmKiB), note, float64(t.dbFileSize())/(1<<20))
 	r.report.addMiB(s, "VmRSS MiB"+note, mib(m.rssKiB), targetRSSMiB)
@@ -337,6 +334,15 @@ func (r *runner) rss100k() error {
 	r.report.addMiB(s, "VmHWM MiB (peak)"+note, mib(m.hwmKiB), 0)
 	r.report.addMiB(s, "db file MiB", float64(t.dbFileSize())/(1<<20), 0)
 	return nil
+}
+
+// inProcessNote qualifies a figure of the server's process: with -inprocess
+// that process is loadgen too.
+func (r *runner) inProcessNote() string {
+	if r.opts.inProcess {
+		return " (in-process: includes loadgen)"
+	}
+	return ""
 }
 
 // noteMemory prints a server's memory before it stops (informational).

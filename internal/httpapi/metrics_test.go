@@ -1,24 +1,40 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"agentserver/internal/llm/scripted"
 	"agentserver/internal/testutil"
 )
 
-// series maps a scraped series ("name{label="v",...}") to its value.
+// series maps a scraped series ("name{label="v",...}", labels sorted by
+// name) to its value; a histogram gives name_count and name_sum.
 type series map[string]float64
 
-// scrape reads the Prometheus text exposition at url.
+// scrape reads the exposition at url as series.
 func scrape(t *testing.T, url, apiKey string) series {
+	t.Helper()
+	return seriesOf(scrapeFamilies(t, url, apiKey))
+}
+
+// scrapeFamilies GETs url and parses the Prometheus text exposition with
+// the Prometheus text parser, which refuses anything malformed (names,
+// labels, values, TYPE lines, histogram layout).
+func scrapeFamilies(t *testing.T, url, apiKey string) map[string]*dto.MetricFamily {
 	t.Helper()
 	resp := getMetrics(t, url, apiKey)
 	defer resp.Body.Close()
@@ -26,25 +42,100 @@ func scrape(t *testing.T, url, apiKey string) series {
 		body, _ := io.ReadAll(resp.Body)
 		t.Fatalf("GET %s: status %d: %s", url, resp.StatusCode, body)
 	}
-	out := series{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		out[line[:i]] = v
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("GET %s: Content-Type %q, want the text format", url, ct)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: not a valid Prometheus text exposition: %v", url, err)
+	}
+	return families
+}
+
+// seriesOf flattens parsed families into series.
+func seriesOf(families map[string]*dto.MetricFamily) series {
+	out := series{}
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := seriesLabels(m.GetLabel())
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				out[name+labels] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[name+labels] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				out[name+"_count"+labels] = float64(m.GetHistogram().GetSampleCount())
+				out[name+"_sum"+labels] = m.GetHistogram().GetSampleSum()
+			case dto.MetricType_SUMMARY:
+				out[name+"_count"+labels] = float64(m.GetSummary().GetSampleCount())
+				out[name+"_sum"+labels] = m.GetSummary().GetSampleSum()
+			default:
+				out[name+labels] = m.GetUntyped().GetValue()
+			}
+		}
 	}
 	return out
+}
+
+// seriesLabels renders labels as {a="x",b="y"}, sorted by name; "" for
+// none.
+func seriesLabels(pairs []*dto.LabelPair) string {
+	if len(pairs) == 0 {
+		return ""
+	}
+	parts := make([]string, len(pairs))
+	for i, p := range pairs {
+		parts[i] = p.GetName() + "=" + strconv.Quote(p.GetValue())
+	}
+	slices.Sort(parts)
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// documentedFamilies reads the metric families that docs/observability.md
+// lists (the first two cells of each table row: the name in backticks and
+// its type) and returns their types by name.
+func documentedFamilies(t *testing.T) map[string]dto.MetricType {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "observability.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]dto.MetricType{"counter": dto.MetricType_COUNTER, "gauge": dto.MetricType_GAUGE, "histogram": dto.MetricType_HISTOGRAM}
+	out := map[string]dto.MetricType{}
+	for _, m := range documentedMetricRow.FindAllStringSubmatch(string(doc), -1) {
+		typ, ok := types[m[2]]
+		if !ok {
+			t.Fatalf("docs/observability.md: metric %s has type %q", m[1], m[2])
+		}
+		out[m[1]] = typ
+	}
+	if len(out) < 20 {
+		t.Fatalf("docs/observability.md lists %d metric families; the table format changed?", len(out))
+	}
+	return out
+}
+
+// documentedMetricRow matches a row of the metric tables of
+// docs/observability.md: | `name` | type ... |.
+var documentedMetricRow = regexp.MustCompile("(?m)^\\| `((?:lg_api|agentserver)_[a-z0-9_]+)` \\| ([a-z]+)")
+
+// wantDocumentedFamilies fails unless every family that
+// docs/observability.md lists is served with the documented type and at
+// least one series.
+func wantDocumentedFamilies(t *testing.T, served map[string]*dto.MetricFamily) {
+	t.Helper()
+	for name, typ := range documentedFamilies(t) {
+		f, ok := served[name]
+		switch {
+		case !ok:
+			t.Errorf("documented family %s is not served", name)
+		case f.GetType() != typ:
+			t.Errorf("family %s is a %s, documented as a %s", name, f.GetType(), typ)
+		case len(f.GetMetric()) == 0:
+			t.Errorf("family %s has no series", name)
+		}
+	}
 }
 
 // statusOf is the status of GET url.
@@ -142,10 +233,13 @@ func TestMetricsOfASupervisorRun(t *testing.T) {
 	testutil.Release(gate)
 	io.Copy(io.Discard, stream.Body)
 	var after series
+	var families map[string]*dto.MetricFamily
 	testutil.Eventually(t, 5*time.Second, "the async task's end to be recorded", func() bool {
-		after = scrape(t, url, "")
+		families = scrapeFamilies(t, url, "")
+		after = seriesOf(families)
 		return after["agentserver_async_tasks_active"] == before["agentserver_async_tasks_active"] && after["lg_api_num_running_runs"] == 0
 	})
+	wantDocumentedFamilies(t, families)
 	wantDelta(t, before, after, map[string]float64{
 		`lg_api_run_success_counter_total`:                                                                  2,
 		`lg_api_run_failed_after_retry_counter_total`:                                                       1,

@@ -147,8 +147,11 @@ func RunRequeued() { runRequeued.Inc() }
 // and whether it failed.
 func ModelCall(model string, took time.Duration, inputTokens, outputTokens int, failed bool) {
 	modelLatency.WithLabelValues(model).Observe(took.Seconds())
+	// The error series of a model exists from its first call, at 0, so
+	// that a scraper sees it (and its rate) before the first failure.
+	errors := modelErrors.WithLabelValues(model)
 	if failed {
-		modelErrors.WithLabelValues(model).Inc()
+		errors.Inc()
 		return
 	}
 	modelInput.WithLabelValues(model).Add(float64(inputTokens))

@@ -20,6 +20,11 @@
 // Invariants:
 //   - With tracing off, every helper works on OpenTelemetry's no-op tracer:
 //     no allocation beyond the span interface, nothing exported.
+//   - Attributes given to Start and StartServer reach only spans that
+//     record; an unsampled span costs no attribute work.
+//   - A run record's traceparent is version 00 as Traceparent writes it;
+//     WithTraceparent reads that form directly and leaves any other to the
+//     W3C propagator, with the same result.
 //   - The provider is process-wide (Setup, once, in the command); servers
 //     embedded in one process share it.
 //   - Only the W3C trace context is propagated; baggage is not.

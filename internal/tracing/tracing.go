@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -78,16 +79,35 @@ func Setup(ctx context.Context, getenv func(string) string) (shutdown func(conte
 	}, nil
 }
 
-// Start opens a span named name below the span of ctx.
+// Start opens a span named name below the span of ctx. The attributes
+// are set only on a span that records (tracing on and the span sampled):
+// a no-op or sampled-out span costs no attribute work.
 func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return tracer().Start(ctx, name, trace.WithAttributes(attrs...))
+	ctx, span := tracer().Start(ctx, name)
+	setIfRecording(span, attrs)
+	return ctx, span
 }
 
 // StartServer opens the server span of an incoming HTTP request, a child
 // of the request's traceparent header when it has one.
 func StartServer(ctx context.Context, h http.Header, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	ctx = propagator.Extract(ctx, propagation.HeaderCarrier(h))
-	return tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	if h.Get(traceparentHeader) != "" {
+		ctx = propagator.Extract(ctx, propagation.HeaderCarrier(h))
+	}
+	ctx, span := tracer().Start(ctx, name, serverKind)
+	setIfRecording(span, attrs)
+	return ctx, span
+}
+
+// serverKind is the start option of server spans, made once.
+var serverKind = trace.WithSpanKind(trace.SpanKindServer)
+
+const traceparentHeader = "traceparent"
+
+func setIfRecording(span trace.Span, attrs []attribute.KeyValue) {
+	if len(attrs) > 0 && span.IsRecording() {
+		span.SetAttributes(attrs...)
+	}
 }
 
 // End ends span, marking it failed when err is not nil.
@@ -110,15 +130,27 @@ func Inject(ctx context.Context, h http.Header) {
 	propagator.Inject(ctx, propagation.HeaderCarrier(h))
 }
 
-// Traceparent is the W3C traceparent of ctx's span, "" without one.
+// Traceparent is the W3C traceparent of ctx's span, "" without one. It
+// is formatted directly (version 00, no tracestate), which is what
+// WithTraceparent reads back without the propagator's general parser.
 func Traceparent(ctx context.Context) string {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
 		return ""
 	}
-	c := propagation.MapCarrier{}
-	propagator.Inject(ctx, c)
-	return c["traceparent"]
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b := make([]byte, 0, traceparentLen)
+	b = append(b, "00-"...)
+	b = hex.AppendEncode(b, tid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, sid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
+	return string(b)
 }
+
+// traceparentLen is the length of a version 00 traceparent.
+const traceparentLen = len("00-") + 32 + 1 + 16 + 1 + 2
 
 // WithTraceparent returns ctx with the remote span of traceparent as its
 // parent; ctx is returned as is when traceparent is empty or invalid.
@@ -126,5 +158,30 @@ func WithTraceparent(ctx context.Context, traceparent string) context.Context {
 	if traceparent == "" {
 		return ctx
 	}
-	return propagator.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+	if sc, ok := parseTraceparent00(traceparent); ok {
+		return trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	return propagator.Extract(ctx, propagation.MapCarrier{traceparentHeader: traceparent})
+}
+
+// parseTraceparent00 reads a version 00 traceparent such as Traceparent
+// writes; anything else is left to the propagator.
+func parseTraceparent00(s string) (trace.SpanContext, bool) {
+	if len(s) != traceparentLen || s[:3] != "00-" || s[35] != '-' || s[52] != '-' {
+		return trace.SpanContext{}, false
+	}
+	tid, err := trace.TraceIDFromHex(s[3:35])
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	sid, err := trace.SpanIDFromHex(s[36:52])
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	flags, err := hex.DecodeString(s[53:])
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(flags[0]) & trace.FlagsSampled, Remote: true})
+	return sc, sc.IsValid()
 }

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"agentserver/internal/tracing"
 )
 
@@ -55,5 +58,43 @@ func TestTraceparentSurvivesARecord(t *testing.T) {
 	}
 	if _, ok := outside["trace_id"]; ok {
 		t.Errorf("record without a span has a trace_id: %v", outside)
+	}
+}
+
+// TestTraceparentMatchesThePropagator: the traceparent written for a run
+// record is the W3C propagator's, and reading it back gives the same
+// remote span context the propagator gives, sampled or not; what the fast
+// reader does not take (other versions, bad ids) is still the
+// propagator's call.
+func TestTraceparentMatchesThePropagator(t *testing.T) {
+	prop := propagation.TraceContext{}
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	for _, flags := range []trace.TraceFlags{0, trace.FlagsSampled} {
+		ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags}))
+		want := propagation.MapCarrier{}
+		prop.Inject(ctx, want)
+		got := tracing.Traceparent(ctx)
+		if got != want["traceparent"] {
+			t.Fatalf("Traceparent = %q, the propagator writes %q", got, want["traceparent"])
+		}
+		back := trace.SpanContextFromContext(tracing.WithTraceparent(context.Background(), got))
+		viaProp := trace.SpanContextFromContext(prop.Extract(context.Background(), want))
+		if !back.Equal(viaProp) || !back.IsRemote() || back.TraceFlags() != flags {
+			t.Errorf("WithTraceparent(%q) = %+v, the propagator reads %+v", got, back, viaProp)
+		}
+	}
+	for _, tp := range []string{
+		"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future",
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-zz",
+		"garbage",
+	} {
+		got := trace.SpanContextFromContext(tracing.WithTraceparent(context.Background(), tp))
+		want := trace.SpanContextFromContext(prop.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp}))
+		if !got.Equal(want) {
+			t.Errorf("WithTraceparent(%q) = %+v, the propagator reads %+v", tp, got, want)
+		}
 	}
 }
