@@ -830,14 +830,14 @@ func TestHTTPRetries(t *testing.T) {
 		}
 		f.mux.HandleFunc(runPattern, hang)
 		f.mux.HandleFunc("POST /threads", hang)
-		h := newHTTP(t, asynctasks.HTTPConfig{URL: f.URL, Timeout: 20 * time.Millisecond, MaxRetries: 1})
+		h := newHTTP(t, asynctasks.HTTPConfig{URL: f.URL, Timeout: 250 * time.Millisecond, MaxRetries: 1})
 		if _, err := h.Run(ctx, uuid.NewString(), uuid.NewString()); !errors.Is(err, asynctasks.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Run: %v; want ErrUnavailable and DeadlineExceeded", err)
 		}
 		if _, _, err := h.Start(ctx, "g", "hi"); !errors.Is(err, asynctasks.ErrUnavailable) {
 			t.Fatalf("Start: %v; want ErrUnavailable", err)
 		}
-		testutil.Eventually(t, 5*time.Second, "requests counted", func() bool {
+		testutil.Eventually(t, 15*time.Second, "requests counted", func() bool {
 			return f.count(runPattern) == 2 && f.count("POST /threads") == 1
 		})
 	})
@@ -966,8 +966,8 @@ func TestHTTPWait(t *testing.T) {
 			success(w, r)
 		})
 		f.mux.HandleFunc(statePattern, emptyState)
-		h := newHTTP(t, asynctasks.HTTPConfig{URL: f.URL, Timeout: 20 * time.Millisecond, MaxRetries: -1,
-			HTTPClient: &http.Client{Timeout: 20 * time.Millisecond}})
+		h := newHTTP(t, asynctasks.HTTPConfig{URL: f.URL, Timeout: 250 * time.Millisecond, MaxRetries: -1,
+			HTTPClient: &http.Client{Timeout: 250 * time.Millisecond}})
 		done := make(chan error, 1)
 		go func() {
 			info, err := h.Wait(ctx, uuid.NewString(), uuid.NewString())

@@ -808,8 +808,12 @@ func TestTaskParentCancelCascades(t *testing.T) {
 		t.Fatalf("subagent requests not aborted: %v", err)
 	}
 	took := time.Since(began)
-	if took > 50*time.Millisecond {
-		t.Errorf("cancel reached the subagents' model requests after %v, want ≤ 50 ms", took)
+	// The cancel is a context cancel, so it arrives within milliseconds on
+	// a quiet machine (the log line below); the bound only leaves room for
+	// a loaded CI machine while still failing a cancel that waits for a
+	// step, a poll or a timeout.
+	if took > time.Second {
+		t.Errorf("cancel reached the subagents' model requests after %v, want well under a second", took)
 	}
 	t.Logf("cancel → both subagent upstream requests aborted: %v", took)
 	waitStatus(t, s, tid, rid, "interrupted")

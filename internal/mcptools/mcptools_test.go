@@ -214,17 +214,17 @@ func TestStdioServerIsRestartedAfterItDies(t *testing.T) {
 func TestToolCallTimeoutAndCancellation(t *testing.T) {
 	sdk := sdkDir(t)
 	pidFile := filepath.Join(t.TempDir(), "pids")
-	// The same server twice: "everything" with a 2 s timeout, "patient"
+	// The same server twice: "everything" with a 5 s timeout (room for a loaded machine to start it), "patient"
 	// with the default 60 s.
 	patient := strings.Replace(stdioEverything(sdk, pidFile), "name: everything", "name: patient", 1)
-	s, model := mcpAgent(t, stdioEverything(sdk, pidFile)+"    timeout_seconds: 2\n"+patient)
+	s, model := mcpAgent(t, stdioEverything(sdk, pidFile)+"    timeout_seconds: 5\n"+patient)
 	long := func(server string) scripted.Step {
 		return scripted.ToolCalls(scripted.Call(server+"_trigger-long-running-operation", map[string]any{"duration": 50, "steps": 2}))
 	}
 	model.Script(long("everything"), scripted.Text("gave up"))
 	thread := newThread(t, s)
 	got := toolResults(runAgent(t, s, thread, "slow"))
-	if msg := got["everything_trigger-long-running-operation"]; !strings.Contains(msg, "no answer within 2s") {
+	if msg := got["everything_trigger-long-running-operation"]; !strings.Contains(msg, "no answer within 5s") {
 		t.Fatalf("timed-out call result = %q", msg)
 	}
 	// Cancelling the run while the call runs ends it long before the
