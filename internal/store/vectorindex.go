@@ -282,10 +282,14 @@ func (x *vectorIndex) signRange(lo, hi int, prefix []string, q []uint64, k int) 
 }
 
 // codeScore is the item's best approximate cosine similarity to the query
-// codes q.
+// codes q; -Inf when its vectors are of another length (stored before the
+// configured dims changed).
 func (it *indexedItem) codeScore(q []int8, qScale float32) float32 {
 	dims := len(q)
 	best := float32(math.Inf(-1))
+	if len(it.codes) != len(it.scales)*dims {
+		return best
+	}
 	for i, scale := range it.scales {
 		best = max(best, float32(dotInt8(q, it.codes[i*dims:(i+1)*dims]))*scale*qScale)
 	}
