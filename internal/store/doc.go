@@ -71,8 +71,8 @@
 //     of sign bits and 4 of scale, plus per item its namespace, key and
 //     about 100 bytes of bookkeeping: about 175 MB for 100,000 items of
 //     1,536 dimensions (a float32 copy would be 614 MB). Loading it reads
-//     every stored vector once (about 8 s for 100,000 on the benchmark
-//     machine, under load).
+//     every stored vector once (2.5 s for 100,000 on the benchmark
+//     machine, 7 s under heavy load).
 //   - Search filters compare top-level value fields: a scalar filter value
 //     must equal the field, an object or array filter value must be
 //     contained in it (jsonx.Contains), and an object whose keys are all
