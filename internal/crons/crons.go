@@ -26,6 +26,9 @@ const (
 // fireBatch bounds the crons one wake-up fires before it looks again.
 const fireBatch = 256
 
+// fireWorkers is how many firings of a batch are in flight at once.
+const fireWorkers = 32
+
 // retryDelay is how long the scheduler waits before it tries again a
 // firing that failed on storage.
 const retryDelay = time.Second

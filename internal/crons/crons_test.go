@@ -14,13 +14,13 @@ import (
 // start is a fixed wall time the fake clock begins at: 10:00:30 UTC.
 var start = time.Date(2026, 6, 1, 10, 0, 30, 0, time.UTC)
 
-func startServer(t *testing.T, clock *fakeclock.Clock, opts testutil.Options) *testutil.Server {
+func startServer(t testing.TB, clock *fakeclock.Clock, opts testutil.Options) *testutil.Server {
 	t.Helper()
 	opts.CronClock = clock.Now
 	return testutil.StartServer(t, opts)
 }
 
-func fire(t *testing.T, s *testutil.Server) int {
+func fire(t testing.TB, s *testutil.Server) int {
 	t.Helper()
 	n, err := s.Crons.FireDue(context.Background())
 	if err != nil {

@@ -6,7 +6,10 @@
 // The Scheduler goroutine, owned by the server, sleeps on a timer until the
 // earliest next_run_date of any enabled cron (the crons_by_due index of
 // package storage) or until a cron is created, changed or deleted; it never
-// polls. When it wakes it fires every due cron.
+// polls. When it wakes it fires every due cron: batches of up to 256 read
+// from the index, 32 firings of a batch in flight at once, each its own
+// transaction, so that their commits share the database's group commit
+// (10,000 crons due at once fire in under 10 s; docs/benchmarks.md).
 //
 // # Invariants
 //

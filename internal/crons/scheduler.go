@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -77,21 +79,43 @@ func (s *Service) FireDue(ctx context.Context) (int, error) {
 		}); err != nil {
 			return fired, err
 		}
-		progress := false
-		for _, id := range ids {
-			ok, err := s.fire(ctx, id, now)
-			if err != nil {
-				return fired, err
-			}
-			progress = true
-			if ok {
-				fired++
-			}
-		}
-		if len(ids) < fireBatch || !progress {
-			return fired, nil
+		n, err := s.fireAll(ctx, ids, now)
+		fired += n
+		if err != nil || len(ids) < fireBatch {
+			return fired, err
 		}
 	}
+}
+
+// fireAll fires ids, fireWorkers at a time: each firing is its own
+// transaction, and firings in flight together share the database's group
+// commit (one sync for many). It returns how many runs it made and the
+// first storage error.
+func (s *Service) fireAll(ctx context.Context, ids []uuid.UUID, now time.Time) (int, error) {
+	var fired atomic.Int64
+	var firstErr error
+	var once sync.Once
+	next := make(chan uuid.UUID)
+	var wg sync.WaitGroup
+	for range min(fireWorkers, len(ids)) {
+		wg.Go(func() {
+			for id := range next {
+				ok, err := s.fire(ctx, id, now)
+				if err != nil {
+					once.Do(func() { firstErr = err })
+				}
+				if ok {
+					fired.Add(1)
+				}
+			}
+		})
+	}
+	for _, id := range ids {
+		next <- id
+	}
+	close(next)
+	wg.Wait()
+	return int(fired.Load()), firstErr
 }
 
 // fire makes the run of one due firing, claiming the firing in the run's

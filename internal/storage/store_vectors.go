@@ -90,3 +90,29 @@ func (t *Tx) CheckStoreVectors() error {
 func (t *Tx) CountStoreVectors() int {
 	return t.countKeys(bucketStoreVectors)
 }
+
+// StoreVectors returns the vectors of the item at namespace and key, nil
+// when it has none.
+func (t *Tx) StoreVectors(namespace []string, key string) ([][]float32, error) {
+	k, err := storeItemKey(namespace, key)
+	if err != nil {
+		return nil, err
+	}
+	return t.storeVectors(k)
+}
+
+// ForEachStoreVectors calls fn with the namespace, key and vectors of every
+// item that has vectors, in key order, and stops at fn's first error.
+func (t *Tx) ForEachStoreVectors(fn func(namespace []string, key string, vecs [][]float32) error) error {
+	return t.bucket(bucketStoreVectors).ForEach(func(k, v []byte) error {
+		ns, ok := splitStoreItemKey(k)
+		if !ok {
+			return fmt.Errorf("store vectors key %q: %w", k, ErrInvalidVectors)
+		}
+		vecs, err := decodeVectors(v)
+		if err != nil {
+			return err
+		}
+		return fn(decodeStoreNamespace(ns), string(k[len(ns)+1:]), vecs)
+	})
+}

@@ -185,9 +185,12 @@ func rankBySimilarity(items []storage.StoreItem, query []float32) ([]storage.Sto
 	return out, scores
 }
 
-// cosine is the cosine similarity of two vectors of equal length; 0 when
-// either is zero.
+// cosine is the cosine similarity of two vectors; 0 when either is zero or
+// their lengths differ (vectors stored before store.index.dims changed).
 func cosine(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return 0
+	}
 	var dot, na, nb float64
 	for i := range a {
 		dot += float64(a[i]) * float64(b[i])

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"agentserver/internal/errdefs"
@@ -55,6 +56,10 @@ type Service struct {
 	refreshOnRead bool
 	// index turns semantic search on; nil: off (ConfigureIndex).
 	index *IndexConfig
+	// vectors mirrors the stored vectors for semantic search; writeLocks
+	// (by item) keep its updates in the order of the commits.
+	vectors    vectorIndex
+	writeLocks [64]sync.Mutex
 }
 
 // TTLConfig is the store TTL policy of the deployment (store.ttl in
@@ -253,11 +258,13 @@ func (s *Service) Put(ctx context.Context, namespace []string, key string, value
 	if err != nil {
 		return err
 	}
-	return s.db.Update(ctx, func(tx *storage.Tx) error {
-		if err := tx.PutStoreItem(prepared); err != nil {
-			return err
-		}
-		return tx.PutStoreVectors(it.Namespace, it.Key, vecs)
+	return s.writeIndexed(it.Namespace, it.Key, vecs, func() error {
+		return s.db.Update(ctx, func(tx *storage.Tx) error {
+			if err := tx.PutStoreItem(prepared); err != nil {
+				return err
+			}
+			return tx.PutStoreVectors(it.Namespace, it.Key, vecs)
+		})
 	})
 }
 
@@ -333,14 +340,15 @@ func (s *Service) Delete(ctx context.Context, namespace []string, key string) er
 	if err != nil || !ok {
 		return err
 	}
-	err = s.db.Update(ctx, func(tx *storage.Tx) error {
-		err := tx.DeleteStoreItem(namespace, key)
-		if errors.Is(err, errdefs.ErrNotFound) {
-			return nil
-		}
-		return err
+	return s.writeIndexed(namespace, key, nil, func() error {
+		return s.db.Update(ctx, func(tx *storage.Tx) error {
+			err := tx.DeleteStoreItem(namespace, key)
+			if errors.Is(err, errdefs.ErrNotFound) {
+				return nil
+			}
+			return err
+		})
 	})
-	return err
 }
 
 // Search returns one page of the live items whose namespace starts with
@@ -370,9 +378,17 @@ func (s *Service) Search(ctx context.Context, prefix []string, filter map[string
 		if err != nil {
 			return nil, err
 		}
+		queryVec = vecs[0]
+		found, scores, ok, err := s.searchIndexed(prefix, match, queryVec, q.Now, limit, offset)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return s.finishSearch(ctx, found, scores, refreshTTL)
+		}
 		// Every match is read with its vectors and ranked here; the page
 		// is cut after ranking.
-		queryVec, q.Limit, q.Offset, q.WithVectors = vecs[0], 0, 0, true
+		q.Limit, q.Offset, q.WithVectors = 0, 0, true
 	}
 	var found []storage.StoreItem
 	err = s.db.View(func(tx *storage.Tx) error {
@@ -388,6 +404,12 @@ func (s *Service) Search(ctx context.Context, prefix []string, filter map[string
 		found, scores = rankBySimilarity(found, queryVec)
 		found, scores = pageSlice(found, offset, limit), pageSlice(scores, offset, limit)
 	}
+	return s.finishSearch(ctx, found, scores, refreshTTL)
+}
+
+// finishSearch refreshes the TTLs of a search page when asked and turns
+// it into items with their scores (nil scores: none).
+func (s *Service) finishSearch(ctx context.Context, found []storage.StoreItem, scores []*float64, refreshTTL bool) ([]Item, error) {
 	if refreshTTL {
 		var stale []storage.StoreItem
 		for _, it := range found {
@@ -491,7 +513,7 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 		}
 		total += n
 		if n < sweepBatch {
-			return total, nil
+			return total, s.pruneIndex(total)
 		}
 	}
 }
