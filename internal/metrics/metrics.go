@@ -176,10 +176,12 @@ func AsyncTaskStarted() { asyncStarted.Inc() }
 func AsyncTaskFollowed() (ended func(status string)) {
 	asyncActive.Inc()
 	return func(status string) {
-		asyncActive.Dec()
+		// Completed first: a scrape that sees the task no longer active
+		// also sees it counted.
 		if status != "" {
 			asyncCompleted.WithLabelValues(status).Inc()
 		}
+		asyncActive.Dec()
 	}
 }
 
