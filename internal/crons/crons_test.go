@@ -127,7 +127,8 @@ func TestCronMissedFiringsRunOnce(t *testing.T) {
 	}
 }
 
-// Two schedulers racing for the same firing make one run.
+// Schedulers racing for the same firings make one run each: four callers
+// of FireDue and the server's own scheduler, which the clock also wakes.
 func TestCronFiringIsClaimedOnce(t *testing.T) {
 	clock := fakeclock.New(start)
 	s := startServer(t, clock, testutil.Options{})
@@ -152,8 +153,12 @@ func TestCronFiringIsClaimedOnce(t *testing.T) {
 	for _, n := range counts {
 		total += n
 	}
-	if total != 5 {
-		t.Fatalf("racing schedulers fired %d runs (%v), want 5", total, counts)
+	if total > 5 {
+		t.Fatalf("racing schedulers fired %d runs (%v), want at most 5", total, counts)
+	}
+	testutil.Eventually(t, 10*time.Second, "one run per cron", func() bool { return len(threadRuns(t, s, tid)) >= 5 })
+	if n, err := s.Crons.FireDue(context.Background()); err != nil || n != 0 {
+		t.Fatalf("a late scheduler fired %d (%v), want nothing due", n, err)
 	}
 	if rs := threadRuns(t, s, tid); len(rs) != 5 {
 		t.Fatalf("thread has %d runs, want 5", len(rs))
