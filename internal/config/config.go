@@ -66,6 +66,12 @@ type Config struct {
 	// MetricsAddr, when set, serves GET /metrics on a listener of its own
 	// without the API key; otherwise /metrics is on Addr behind the key.
 	MetricsAddr string
+	// RunLease is how long a replica's hold on a running run lasts without
+	// renewal before another replica takes the run over (PostgreSQL).
+	RunLease time.Duration
+	// AdvertiseURL is where the other replicas reach this one's API
+	// (PostgreSQL); empty: http:// and the listen address.
+	AdvertiseURL string
 }
 
 // Default returns the configuration used when nothing is set.
@@ -81,6 +87,7 @@ func Default() Config {
 		MaxSubagents:    32,
 		RunTimeout:      time.Hour,
 		RunStopGrace:    10 * time.Second,
+		RunLease:        15 * time.Second,
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		WorkspaceQuota:  DefaultWorkspaceQuota,
 		MaxCrons:        1000,
@@ -122,6 +129,8 @@ const (
 	EnvCronSeconds     = "AGENTSERVER_CRON_SECONDS"
 	EnvMaxCrons        = "AGENTSERVER_MAX_CRONS"
 	EnvMetricsAddr     = "AGENTSERVER_METRICS_ADDR"
+	EnvRunLease        = "AGENTSERVER_RUN_LEASE"
+	EnvAdvertiseURL    = "AGENTSERVER_ADVERTISE_URL"
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
 	EnvBGJobTimeout = "BG_JOB_TIMEOUT_SECS"
@@ -165,6 +174,8 @@ var options = []option{
 	{"stream-retention", EnvStreamRetention, "duration", "how long a finished run's stream events stay joinable (with a unit: 30s, 10m, 1h)", func(c *Config) flag.Value { return (*durationValue)(&c.StreamRetention) }},
 	{"run-timeout", EnvRunTimeout, "duration", "end runs that take longer with status timeout; 0: no limit (a bare number is seconds; also read from " + EnvBGJobTimeout + ")", func(c *Config) flag.Value { return (*secondsValue)(&c.RunTimeout) }},
 	{"run-stop-grace", EnvRunStopGrace, "duration", "how long a cancelled or timed-out run may take to stop before its thread moves on (with a unit: 10s)", func(c *Config) flag.Value { return (*durationValue)(&c.RunStopGrace) }},
+	{"run-lease", EnvRunLease, "duration", "with --database-url: how long a replica's hold on a running run lasts unrenewed before another replica takes it over (with a unit: 15s)", func(c *Config) flag.Value { return (*durationValue)(&c.RunLease) }},
+	{"advertise-url", EnvAdvertiseURL, "url", "with --database-url: the URL other replicas reach this one at, to stream its runs (default: http:// and --addr, with this host's name for an unspecified host)", func(c *Config) flag.Value { return (*stringValue)(&c.AdvertiseURL) }},
 	{"cron-seconds", EnvCronSeconds, "", "accept cron schedules with a leading seconds field", func(c *Config) flag.Value { return (*boolValue)(&c.CronSeconds) }},
 	{"max-crons", EnvMaxCrons, "n", "crons that may exist at once; 0: no bound", func(c *Config) flag.Value { return (*intValue)(&c.MaxCrons) }},
 	{"metrics-addr", EnvMetricsAddr, "host:port", "serve GET /metrics (Prometheus) on this address without the API key; unset: on --addr, behind the key", func(c *Config) flag.Value { return (*stringValue)(&c.MetricsAddr) }},
@@ -390,6 +401,14 @@ func (c Config) Validate() error {
 	}
 	if c.WorkspaceQuota < 1 {
 		errs = append(errs, fmt.Errorf("workspace-quota must be at least 1 byte, got %d", c.WorkspaceQuota))
+	}
+	if c.RunLease < time.Second {
+		errs = append(errs, errors.New("run-lease must be at least 1s"))
+	}
+	if c.AdvertiseURL != "" {
+		if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("advertise-url %q: want an http:// or https:// URL", c.AdvertiseURL))
+		}
 	}
 	if c.MaxCrons < 0 {
 		errs = append(errs, errors.New("max-crons must not be negative"))

@@ -55,6 +55,13 @@ type Log struct {
 	subs atomic.Int32 // open subscriptions
 }
 
+// NewDetachedLog returns a log of run runID that no broker owns: nothing
+// of it is persisted or retained once its subscribers let go. It mirrors
+// the stream of a run executing in another process.
+func NewDetachedLog(runID uuid.UUID) *Log {
+	return &Log{runID: runID}
+}
+
 // Watched reports whether anyone can still read events appended now: the
 // log is resumable (persisted for replay) or has an open subscription.
 // Producers may skip building events for an unwatched log.
@@ -132,7 +139,9 @@ func (l *Log) Close() {
 		l.dirty = true
 	}
 	l.mu.Unlock()
-	l.broker.logClosed(l, gen, resumable, flush)
+	if l.broker != nil {
+		l.broker.logClosed(l, gen, resumable, flush)
+	}
 }
 
 // Closed reports whether Close has been called.
@@ -210,9 +219,14 @@ type Subscription struct {
 	replay []Event // the persisted events, when log is nil
 	pos    int     // next index into log.events or replay
 
-	done chan struct{}
-	once sync.Once
+	done    chan struct{}
+	once    sync.Once
+	onClose func()
 }
+
+// OnClose registers f to run when the subscription is closed (once; set
+// it before handing the subscription out).
+func (s *Subscription) OnClose(f func()) { s.onClose = f }
 
 // Next returns the next event. It blocks until one is appended and returns
 // io.EOF once the log is closed and every event has been returned, ctx.Err()
@@ -289,6 +303,9 @@ func (s *Subscription) Close() {
 		close(s.done)
 		if s.log != nil {
 			s.log.subs.Add(-1)
+		}
+		if s.onClose != nil {
+			s.onClose()
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"agentserver/internal/console"
 	"agentserver/internal/errdefs"
+	"agentserver/internal/runs"
 )
 
 // exposedHeaders are the response headers browsers may read.
@@ -95,6 +96,19 @@ func lenientJSON() echo.MiddlewareFunc {
 			mt, _, _ := mime.ParseMediaType(ct)
 			if ct == "" || mt == "text/plain" || (strings.HasSuffix(mt, "+json") && mt != "application/json") {
 				r.Header.Set("Content-Type", "application/json")
+			}
+			return next(c)
+		}
+	}
+}
+
+// markPeers marks the context of a request another replica sent
+// (runs.PeerHeader): its streams are served from this replica's own runs.
+func markPeers() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if c.Request().Header.Get(runs.PeerHeader) != "" {
+				c.SetRequest(c.Request().WithContext(runs.WithPeer(c.Request().Context())))
 			}
 			return next(c)
 		}

@@ -101,7 +101,7 @@ func (h *Handler) startStream(ctx context.Context, b *api.RunCreate, threadID *u
 	if err != nil {
 		return nil, err
 	}
-	sub, err := h.runs.Subscribe(r.RunID, "-1")
+	sub, err := h.runs.Subscribe(ctx, r, "-1")
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (h *Handler) joinStream(ctx context.Context, threadID *uuid.UUID, runID uui
 	if err != nil {
 		return nil, err
 	}
-	sub, err := h.runs.Subscribe(runID, deref(lastEventID))
+	sub, err := h.runs.Subscribe(ctx, r, deref(lastEventID))
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +367,7 @@ func (h *Handler) JoinThreadStream(ctx context.Context, req api.JoinThreadStream
 	default:
 		return nil, invalidf("stream_mode must be run_modes, lifecycle or state_update")
 	}
-	sub, err := h.runs.SubscribeThread(req.ThreadId, deref(req.Params.LastEventID))
+	sub, err := h.runs.SubscribeThread(ctx, req.ThreadId, deref(req.Params.LastEventID))
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
-	e.Use(observe(), accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
+	e.Use(observe(), accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), markPeers(), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
 	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, crons: d.Crons, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent, stream: d.Stream}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	console.Register(e)

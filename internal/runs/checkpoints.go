@@ -23,9 +23,11 @@ import (
 // order, so the last commit lands after it (in the same batch or the next).
 type checkpointWriter struct {
 	db *storage.DB
-	// run is the run whose checkpoints these are: a commit writes nothing
-	// once the run no longer owns its thread (storage.Tx.RunIsActive).
-	run uuid.UUID
+	// run is the run whose checkpoints these are, token the fencing token
+	// of its start: a commit writes nothing once the run no longer owns
+	// its thread (storage.Tx.RunHeldBy).
+	run   uuid.UUID
+	token uint64
 	// enc encodes every checkpoint of the run, first in the background
 	// commits, then (after drain) for the run's last commit.
 	enc storage.CheckpointEncoder
@@ -96,7 +98,7 @@ func (w *checkpointWriter) submitNext() (*storage.Write, error) {
 		return nil, err
 	}
 	return w.db.Submit(context.Background(), func(tx *storage.Tx) error {
-		if !tx.RunIsActive(w.run) {
+		if !tx.RunHeldBy(w.run, w.token) {
 			return nil // fenced: the run lost its thread
 		}
 		return putEncoded(tx, encoded)

@@ -198,7 +198,7 @@ func (c *cancellation) add(s *Service, tx *storage.Tx, threadID *uuid.UUID, runI
 	switch r.Status {
 	case storage.RunRunning:
 		c.running = append(c.running, runID)
-		return nil
+		return requestCancel(tx, r, c.action)
 	case storage.RunPending:
 	default:
 		return nil // finished: nothing to do
@@ -229,7 +229,11 @@ func (s *Service) applyCancellation(c cancellation) []<-chan struct{} {
 	}
 	var done []<-chan struct{}
 	for _, id := range c.running {
-		if ch := s.cancelLive(id, c.action); ch != nil {
+		ch := s.cancelLive(id, c.action)
+		if ch == nil {
+			ch = s.Done(id) // running on another replica
+		}
+		if ch != nil {
 			done = append(done, ch)
 		}
 	}
@@ -342,13 +346,12 @@ func activeRunIDs(tx *storage.Tx, threadID *uuid.UUID, status string) ([]uuid.UU
 }
 
 // Wait blocks until a run has ended and returns it with its final values.
+// A run executing on another replica is waited for through the database's
+// notices.
 func (s *Service) Wait(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID) (storage.Run, map[string]any, error) {
-	s.mu.Lock()
-	lr := s.live[runID]
-	s.mu.Unlock()
-	if lr != nil {
+	for done := s.Done(runID); done != nil; done = s.Done(runID) {
 		select {
-		case <-lr.done:
+		case <-done:
 		case <-ctx.Done():
 			return storage.Run{}, nil, ctx.Err()
 		}
@@ -374,11 +377,18 @@ func (s *Service) Wait(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID
 }
 
 // Done returns a channel closed when the run ends, or nil when it has ended.
+// On a shared database the channel of a run live on another replica may
+// also close when this one lost track of it (a missed notice): call Done
+// again to tell.
 func (s *Service) Done(runID uuid.UUID) <-chan struct{} {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if lr := s.live[runID]; lr != nil {
+	lr := s.live[runID]
+	s.mu.Unlock()
+	if lr != nil {
 		return lr.done
+	}
+	if s.shared != nil {
+		return s.remoteDone(runID)
 	}
 	return nil
 }
@@ -390,11 +400,17 @@ func (s *Service) outcomeOf(runID uuid.UUID) *outcome {
 }
 
 // Subscribe returns the run's stream events after lastEventID ("" means only
-// new events, "-1" from the start).
-func (s *Service) Subscribe(runID uuid.UUID, lastEventID string) (*events.Subscription, error) {
+// new events, "-1" from the start). On a shared database, a run that is
+// pending or executes on another replica is followed there, unless the
+// request comes from another replica (WithPeer).
+func (s *Service) Subscribe(ctx context.Context, run storage.Run, lastEventID string) (*events.Subscription, error) {
+	runID := run.RunID
 	after, err := parseEventID(lastEventID)
 	if err != nil {
 		return nil, err
+	}
+	if s.shared != nil && !fromPeer(ctx) && storage.RunActive(run.Status) && !s.executesHere(runID) {
+		return s.subscribeRemote(run, after), nil
 	}
 	if after == onlyNew {
 		if l, ok := s.broker.Get(runID); ok {

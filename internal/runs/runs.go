@@ -61,7 +61,15 @@ type Options struct {
 	StopGrace time.Duration
 	// WebhookClient sends webhooks; nil uses a client with a 10 s timeout.
 	WebhookClient *http.Client
-	Log           *slog.Logger
+	// ReplicaID names this server among the replicas sharing a PostgreSQL
+	// database (unused on an embedded one; default: a random id).
+	ReplicaID string
+	// AdvertiseURL is where the other replicas reach this one's API, to
+	// stream the runs it executes.
+	AdvertiseURL string
+	// PeerAPIKey is the x-api-key sent to other replicas (the server's own).
+	PeerAPIKey string
+	Log        *slog.Logger
 }
 
 // Service is the run engine.
@@ -76,8 +84,10 @@ type Service struct {
 	opts       Options
 	now        func() time.Time
 
-	sched    *scheduler
+	sched    runScheduler
+	shared   *sharedState // nil on an embedded database
 	watchers threadWatchers
+	relays   threadRelays
 	observer ThreadObserver // nil: none (SetThreadObserver)
 
 	mu      sync.Mutex
@@ -98,6 +108,10 @@ type liveRun struct {
 	// streamed is set when the creating request streams the run, so its
 	// events are built even before the client has subscribed.
 	streamed bool
+	// here is set when this process executes the run (or is about to);
+	// since is when its execution began.
+	here  bool
+	since time.Time
 }
 
 // outcome is how a run ended.
@@ -131,7 +145,15 @@ func New(db *storage.DB, th *threads.Service, as *assistants.Service, reg *graph
 		live: map[uuid.UUID]*liveRun{}, results: map[uuid.UUID]*outcome{},
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
-	s.sched = newScheduler(s, opts.Workers)
+	if db.Shared() {
+		if s.opts.ReplicaID == "" {
+			s.opts.ReplicaID = uuid.NewString()
+		}
+		s.shared = newSharedState(s)
+		s.sched = newSharedScheduler(s, opts.Workers)
+	} else {
+		s.sched = newScheduler(s, opts.Workers)
+	}
 	return s
 }
 
@@ -243,6 +265,9 @@ type creation struct {
 	config   map[string]any
 	strategy string
 
+	// replica is the server creating the run (Options.ReplicaID).
+	replica string
+
 	// Set by apply: runs of the thread to cancel once committed, pending
 	// runs it ended, and whether the run was stored as running.
 	cancelIDs []uuid.UUID
@@ -304,7 +329,12 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 	if p.CheckpointID != nil {
 		run.Kwargs["checkpoint_id"] = p.CheckpointID.String()
 	}
-	return &creation{p: p, asst: asst, run: run, config: config, strategy: strategy}, nil
+	if run.Temporary && s.shared != nil {
+		// Its outcome is kept only in this process's memory for the
+		// creator's waiters: another replica runs it only if this one dies.
+		run.Pinned = s.opts.ReplicaID
+	}
+	return &creation{p: p, asst: asst, run: run, config: config, strategy: strategy, replica: s.opts.ReplicaID}, nil
 }
 
 // apply stores the run in tx and applies its multitask strategy. With
@@ -315,7 +345,7 @@ func (c *creation) apply(tx *storage.Tx, claimed bool) error {
 	p, run := c.p, &c.run
 	now := run.CreatedAt
 	c.cancelIDs, c.ended, c.startNow = nil, nil, false
-	run.Status, run.Attempt, run.StartedAt = storage.RunPending, 0, nil
+	run.Status, run.Attempt, run.StartedAt, run.UpdatedAt = storage.RunPending, 0, nil, now
 	th, err := tx.GetThread(run.ThreadID)
 	switch {
 	case err == nil:
@@ -341,10 +371,10 @@ func (c *creation) apply(tx *storage.Tx, claimed bool) error {
 			return err
 		}
 	}
+	run.Token, run.Owner = 0, ""
 	if claimed && len(inflight) == 0 {
 		c.startNow = true
-		started := now
-		run.Status, run.Attempt, run.StartedAt = storage.RunRunning, 1, &started
+		markStarted(run, now, c.replica)
 	}
 	run.Metadata = jsonx.Merge(jsonx.Merge(c.asst.Metadata, th.Metadata), p.Metadata)
 	th.Metadata = jsonx.Merge(th.Metadata, map[string]any{"graph_id": c.asst.GraphID, "assistant_id": c.asst.AssistantID.String()})
@@ -371,6 +401,9 @@ func (c *creation) applyStrategy(tx *storage.Tx, inflight []storage.Run) error {
 	for _, r := range inflight {
 		if r.Status == storage.RunRunning {
 			c.cancelIDs = append(c.cancelIDs, r.RunID)
+			if err := requestCancel(tx, r, actionOf(c.strategy)); err != nil {
+				return err
+			}
 			continue
 		}
 		// A pending run never started: it ends here (a rollback erases it).
@@ -389,6 +422,25 @@ func (c *creation) applyStrategy(tx *storage.Tx, inflight []storage.Run) error {
 	return nil
 }
 
+// actionOf is the cancel action of a multitask strategy that cancels.
+func actionOf(strategy string) string {
+	if strategy == StrategyRollback {
+		return ActionRollback
+	}
+	return ActionInterrupt
+}
+
+// requestCancel records in a running run's record that it is to be
+// cancelled, so that its replica hears of it and a replica taking it over
+// ends it instead of retrying it. A rollback is never weakened.
+func requestCancel(tx *storage.Tx, r storage.Run, action string) error {
+	if r.CancelAction == action || r.CancelAction == ActionRollback {
+		return nil
+	}
+	r.CancelAction = action
+	return tx.PutRun(r)
+}
+
 // launch follows a committed creation: the runs it superseded end or are
 // cancelled, the run's stream opens with its metadata event, and the run
 // is queued (or started, when it was stored as running). It returns the
@@ -398,12 +450,8 @@ func (s *Service) launch(c *creation) storage.Run {
 	for _, r := range c.ended {
 		s.endPending(r, c.strategy == StrategyRollback)
 	}
-	action := ActionInterrupt
-	if c.strategy == StrategyRollback {
-		action = ActionRollback
-	}
 	for _, id := range c.cancelIDs {
-		s.cancelLive(id, action)
+		s.cancelLive(id, actionOf(c.strategy))
 	}
 	// The metadata event goes out with the creation, so a streaming client
 	// hears back at once even when the run waits in its thread's queue.
@@ -411,7 +459,7 @@ func (s *Service) launch(c *creation) storage.Run {
 	meta := metadataEvent(run.RunID, run.ThreadID, 1)
 	log.Append("metadata", meta)
 	s.watchers.publish(run.ThreadID, "metadata", meta)
-	s.track(run.RunID, c.p.Streamed)
+	s.track(run.RunID, c.p.Streamed, c.startNow)
 	if !c.startNow {
 		s.sched.enqueue(run)
 		return run
@@ -429,13 +477,16 @@ func (s *Service) launch(c *creation) storage.Run {
 // Start recovers the runs left by the previous process and lets workers
 // execute queued runs.
 func (s *Service) Start(ctx context.Context) error {
+	if s.shared != nil {
+		return s.startShared(ctx)
+	}
 	active, err := s.recoverable(ctx)
 	if err != nil {
 		return err
 	}
 	for _, r := range active {
 		s.broker.Open(r.RunID, boolOf(r.Kwargs["resumable"]))
-		s.track(r.RunID, false)
+		s.track(r.RunID, false, true)
 		s.sched.enqueue(r)
 	}
 	s.sched.start()
@@ -527,11 +578,11 @@ func (s *Service) Stopped() bool {
 }
 
 // track registers the in-memory side of a run that is about to be queued.
-func (s *Service) track(id uuid.UUID, streamed bool) {
+func (s *Service) track(id uuid.UUID, streamed, here bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.live[id]; !ok {
-		s.live[id] = &liveRun{done: make(chan struct{}), streamed: streamed}
+		s.live[id] = &liveRun{done: make(chan struct{}), streamed: streamed, here: here}
 	}
 }
 

@@ -11,6 +11,26 @@ import (
 	"agentserver/internal/storage"
 )
 
+// runScheduler starts queued runs on workers: scheduler on an embedded
+// database, sharedScheduler on a shared one.
+type runScheduler interface {
+	// enqueue hands over a run stored as pending.
+	enqueue(r storage.Run)
+	// forget drops a pending run that will never start.
+	forget(thread, run uuid.UUID)
+	// claim reserves a worker (and, where the scheduler tracks threads,
+	// the thread) for a run about to be created as running; release
+	// gives the reservation back when the run did not start after all.
+	claim(thread uuid.UUID) bool
+	release(thread uuid.UUID)
+	// startClaimed executes a run created as running under a claim; it
+	// returns false when shutting down.
+	startClaimed(r storage.Run) bool
+	start()
+	stop()
+	stats() metrics.QueueStats
+}
+
 // scheduler keeps, per thread, the FIFO of runs waiting to start and starts
 // the head of each queue when its thread is free, its after_seconds delay has
 // passed and a worker slot is available. It holds no lock while a run

@@ -38,8 +38,8 @@ type threadWatchers struct {
 type threadFeed struct {
 	mu     sync.Mutex
 	seq    int64
-	recent []events.Event // the newest events, oldest first
-	bytes  int            // data bytes held in recent
+	recent []feedEvent // the newest events, oldest first
+	bytes  int         // data bytes held in recent
 	// clients counts the open connections.
 	clients int
 	// wake is closed (and cleared) by the next publish; nil while no
@@ -56,6 +56,13 @@ const (
 	feedKeep      = 1024
 	feedKeepBytes = 8 << 20
 )
+
+// feedEvent is an event of a thread's feed; relayed events come from runs
+// on other replicas, and are not passed on to those replicas' relays.
+type feedEvent struct {
+	events.Event
+	relayed bool
+}
 
 func (w *threadWatchers) clock() time.Time {
 	if w.now != nil {
@@ -104,7 +111,11 @@ func (w *threadWatchers) feed(threadID uuid.UUID) *threadFeed {
 // subscription is closed. With a Last-Event-ID the events kept since that
 // id are replayed first ("-1": all that are kept); without one the
 // connection starts with the next event. Event ids are the thread's.
-func (s *Service) SubscribeThread(threadID uuid.UUID, lastEventID string) (*ThreadSubscription, error) {
+//
+// On a shared database, the events of the thread's runs on other replicas
+// are relayed into the feed while it has clients; a request from another
+// replica (WithPeer) reads only the runs that execute here.
+func (s *Service) SubscribeThread(ctx context.Context, threadID uuid.UUID, lastEventID string) (*ThreadSubscription, error) {
 	after, err := parseEventID(lastEventID)
 	if err != nil {
 		return nil, err
@@ -117,7 +128,11 @@ func (s *Service) SubscribeThread(threadID uuid.UUID, lastEventID string) (*Thre
 	f.clients++
 	f.left = time.Time{}
 	f.mu.Unlock()
-	return &ThreadSubscription{w: w, threadID: threadID, feed: f, after: after, done: make(chan struct{})}, nil
+	peer := fromPeer(ctx)
+	if s.shared != nil && !peer {
+		s.relayThread(threadID)
+	}
+	return &ThreadSubscription{w: w, threadID: threadID, feed: f, after: after, localOnly: peer, done: make(chan struct{})}, nil
 }
 
 // openFeed returns the thread's feed, creating it when there is none; the
@@ -152,8 +167,10 @@ type ThreadSubscription struct {
 	threadID uuid.UUID
 	feed     *threadFeed
 	after    int64 // the id of the last event returned
-	done     chan struct{}
-	once     sync.Once
+	// localOnly skips relayed events (a relay of another replica reads).
+	localOnly bool
+	done      chan struct{}
+	once      sync.Once
 }
 
 // Next returns the next event of the thread, waiting for one to be
@@ -181,10 +198,12 @@ func (t *ThreadSubscription) take() (events.Event, bool, chan struct{}, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	i := sort.Search(len(f.recent), func(i int) bool { return f.recent[i].Seq > t.after })
-	if i < len(f.recent) {
+	for ; i < len(f.recent); i++ {
 		ev := f.recent[i]
 		t.after = ev.Seq
-		return ev, true, nil, nil
+		if !(ev.relayed && t.localOnly) {
+			return ev.Event, true, nil, nil
+		}
 	}
 	if f.wake == nil {
 		f.wake = make(chan struct{})
@@ -222,21 +241,41 @@ func (w *threadWatchers) has(threadID uuid.UUID) bool {
 	return f != nil
 }
 
+// hasClients reports whether a thread's feed has open connections.
+func (w *threadWatchers) hasClients(threadID uuid.UUID) bool {
+	f := w.feed(threadID)
+	if f == nil {
+		return false
+	}
+	defer f.mu.Unlock()
+	return f.clients > 0
+}
+
 // publish numbers one run event in the thread's feed, keeps it for replay
 // and wakes the thread's clients.
 func (w *threadWatchers) publish(threadID uuid.UUID, name string, data json.RawMessage) {
+	w.add(threadID, name, data, false)
+}
+
+// publishRelayed publishes an event of one of the thread's runs on
+// another replica.
+func (w *threadWatchers) publishRelayed(threadID uuid.UUID, name string, data json.RawMessage) {
+	w.add(threadID, name, data, true)
+}
+
+func (w *threadWatchers) add(threadID uuid.UUID, name string, data json.RawMessage, relayed bool) {
 	f := w.feed(threadID)
 	if f == nil {
 		return
 	}
 	defer f.mu.Unlock()
 	f.seq++
-	ev := events.Event{Seq: f.seq, Name: name, Data: data} // compact JSON from json.Marshal
+	ev := feedEvent{Event: events.Event{Seq: f.seq, Name: name, Data: data}, relayed: relayed} // compact JSON from json.Marshal
 	f.recent = append(f.recent, ev)
 	f.bytes += len(ev.Data)
 	for len(f.recent) > feedKeep || f.bytes > feedKeepBytes {
 		f.bytes -= len(f.recent[0].Data)
-		f.recent[0] = events.Event{}
+		f.recent[0] = feedEvent{}
 		f.recent = f.recent[1:]
 	}
 	if f.wake != nil {

@@ -26,7 +26,7 @@ func TestThreadFeedRetention(t *testing.T) {
 		t.Fatal("a thread nobody watched has a feed")
 	}
 	s.watchers.publish(tid, "values", json.RawMessage(`{"n":0}`)) // nobody listens: not kept
-	first, err := s.SubscribeThread(tid, "")
+	first, err := s.SubscribeThread(context.Background(), tid, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestThreadFeedRetention(t *testing.T) {
 		t.Fatal("the feed was dropped within its retention")
 	}
 	s.watchers.publish(tid, "values", json.RawMessage(`{"n":2}`)) // kept for the reconnect
-	again, err := s.SubscribeThread(tid, ev.ID())
+	again, err := s.SubscribeThread(context.Background(), tid, ev.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func newThreadSubscription(t *testing.T) (*Service, uuid.UUID, *ThreadSubscripti
 	t.Helper()
 	s := &Service{broker: events.NewBroker(nil, events.BrokerOptions{})}
 	tid := uuid.New()
-	sub, err := s.SubscribeThread(tid, "")
+	sub, err := s.SubscribeThread(context.Background(), tid, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func (s *Service) execute(queued storage.Run, started bool, release func()) {
 		s.mu.Unlock()
 		return
 	}
-	lr.cancel = cancel
+	lr.cancel, lr.here, lr.since = cancel, true, time.Now()
 	requested := lr.action
 	s.mu.Unlock()
 	if requested != "" {
@@ -124,9 +124,7 @@ func (s *Service) markRunning(id uuid.UUID) (storage.Run, bool) {
 		if r.Status != storage.RunPending {
 			return fmt.Errorf("run %s is %s: %w", id, r.Status, errdefs.ErrConflict)
 		}
-		now := s.now()
-		r.Status, r.UpdatedAt, r.StartedAt = storage.RunRunning, now, &now
-		r.Attempt++
+		markStarted(&r, s.now(), s.opts.ReplicaID)
 		run = r
 		return tx.PutRun(r)
 	})
@@ -137,6 +135,14 @@ func (s *Service) markRunning(id uuid.UUID) (storage.Run, bool) {
 		return run, false
 	}
 	return run, true
+}
+
+// markStarted moves a run record to running for a new start on replica:
+// one more attempt, and a fresh fencing token.
+func markStarted(r *storage.Run, now time.Time, replica string) {
+	r.Status, r.UpdatedAt, r.StartedAt = storage.RunRunning, now, &now
+	r.Attempt++
+	r.Token, r.Owner, r.CancelAction = storage.NewRunToken(), replica, ""
 }
 
 // input builds the executor input: a retry continues from the run's own last
@@ -212,6 +218,10 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 		encoded, encodedFinal = encoded[:len(encoded)-1], encoded[len(encoded)-1:]
 	}
 	cause := context.Cause(ctx)
+	if errors.Is(cause, errLeaseLost) {
+		s.dropTakenOver(run, sink)
+		return
+	}
 	if runErr != nil && errors.Is(cause, errShutdown) {
 		s.requeueOnShutdown(run, encoded)
 		if err := sink.checkpoints.settled(); err != nil && !errors.Is(err, storage.ErrClosed) {
@@ -319,7 +329,7 @@ func (s *Service) endRun(run storage.Run, sink *runSink, e ending) {
 func (s *Service) commitEnd(run storage.Run, e ending) (values map[string]any, fenced bool, err error) {
 	err = s.db.Update(context.Background(), func(tx *storage.Tx) error {
 		values, fenced = nil, false
-		if !tx.RunIsActive(run.RunID) {
+		if !tx.RunHeldBy(run.RunID, run.Token) {
 			fenced = true
 			return nil
 		}
@@ -477,8 +487,8 @@ func (s *Service) closeDanglingToolCalls(tx *storage.Tx, run storage.Run) error 
 // a graceful stop loses no step.
 func (s *Service) requeueOnShutdown(run storage.Run, unwritten []storage.EncodedCheckpoint) {
 	err := s.db.Update(context.Background(), func(tx *storage.Tx) error {
-		if !tx.RunIsActive(run.RunID) {
-			return nil // its thread was deleted meanwhile
+		if !tx.RunHeldBy(run.RunID, run.Token) {
+			return nil // its thread was deleted meanwhile, or it was taken over
 		}
 		if err := putEncoded(tx, unwritten); err != nil {
 			return err
@@ -490,6 +500,7 @@ func (s *Service) requeueOnShutdown(run storage.Run, unwritten []storage.Encoded
 		r.Status, r.UpdatedAt = storage.RunPending, s.now()
 		r.Attempt--
 		r.Restarted = true
+		r.Token, r.Owner, r.CancelAction = 0, "", ""
 		return tx.PutRun(r)
 	})
 	if err != nil && !errors.Is(err, storage.ErrClosed) {
@@ -714,7 +725,7 @@ func newRunSink(s *Service, run storage.Run, log *events.Log) *runSink {
 	for _, m := range stringList(run.Kwargs["stream_mode"]) {
 		modes[m] = true
 	}
-	return &runSink{s: s, run: run, log: log, modes: modes, legacy: map[string]map[string]any{}, checkpoints: checkpointWriter{db: s.db, run: run.RunID}}
+	return &runSink{s: s, run: run, log: log, modes: modes, legacy: map[string]map[string]any{}, checkpoints: checkpointWriter{db: s.db, run: run.RunID, token: run.Token}}
 }
 
 // Checkpoint hands intermediate checkpoints to the background writer; the final one is kept

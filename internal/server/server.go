@@ -37,6 +37,9 @@ type Server struct {
 	db   *storage.DB
 	http *http.Server
 	ln   net.Listener
+	// releaseReplica unlocks the data directory of a replica on
+	// PostgreSQL (nil on the embedded database, whose file is the lock).
+	releaseReplica func()
 
 	// Reducers is the channel reducer registry shared by every service.
 	Reducers   *channels.Registry
@@ -135,7 +138,7 @@ func listen(addr string) (net.Listener, error) {
 // embedded database in the data directory.
 func openDatabase(cfg config.Config, opts Options) (*storage.DB, error) {
 	if cfg.DatabaseURL != "" {
-		return storage.OpenPostgres(cfg.DatabaseURL, storage.Options{NoSync: opts.NoSync})
+		return storage.OpenPostgres(cfg.DatabaseURL, storage.Options{NoSync: opts.NoSync, Lease: cfg.RunLease})
 	}
 	return storage.Open(cfg.DataDir, storage.Options{NoSync: opts.NoSync})
 }
@@ -143,9 +146,23 @@ func openDatabase(cfg config.Config, opts Options) (*storage.DB, error) {
 // build assembles the services over the data directory; ln is bound but
 // not yet served.
 func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (*Server, error) {
+	var replicaID string
+	var releaseReplica func()
+	if cfg.DatabaseURL != "" {
+		var err error
+		if replicaID, releaseReplica, err = replicaIdentity(cfg.DataDir); err != nil {
+			return nil, err
+		}
+	}
 	db, err := openDatabase(cfg, opts)
 	if err != nil {
+		if releaseReplica != nil {
+			releaseReplica()
+		}
 		return nil, err
+	}
+	if releaseReplica != nil {
+		db.AfterClose(releaseReplica)
 	}
 	reducers := channels.NewRegistry()
 	reg, agents, err := loadGraphs(cfg, log, reducers, db)
@@ -166,6 +183,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	s.Threads.Configure(threads.TTLConfig{Strategy: ttls.Threads.Strategy, DefaultTTL: ttls.Threads.DefaultTTL, SweepInterval: ttls.Threads.SweepInterval, SweepLimit: ttls.Threads.SweepLimit}, log, agents.threadDeleted)
 	s.Assistants = assistants.New(db, reg)
 	s.Store = store.New(db, log)
+	db.OnNotice(s.Store.Notice)
 	if err := s.Store.Configure(store.TTLConfig{DefaultTTL: ttls.Store.DefaultTTL, RefreshOnRead: ttls.Store.RefreshOnRead, SweepInterval: ttls.Store.SweepInterval}); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store ttl: %w", err)
@@ -175,7 +193,8 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		return nil, fmt.Errorf("store index: %w", err)
 	}
 	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention, MemoryRetention: 5 * time.Second})
-	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace})
+	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace,
+		ReplicaID: replicaID, AdvertiseURL: advertiseURL(cfg.AdvertiseURL, ln), PeerAPIKey: cfg.APIKey})
 	s.Stream = protostream.NewHub(db, protostream.Options{Retention: cfg.StreamRetention, Log: log})
 	s.Runs.SetThreadObserver(s.Stream)
 	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Log: log})

@@ -35,9 +35,7 @@ var (
 	// ErrInvalidVectors reports store vectors of unequal lengths or a
 	// damaged vector record.
 	ErrInvalidVectors = errors.New("invalid store vectors")
-	// ErrLocked reports a database another server holds: the embedded file
-	// of a data directory, or a PostgreSQL schema (one server per schema
-	// until replicas coordinate their runs).
+	// ErrLocked reports an embedded database file another server holds.
 	ErrLocked = errors.New("database is in use by another process")
 )
 
@@ -85,6 +83,9 @@ type Options struct {
 	// Only benchmarks and tests that measure something other than
 	// durability set it.
 	NoSync bool
+	// Lease is how long a replica's hold on a running run lasts without
+	// renewal, on a shared (PostgreSQL) database. Default DefaultLease.
+	Lease time.Duration
 }
 
 // DB is the database, embedded (bbolt) or PostgreSQL. It is safe for
@@ -95,6 +96,11 @@ type DB struct {
 	writes   chan *writeRequest
 	quit     chan struct{}
 	loopDone chan struct{}
+
+	noticeMu  sync.Mutex
+	noticeFns []func(Notice)
+	// afterClose run once the database has closed.
+	afterClose []func()
 
 	closeOnce sync.Once
 	mu        sync.RWMutex // guards closed against in-flight Update calls
@@ -157,8 +163,45 @@ func (db *DB) Close() error {
 		close(db.quit)
 		<-db.loopDone
 		err = db.be.close()
+		for _, f := range db.afterClose {
+			f()
+		}
 	})
 	return err
+}
+
+// AfterClose registers f to run once Close has closed the database.
+func (db *DB) AfterClose(f func()) {
+	db.afterClose = append(db.afterClose, f)
+}
+
+// OnNotice delivers the notices of every transaction committed on the
+// database from now on, this process's included, to fn, in commit order
+// per sender, until Close. The first call starts listening and returns
+// once the database listens. On an embedded database, which no other
+// process shares, it does nothing. fn must not block.
+func (db *DB) OnNotice(fn func(Notice)) {
+	pg, ok := db.be.(*pgBackend)
+	if !ok {
+		return
+	}
+	db.noticeMu.Lock()
+	defer db.noticeMu.Unlock()
+	first := len(db.noticeFns) == 0
+	db.noticeFns = append(db.noticeFns, fn)
+	if first {
+		pg.listen(db.deliver)
+	}
+}
+
+// deliver hands a notice to every OnNotice function.
+func (db *DB) deliver(n Notice) {
+	db.noticeMu.Lock()
+	fns := db.noticeFns
+	db.noticeMu.Unlock()
+	for _, fn := range fns {
+		fn(n)
+	}
 }
 
 // Ping checks that the database answers (the file is readable, or the

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"agentserver/internal/testutil/pgtest"
 )
 
@@ -76,9 +78,10 @@ func TestPostgresFailedReadFailsTheTransaction(t *testing.T) {
 	}
 }
 
-// A second server on the same schema is refused while the first has it
-// open, and gets it once the first has closed it.
-func TestPostgresOneServerPerSchema(t *testing.T) {
+// Several servers share one schema: a write committed by one is announced
+// to every one of them (its sender told apart), and servers on another
+// schema hear nothing of it.
+func TestPostgresReplicasShareASchemaAndHearItsNotices(t *testing.T) {
 	if !pgtest.Enabled() {
 		t.Skip(pgtest.EnvURL + " is not set")
 	}
@@ -87,24 +90,52 @@ func TestPostgresOneServerPerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(wait time.Duration) { pgLockWait = wait }(pgLockWait)
-	pgLockWait = 0
-	if _, err := OpenPostgres(url, Options{}); !errors.Is(err, ErrLocked) {
-		first.Close()
-		t.Fatalf("second server: %v, want ErrLocked", err)
+	defer first.Close()
+	second, err := OpenPostgres(url, Options{})
+	if err != nil {
+		t.Fatalf("a second server on the schema: %v", err)
 	}
+	defer second.Close()
 	other, err := OpenPostgres(pgtest.FreshSchema(t), Options{})
 	if err != nil {
 		t.Fatalf("a server on another schema: %v", err)
 	}
-	other.Close()
-	first.Close()
-	pgLockWait = 10 * time.Second
-	again, err := OpenPostgres(url, Options{})
-	if err != nil {
-		t.Fatalf("after the first closed: %v", err)
+	defer other.Close()
+	heard := func(db *DB) chan Notice {
+		ch := make(chan Notice, 16)
+		db.OnNotice(func(n Notice) { ch <- n })
+		return ch
 	}
-	again.Close()
+	atFirst, atSecond, atOther := heard(first), heard(second), heard(other)
+	run := Run{RunID: uuid.Must(uuid.NewV7()), ThreadID: uuid.Must(uuid.NewV7()), Status: RunPending, NotBefore: time.Now()}
+	if err := first.Update(context.Background(), func(tx *Tx) error { return tx.PutRun(run) }); err != nil {
+		t.Fatal(err)
+	}
+	for name, ch := range map[string]chan Notice{"sender": atFirst, "other replica": atSecond} {
+		select {
+		case n := <-ch:
+			if !n.Wake || n.Local != (name == "sender") {
+				t.Fatalf("%s heard %+v, want a wake-up (local: %v)", name, n, name == "sender")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s heard nothing", name)
+		}
+	}
+	// The other schema's listener hears its own writes only.
+	if err := other.Update(context.Background(), func(tx *Tx) error { return tx.DeleteRun(run.RunID) }); err != nil && !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+	if err := other.Update(context.Background(), func(tx *Tx) error { return tx.PutRun(run) }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-atOther:
+		if !n.Local {
+			t.Fatalf("the other schema heard %+v, not from its own write", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other schema heard nothing of its own write")
+	}
 }
 
 // An unreachable PostgreSQL server is reported on one line that names the

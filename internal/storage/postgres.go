@@ -2,12 +2,16 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -18,18 +22,6 @@ import (
 // in different schemas of one database do not wait for each other.
 const writerLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('agentserver writer ' || current_schema(), 0))`
 
-// serverLockSQL takes the session advisory lock that marks a schema as
-// used by a server; it returns false at once when another session has it.
-const serverLockSQL = `SELECT pg_try_advisory_lock(hashtextextended('agentserver server ' || current_schema(), 0))`
-
-// pgLockWait is how long OpenPostgres waits for the server lock: a server
-// that just stopped (or was killed) releases it when PostgreSQL notices its
-// connection has gone, which is quick but not instant.
-var pgLockWait = 5 * time.Second
-
-// pgLockPoll is how often OpenPostgres retries the server lock.
-const pgLockPoll = 100 * time.Millisecond
-
 // Cursor page sizes: a cursor first fetches pgFirstPage rows from where it
 // is positioned, then pages grow fourfold up to pgMaxPage, so a point
 // lookup reads little and a long scan costs few round trips.
@@ -39,8 +31,14 @@ const (
 )
 
 // pgMaxConns bounds the connections of one server: the writer holds one,
-// readers share the rest.
+// readers share the rest (the listener has a connection of its own).
 const pgMaxConns = 16
+
+// pgOpTimeout bounds a queue or replica statement outside the writer.
+const pgOpTimeout = 10 * time.Second
+
+// pgListenRetry bounds the pause before the listener reconnects.
+const pgListenRetry = 2 * time.Second
 
 // pgPingTimeout bounds a health check.
 const pgPingTimeout = 5 * time.Second
@@ -61,10 +59,16 @@ const (
 // migrations/0001_kv.sql).
 type pgBackend struct {
 	pool *pgxpool.Pool
-	// held is the connection holding the server lock for as long as the
-	// database is open.
-	held *pgx.Conn
-	name string // the URL without its password
+	cfg  *pgx.ConnConfig // for the listener's own connection
+	name string          // the URL without its password
+	// lease is how long a replica's hold on a running run lasts.
+	lease time.Duration
+	// channel is the NOTIFY channel of the schema; origin tells this
+	// process's notices from the others'.
+	channel, origin string
+
+	stop     context.CancelFunc // ends the listener
+	listened chan struct{}      // closed when the listener has ended
 }
 
 // OpenPostgres opens the PostgreSQL database at databaseURL (a postgres://
@@ -101,39 +105,31 @@ func openPostgres(databaseURL string, opts Options) (*pgBackend, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open database %s: %w", name, oneLine{err})
 	}
-	held, err := holdServerLock(ctx, cfg.ConnConfig)
-	if err != nil {
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open database %s: %w", name, oneLine{err})
 	}
-	return &pgBackend{pool: pool, held: held, name: name}, nil
+	lease := opts.Lease
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	be := &pgBackend{pool: pool, cfg: cfg.ConnConfig, name: name, lease: lease,
+		channel: noticeChannel(schema), origin: uuid.NewString(), listened: make(chan struct{})}
+	close(be.listened) // until listen starts one
+	return be, nil
 }
 
-// holdServerLock opens a connection that holds the schema's server lock,
-// waiting up to pgLockWait for a server that is stopping to release it.
-// Until replicas coordinate their runs, a second server on one schema would
-// run every queued run a second time, so it is refused (ErrLocked).
-func holdServerLock(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
-	if err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(pgLockWait)
-	for {
-		var got bool
-		if err := conn.QueryRow(ctx, serverLockSQL).Scan(&got); err != nil {
-			conn.Close(ctx)
-			return nil, err
-		}
-		if got {
-			return conn, nil
-		}
-		if time.Now().After(deadline) {
-			conn.Close(ctx)
-			return nil, fmt.Errorf("%w (another server uses this database and schema; run one server per schema)", ErrLocked)
-		}
-		time.Sleep(pgLockPoll) // polling another process's lock, with a deadline
-	}
+// noticeChannel is the NOTIFY channel of a schema: channels are shared by
+// the whole database, so deployments in other schemas do not hear it.
+func noticeChannel(schema string) string {
+	h := fnv.New64a()
+	h.Write([]byte(schema))
+	return fmt.Sprintf("agentserver_%016x", h.Sum64())
+}
+
+func (be *pgBackend) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), pgOpTimeout)
 }
 
 // oneLine is an error whose text fits one line: the driver lists each
@@ -196,9 +192,16 @@ func (be *pgBackend) update(fn func(kvTx) error) error {
 	if _, err := tx.Exec(ctx, writerLockSQL); err != nil {
 		return fmt.Errorf("take the writer lock: %w", err)
 	}
-	t := &pgTxn{ctx: ctx, tx: tx}
+	t := &pgTxn{ctx: ctx, tx: tx, lease: be.lease}
 	if err := fn(t); err != nil {
 		return t.failureOr(err)
+	}
+	t.notice.Origin = be.origin
+	for _, payload := range t.notice.payloads() {
+		// Sent with the commit: listeners hear it only if it commits.
+		if err := t.queue(`SELECT pg_notify($1, $2)`, be.channel, payload); err != nil {
+			return err
+		}
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -217,8 +220,76 @@ func (be *pgBackend) ping() error {
 }
 
 func (be *pgBackend) close() error {
+	if be.stop != nil {
+		be.stop()
+	}
+	<-be.listened
 	be.pool.Close()
-	return be.held.Close(context.Background())
+	return nil
+}
+
+// listen starts delivering the schema's notices to fn, on a connection of
+// its own, until the database closes. When the connection fails it
+// reconnects and delivers a Resync notice, since notices may have been
+// missed meanwhile. It returns once the first LISTEN is in place (or
+// failed: the listener then keeps retrying).
+func (be *pgBackend) listen(fn func(Notice)) {
+	ctx, stop := context.WithCancel(context.Background())
+	be.stop, be.listened = stop, make(chan struct{})
+	ready := make(chan struct{})
+	go func() {
+		defer close(be.listened)
+		first := true
+		for ctx.Err() == nil {
+			err := be.listenOnce(ctx, fn, func() {
+				if first {
+					first = false
+					close(ready)
+				} else {
+					fn(Notice{Resync: true})
+				}
+			})
+			if first {
+				first = false
+				close(ready)
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			slog.Warn("database notices: listener failed, reconnecting", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(pgListenRetry):
+			}
+		}
+	}()
+	<-ready
+}
+
+// listenOnce listens on one connection until it fails; listening is called
+// once the LISTEN is in place.
+func (be *pgBackend) listenOnce(ctx context.Context, fn func(Notice), listening func()) error {
+	conn, err := pgx.ConnectConfig(ctx, be.cfg.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{be.channel}.Sanitize()); err != nil {
+		return err
+	}
+	listening()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var notice Notice
+		if err := json.Unmarshal([]byte(n.Payload), &notice); err != nil {
+			continue // not ours
+		}
+		notice.Local = notice.Origin == be.origin
+		fn(notice)
+	}
 }
 
 func (be *pgBackend) describe() string { return be.name }
@@ -231,7 +302,10 @@ type pgTxn struct {
 	ctx      context.Context
 	tx       pgx.Tx
 	readOnly bool
-	pending  pgx.Batch
+	lease    time.Duration
+	// notice collects what the transaction tells the replicas at commit.
+	notice  Notice
+	pending pgx.Batch
 	// writes counts the writes queued so far; a cursor whose page is older
 	// than the last write fetches again from its position.
 	writes uint64
@@ -330,15 +404,26 @@ func present(v []byte) []byte {
 }
 
 func (b *pgBucket) Put(k, v []byte) error {
+	b.noteVectors()
 	return b.t.queue(pgPutSQL, b.name, k, present(v))
 }
 
 func (b *pgBucket) Delete(k []byte) error {
+	b.noteVectors()
 	return b.t.queue(pgDeleteSQL, b.name, k)
+}
+
+// noteVectors tells the other replicas, at commit, that store vectors
+// changed: their in-memory vector indexes reload.
+func (b *pgBucket) noteVectors() {
+	if b.name == string(bucketStoreVectors) {
+		b.t.notice.StoreVectors = true
+	}
 }
 
 // deleteRange queues one statement deleting every key in [from, to).
 func (b *pgBucket) deleteRange(from, to []byte) error {
+	b.noteVectors()
 	if to == nil {
 		return b.t.queue(pgTailSQL, b.name, present(from))
 	}

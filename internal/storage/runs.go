@@ -2,7 +2,9 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"time"
 
@@ -60,6 +62,29 @@ type Run struct {
 	// Traceparent is the W3C trace context of the request that created
 	// the run; the worker's run span is its child.
 	Traceparent string `json:"traceparent,omitempty"`
+	// Token is the fencing token of the run's current start (0 while it
+	// is pending): every write of a running run checks, in its
+	// transaction, that the run still holds it (RunHeldBy).
+	Token uint64 `json:"token,omitempty"`
+	// Owner is the replica executing the run ("" while pending, and on a
+	// single server).
+	Owner string `json:"owner,omitempty"`
+	// Pinned names the replica that must execute the run while it is
+	// alive: a temporary run's outcome lives only in its creator's memory.
+	Pinned string `json:"pinned,omitempty"`
+	// CancelAction is the cancellation requested for a running run
+	// (interrupt or rollback), kept so that a replica taking the run over
+	// ends it instead of retrying it.
+	CancelAction string `json:"cancel_action,omitempty"`
+}
+
+// tokenBytes is the runs_active value of a run holding token (empty while
+// pending).
+func tokenBytes(token uint64) []byte {
+	if token == 0 {
+		return []byte{}
+	}
+	return binary.BigEndian.AppendUint64(nil, token)
 }
 
 // GetRun returns a run, or ErrNotFound.
@@ -91,23 +116,42 @@ func (t *Tx) PutRun(r Run) error {
 			return err
 		}
 	}
+	if q, ok := t.kv.(runQueue); ok {
+		if err := q.queueRun(r); err != nil {
+			return err
+		}
+	}
 	active := t.bucket(bucketRunsActive)
 	if RunActive(r.Status) {
-		if active.Get(r.RunID[:]) != nil {
+		token := tokenBytes(r.Token)
+		if cur := active.Get(r.RunID[:]); cur != nil && bytes.Equal(cur, token) {
 			return nil
 		}
-		return active.Put(idKey(r.RunID), nil)
+		return active.Put(idKey(r.RunID), token)
 	}
 	return active.Delete(r.RunID[:]) // a no-op, touching nothing, when absent
 }
 
-// RunIsActive reports whether a run is stored as pending or running. A run
-// that is not (it ended, was rolled back, or its thread was deleted) no
-// longer owns its thread: the run engine checks this in every transaction
-// that writes a run's checkpoints, so that a run that lost its thread
-// writes nothing after its successor started. It costs one index lookup.
+// NewRunToken returns a fresh fencing token for a run's start (never 0).
+func NewRunToken() uint64 {
+	return rand.Uint64() | 1
+}
+
+// RunIsActive reports whether a run is stored as pending or running.
 func (t *Tx) RunIsActive(id uuid.UUID) bool {
 	return t.bucket(bucketRunsActive).Get(id[:]) != nil
+}
+
+// RunHeldBy reports whether a run is stored as running under the fencing
+// token of one start. A run that is not (it ended, was rolled back, its
+// thread was deleted, or another replica took it over after its lease
+// lapsed) no longer owns its thread: the run engine checks this in every
+// transaction that writes a run's checkpoints or its end, so that a run that
+// lost its thread writes nothing after its successor started. It costs one
+// index lookup.
+func (t *Tx) RunHeldBy(id uuid.UUID, token uint64) bool {
+	v := t.bucket(bucketRunsActive).Get(id[:])
+	return v != nil && bytes.Equal(v, tokenBytes(token))
 }
 
 // DeleteRun removes a run, its index entries and its stored stream events.
@@ -122,6 +166,11 @@ func (t *Tx) DeleteRun(id uuid.UUID) error {
 // deleteRunKeys removes everything stored under a run's id, without reading
 // the run record.
 func (t *Tx) deleteRunKeys(threadID, id uuid.UUID) error {
+	if q, ok := t.kv.(runQueue); ok {
+		if err := q.dequeueRun(id); err != nil {
+			return err
+		}
+	}
 	if err := t.bucket(bucketRuns).Delete(id[:]); err != nil {
 		return err
 	}

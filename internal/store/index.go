@@ -202,3 +202,12 @@ func cosine(a, b []float32) float64 {
 	}
 	return dot / math.Sqrt(na*nb)
 }
+
+// Notice follows a change another replica committed to the shared
+// database: when it changed embedding vectors, the in-memory vector index
+// is reloaded at the next search.
+func (s *Service) Notice(n storage.Notice) {
+	if n.StoreVectors && !n.Local {
+		s.vectors.invalidate()
+	}
+}

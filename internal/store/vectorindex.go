@@ -94,6 +94,14 @@ func (x *vectorIndex) ensureLoaded(db *storage.DB) error {
 	return err
 }
 
+// invalidate makes the next search load the index again from storage
+// (another replica changed vectors).
+func (x *vectorIndex) invalidate() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.loaded, x.slots, x.items = false, nil, nil
+}
+
 // set replaces the vectors of an item (none removes it). Before the index
 // is loaded it does nothing: the load reads the stored state.
 func (x *vectorIndex) set(namespace []string, key string, vecs [][]float32) {

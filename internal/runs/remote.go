@@ -1,0 +1,320 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/events"
+	"agentserver/internal/sse"
+	"agentserver/internal/storage"
+)
+
+// Streams of runs that execute on another replica: the replica a client
+// asks follows the executing replica's own stream over HTTP (its
+// AdvertiseURL) and serves it from a detached log, so every stream route
+// works the same whichever replica a client reaches.
+
+// PeerHeader marks a request one replica sends another: it is served from
+// the receiving replica's own runs only, never relayed further.
+const PeerHeader = "X-Agentserver-Peer"
+
+type peerKey struct{}
+
+// WithPeer marks ctx as the context of a request from another replica.
+func WithPeer(ctx context.Context) context.Context {
+	return context.WithValue(ctx, peerKey{}, true)
+}
+
+func fromPeer(ctx context.Context) bool {
+	v, _ := ctx.Value(peerKey{}).(bool)
+	return v
+}
+
+// peerRetry is the pause before a relay looks again after a failure.
+const peerRetry = 250 * time.Millisecond
+
+// peerClient streams from other replicas: no overall timeout, since
+// streams last as long as runs.
+var peerClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: 30 * time.Second}}
+
+// executesHere reports whether this process executes the run (or is about
+// to).
+func (s *Service) executesHere(id uuid.UUID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lr := s.live[id]
+	return lr != nil && lr.here
+}
+
+// subscribeRemote returns a subscription to a run that is pending or
+// executes on another replica, from its event after (-1: from the start,
+// onlyNew: from now).
+func (s *Service) subscribeRemote(run storage.Run, after int64) *events.Subscription {
+	mirror := events.NewDetachedLog(run.RunID)
+	sub := mirror.Subscribe(0)
+	ctx, cancel := context.WithCancel(s.ctx)
+	sub.OnClose(cancel)
+	if after == onlyNew && run.Status == storage.RunPending {
+		after = 0 // everything it will do is new
+	}
+	if l, ok := s.broker.Get(run.RunID); ok && after != onlyNew {
+		// Created here: its metadata event went out with the creation.
+		seed := l.Subscribe(after)
+		for {
+			ev, ok, err := seed.TryNext()
+			if !ok || err != nil {
+				break
+			}
+			mirror.AppendAt(ev.Seq, ev.Name, ev.Data)
+		}
+		seed.Close()
+	}
+	go s.relayRun(ctx, run, after, mirror)
+	return sub
+}
+
+// relayRun fills mirror with the run's events until the run ends or ctx
+// does: from the replica executing it, from this process when the run
+// comes to execute here, and from the database (resumable runs) once it
+// ended.
+func (s *Service) relayRun(ctx context.Context, run storage.Run, after int64, mirror *events.Log) {
+	defer mirror.Close()
+	dropPreface := after == onlyNew // the joining handler sends its own
+	for ctx.Err() == nil {
+		changed := s.shared.next(s.shared.changed, run.RunID)
+		if s.executesHere(run.RunID) {
+			if l, ok := s.broker.Get(run.RunID); ok {
+				from := max(after, mirror.LastSeq())
+				if after == onlyNew {
+					from = l.LastSeq()
+				}
+				copyEvents(ctx, l.Subscribe(from), mirror)
+				return
+			}
+		}
+		owner, running, err := s.db.RunOwner(run.RunID)
+		switch {
+		case err != nil:
+			s.log.Warn("find the replica of a run", "run_id", run.RunID, "err", err)
+		case running && owner.ID != s.opts.ReplicaID:
+			last, ended, err := s.streamFrom(ctx, owner.URL, run, after, dropPreface, mirror)
+			if ended || ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				s.log.Debug("run stream from another replica broke", "run_id", run.RunID, "replica", owner.ID, "err", err)
+			}
+			if last > 0 {
+				after, dropPreface = last, false
+			} else if mirror.LastSeq() > 0 {
+				return // events without ids cannot be resumed
+			}
+		case !running:
+			var active bool
+			if err := s.db.View(func(tx *storage.Tx) error { active = tx.RunIsActive(run.RunID); return nil }); err == nil && !active {
+				s.replayEnded(run.RunID, max(after, mirror.LastSeq()), mirror)
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-changed:
+		case <-time.After(peerRetry):
+		}
+	}
+}
+
+// replayEnded appends the persisted events of an ended resumable run after
+// event after.
+func (s *Service) replayEnded(id uuid.UUID, after int64, mirror *events.Log) {
+	if after == onlyNew {
+		return
+	}
+	sub, err := s.broker.Subscribe(id, after)
+	if err != nil {
+		return
+	}
+	copyEvents(s.ctx, sub, mirror)
+}
+
+// copyEvents appends what sub yields to mirror until it ends.
+func copyEvents(ctx context.Context, sub *events.Subscription, mirror *events.Log) {
+	defer sub.Close()
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		mirror.AppendAt(ev.Seq, ev.Name, ev.Data)
+	}
+}
+
+// streamFrom appends the run's stream as the replica at base serves it,
+// after event after. It returns the id of the last event appended (0 when
+// the stream has no ids), and whether the stream reached the run's end.
+func (s *Service) streamFrom(ctx context.Context, base string, run storage.Run, after int64, dropPreface bool, mirror *events.Log) (last int64, ended bool, err error) {
+	u := fmt.Sprintf("%s/threads/%s/runs/%s/stream", base, url.PathEscape(run.ThreadID.String()), url.PathEscape(run.RunID.String()))
+	resp, err := s.peerGet(ctx, u, after)
+	if err != nil {
+		return 0, false, err
+	}
+	defer resp.Body.Close()
+	r := sse.NewReader(resp.Body)
+	for first := true; ; first = false {
+		f, err := r.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				// The owner ends a run's stream when the run ends.
+				return last, true, nil
+			}
+			return last, false, err
+		}
+		seq, _ := strconv.ParseInt(f.ID, 10, 64)
+		if f.ID != "" && seq <= mirror.LastSeq() {
+			continue // seeded or appended before a reconnect
+		}
+		if first && f.Name == "metadata" && (dropPreface || f.ID == "" && mirror.LastSeq() > 0) {
+			continue // the owner's copy of a metadata event already sent
+		}
+		ev := mirror.AppendAt(seq, f.Name, json.RawMessage(f.Data))
+		if f.ID != "" {
+			last = ev.Seq
+		}
+	}
+}
+
+// peerGet opens a stream on another replica, as a peer.
+func (s *Service) peerGet(ctx context.Context, u string, after int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(PeerHeader, "1")
+	req.Header.Set("Accept", "text/event-stream")
+	if s.opts.PeerAPIKey != "" {
+		req.Header.Set("x-api-key", s.opts.PeerAPIKey)
+	}
+	switch {
+	case after == onlyNew:
+	case after <= 0:
+		req.Header.Set("Last-Event-ID", "-1")
+	default:
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
+	}
+	resp, err := peerClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: %s: %s", u, resp.Status, body)
+	}
+	return resp, nil
+}
+
+// threadRelays keeps, for each thread with stream clients on this
+// replica, a relay of the thread's events on every other replica.
+type threadRelays struct {
+	mu     sync.Mutex
+	active map[uuid.UUID]context.CancelFunc
+}
+
+// relayThread makes sure the events of the thread's runs on the other
+// replicas reach this replica's feed while it has clients.
+func (s *Service) relayThread(threadID uuid.UUID) {
+	r := &s.relays
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.active == nil {
+		r.active = map[uuid.UUID]context.CancelFunc{}
+	}
+	if _, ok := r.active[threadID]; ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	r.active[threadID] = cancel
+	go s.relayThreadLoop(ctx, threadID)
+}
+
+// relayThreadLoop follows the thread's stream on each other live replica,
+// looking for new replicas every lease/3, until the feed has no clients.
+func (s *Service) relayThreadLoop(ctx context.Context, threadID uuid.UUID) {
+	defer func() {
+		s.relays.mu.Lock()
+		delete(s.relays.active, threadID)
+		s.relays.mu.Unlock()
+	}()
+	following := map[string]context.CancelFunc{}
+	defer func() {
+		for _, stop := range following {
+			stop()
+		}
+	}()
+	tick := time.NewTicker(s.db.Lease() / 3)
+	defer tick.Stop()
+	for {
+		if !s.watchers.hasClients(threadID) {
+			return
+		}
+		replicas, err := s.db.LiveReplicas()
+		if err != nil {
+			s.log.Warn("list replicas", "err", err)
+		}
+		alive := map[string]bool{}
+		for _, rep := range replicas {
+			alive[rep.ID] = true
+			if rep.ID == s.opts.ReplicaID || following[rep.ID] != nil {
+				continue
+			}
+			rctx, stop := context.WithCancel(ctx)
+			following[rep.ID] = stop
+			go s.followThread(rctx, rep, threadID)
+		}
+		for id, stop := range following {
+			if err == nil && !alive[id] {
+				stop()
+				delete(following, id)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// followThread publishes into this replica's feed the events the thread's
+// runs emit on replica rep, reconnecting until ctx ends.
+func (s *Service) followThread(ctx context.Context, rep storage.Replica, threadID uuid.UUID) {
+	u := fmt.Sprintf("%s/threads/%s/stream?stream_mode=run_modes", rep.URL, url.PathEscape(threadID.String()))
+	for ctx.Err() == nil {
+		resp, err := s.peerGet(ctx, u, onlyNew)
+		if err == nil {
+			r := sse.NewReader(resp.Body)
+			for {
+				f, err := r.Next()
+				if err != nil {
+					break
+				}
+				s.watchers.publishRelayed(threadID, f.Name, json.RawMessage(f.Data))
+			}
+			resp.Body.Close()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(peerRetry):
+		}
+	}
+}
