@@ -73,6 +73,11 @@ type Options struct {
 	// MetricsAddr serves /metrics on a listener of its own (e.g.
 	// "127.0.0.1:0"); empty: on the main listener.
 	MetricsAddr string
+	// ReplicaOf makes the server a replica sharing the PostgreSQL schema of
+	// the server on that data directory (PostgreSQL runs only).
+	ReplicaOf string
+	// RunLease overrides the replicas' run lease (0: the default).
+	RunLease time.Duration
 }
 
 // Build makes a server (not yet listening) over a temporary data directory.
@@ -121,6 +126,12 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DataDir = dir
 	cfg.DatabaseURL = DatabaseURL(t, dir)
+	if opts.ReplicaOf != "" {
+		cfg.DatabaseURL = DatabaseURL(t, opts.ReplicaOf)
+	}
+	if opts.RunLease > 0 {
+		cfg.RunLease = opts.RunLease
+	}
 	cfg.GraphsFile = graphsFile
 	cfg.APIKey = opts.APIKey
 	if opts.Jobs > 0 {
