@@ -9,6 +9,7 @@ import (
 	"agentserver/internal/storage"
 	"agentserver/internal/testutil"
 	"agentserver/internal/testutil/fakeclock"
+	"agentserver/internal/testutil/pgtest"
 )
 
 // start is a fixed wall time the fake clock begins at: 10:00:30 UTC.
@@ -206,5 +207,57 @@ func TestCronFiringWithoutAssistantIsSkipped(t *testing.T) {
 	next := parseTime(t, s.Must(200, "GET", "/runs/crons/"+cid, nil).Object(t)["next_run_date"])
 	if !next.After(clock.Now()) {
 		t.Fatalf("next_run_date %v did not move past now %v", next, clock.Now())
+	}
+}
+
+// Replicas sharing one PostgreSQL database fire each cron date exactly
+// once, however their schedulers race: the firing is claimed in the
+// transaction that creates its run.
+func TestCronFiresOnceAcrossReplicas(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip("replicas share a PostgreSQL database: " + pgtest.EnvURL + " is not set")
+	}
+	clock := fakeclock.New(start)
+	first := t.TempDir()
+	var replicas []*testutil.Server
+	for i := range 3 {
+		opts := testutil.Options{DataDir: t.TempDir()}
+		if i == 0 {
+			opts.DataDir = first
+		} else {
+			opts.ReplicaOf = first
+		}
+		replicas = append(replicas, startServer(t, clock, opts))
+	}
+	tid := newThread(t, replicas[0])
+	for i := range 6 {
+		replicas[i%3].Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "* * * * *"})
+	}
+	for minute := 1; minute <= 2; minute++ {
+		clock.Advance(time.Minute)
+		var wg sync.WaitGroup
+		for _, s := range replicas {
+			for range 2 {
+				wg.Go(func() {
+					if _, err := s.Crons.FireDue(context.Background()); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+		}
+		wg.Wait()
+		want := 6 * minute
+		all := func(s *testutil.Server) []any {
+			return s.Must(200, "GET", "/threads/"+tid+"/runs?limit=100", nil).List(t)
+		}
+		testutil.Eventually(t, 20*time.Second, "one run per cron and date", func() bool { return len(all(replicas[1])) >= want })
+		for _, s := range replicas {
+			if n, err := s.Crons.FireDue(context.Background()); err != nil || n != 0 {
+				t.Fatalf("a late scheduler fired %d (%v), want nothing due", n, err)
+			}
+		}
+		if rs := all(replicas[2]); len(rs) != want {
+			t.Fatalf("after minute %d the thread has %d runs, want %d", minute, len(rs), want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"agentserver/internal/llm/scripted"
 	"agentserver/internal/testutil"
+	"agentserver/internal/testutil/pgtest"
 )
 
 // turnModel answers the supervisor's model calls: summarisation requests
@@ -238,7 +239,7 @@ func TestSupervisorStartupChecks(t *testing.T) {
 }
 
 func TestSupervisorNotifyOnCompletion(t *testing.T) {
-	for _, topology := range []string{"in-process", "a2a"} {
+	for _, topology := range []string{"in-process", "a2a", "replicas"} {
 		t.Run(topology, func(t *testing.T) { notifyOnCompletion(t, topology) })
 	}
 }
@@ -255,7 +256,20 @@ func notifyOnCompletion(t *testing.T, topology string) {
 		spec = supervisorSpecWith(model.URL(), a2aSubagents(host.URL())) + "notify_on_completion: true\n"
 		graphs = `{"graphs": {"boss": "./boss.yaml"}}`
 	}
-	s := testutil.StartServer(t, testutil.Options{Graphs: graphs, Files: map[string]string{"boss.yaml": spec}})
+	opts := testutil.Options{Graphs: graphs, Files: map[string]string{"boss.yaml": spec}}
+	if topology == "replicas" {
+		// The supervisor's replica has one worker, which its run holds
+		// while it launches the task: the task runs on the other replica,
+		// and its end reaches the supervisor through the database.
+		if !pgtest.Enabled() {
+			t.Skip("replicas share a PostgreSQL database: " + pgtest.EnvURL + " is not set")
+		}
+		opts.DataDir, opts.Jobs = t.TempDir(), 1
+		other := opts
+		other.DataDir, other.ReplicaOf, other.Jobs = t.TempDir(), opts.DataDir, 0
+		testutil.StartServer(t, other)
+	}
+	s := testutil.StartServer(t, opts)
 	tid := newThread(t, s)
 	gate := "notify-" + tid
 	tm.push(scripted.ToolCalls(scripted.Call("start_async_task", map[string]any{"description": gate, "subagent_type": "waiter"})), scripted.Text("Started."))
