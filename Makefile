@@ -1,7 +1,7 @@
 # Run `make help` for the list of targets.
 GO ?= go
 
-.PHONY: help run build generate check-generated vet test test-go test-sdk test-go-postgres test-ui sdk-deps bench fuzz
+.PHONY: help run build generate check-generated vet test test-go test-sdk test-sdk-postgres test-go-postgres test-ui sdk-deps bench fuzz
 
 help:
 	@echo "run              build and serve ./langgraph.json on 127.0.0.1:2024 (data in ./data)"
@@ -10,6 +10,7 @@ help:
 	@echo "test-go          the Go tests alone, with -race"
 	@echo "test-go-postgres the Go tests on a throwaway PostgreSQL cluster (scripts/pg-test-cluster.sh)"
 	@echo "test-sdk         the Node suite alone (real @langchain/langgraph-sdk against the server)"
+	@echo "test-sdk-postgres the Node suite against a server on a throwaway PostgreSQL cluster"
 	@echo "test-ui          the web console in Chromium (playwright-core; needs /usr/bin/chromium)"
 	@echo "sdk-deps         install tests/sdk's npm packages (the SDKs, deepagents, MCP servers) if missing"
 	@echo "vet              go vet and gofmt"
@@ -59,10 +60,14 @@ test-go-postgres:
 test-sdk:
 	bash tests/sdk/run.sh
 
+# The Node suite against a server on a throwaway PostgreSQL cluster.
+test-sdk-postgres:
+	./scripts/pg-test-cluster.sh bash tests/sdk/run.sh
+
 test-ui:
 	bash tests/ui/run.sh
 
-test: check-generated vet test-go test-go-postgres test-sdk test-ui
+test: check-generated vet test-go test-go-postgres test-sdk test-sdk-postgres test-ui
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/storage/ ./internal/httpapi/

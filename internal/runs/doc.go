@@ -32,12 +32,14 @@
 //     it has used MaxAttempts. Pending runs stay queued.
 //   - Producers never wait for stream consumers: events go to the run's log
 //     (package events), which subscribers read at their own pace.
-//   - Fencing: a run owns its thread while its record is pending or
-//     running. Every transaction that writes a run's checkpoints or its end
-//     first checks, in that transaction, that the run still owns its
-//     thread (storage.Tx.RunIsActive), and writes nothing otherwise; so a
-//     run ended by the engine, rolled back, or deleted with its thread
-//     never writes after its successor started.
+//   - Fencing: every start of a run (its creation as running, a worker's
+//     start, a replica's claim) gives it a fresh fencing token, kept in its
+//     record and in runs_active. Every transaction that writes a run's
+//     checkpoints or its end first checks, in that transaction, that the
+//     run is still running under its token (storage.Tx.RunHeldBy), and
+//     writes nothing otherwise; so a run ended by the engine, rolled back,
+//     deleted with its thread, or taken over by another replica never
+//     writes after its successor started.
 //   - A run cancelled on purpose (cancel, a multitask strategy, its
 //     timeout) that has not stopped after Options.StopGrace is ended by the
 //     engine (abandon): its end is committed, its thread and worker slot go
@@ -68,4 +70,34 @@
 //     for; the run's own log still gets only its modes. A run created from
 //     inside another run (the context of a run's execution carries it) is
 //     announced to the observer before it can start.
+//
+// # Replicas
+//
+// On a shared (PostgreSQL) database several processes execute the runs of
+// one queue (shared.go, remote.go):
+//
+//   - A run created on a replica with a free worker starts there in the
+//     creating transaction; otherwise it waits in the shared queue
+//     (storage's run_queue), and any replica with a free worker claims the
+//     oldest due pending run of a thread with nothing running (FOR UPDATE
+//     SKIP LOCKED). Replicas are woken by the database's notices (a run
+//     became pending, a run ended), a timer for after_seconds, and a slow
+//     safety poll (safetyPoll).
+//   - A running run's lease is renewed by its replica every lease/3; a
+//     replica that no longer finds a run among its renewed leases stops
+//     it (errLeaseLost) and writes nothing of it. Every replica requeues,
+//     every lease/3, the runs whose leases lapsed (requeueRun: attempt+1
+//     from the last checkpoint; a run being cancelled ends instead; a run
+//     out of attempts ends in error). A restarted replica (same data
+//     directory, same id) requeues its own runs at start.
+//   - Cancellation is recorded in the run's record (CancelAction) and
+//     announced; the executing replica cancels the run's context when it
+//     hears it. Waits and joins of runs executing elsewhere wait for the
+//     notice that the run ended, then read it from the database.
+//   - Streams of runs executing elsewhere are relayed over HTTP from the
+//     executing replica (PeerHeader marks those requests, which are never
+//     relayed further); a thread stream relays the thread's events from
+//     every other live replica while it has clients.
+//   - A temporary (stateless) run is pinned to the replica that created it
+//     while that replica lives: its outcome is kept only in that process.
 package runs

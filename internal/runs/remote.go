@@ -60,12 +60,16 @@ func (s *Service) executesHere(id uuid.UUID) bool {
 // executes on another replica, from its event after (-1: from the start,
 // onlyNew: from now).
 func (s *Service) subscribeRemote(run storage.Run, after int64) *events.Subscription {
-	mirror := events.NewDetachedLog(run.RunID)
-	sub := mirror.Subscribe(0)
+	w := &mirrorWriter{log: events.NewDetachedLog(run.RunID), attempts: map[int]bool{}}
+	sub := w.log.Subscribe(0)
 	ctx, cancel := context.WithCancel(s.ctx)
 	sub.OnClose(cancel)
-	if after == onlyNew && run.Status == storage.RunPending {
-		after = 0 // everything it will do is new
+	if after == onlyNew {
+		// The joining handler opens the stream with the run's metadata.
+		w.attempts[max(run.Attempt, 1)] = true
+		if run.Status == storage.RunPending {
+			after = 0 // everything it will do is new
+		}
 	}
 	if l, ok := s.broker.Get(run.RunID); ok && after != onlyNew {
 		// Created here: its metadata event went out with the creation.
@@ -75,30 +79,54 @@ func (s *Service) subscribeRemote(run storage.Run, after int64) *events.Subscrip
 			if !ok || err != nil {
 				break
 			}
-			mirror.AppendAt(ev.Seq, ev.Name, ev.Data)
+			w.add(ev.Seq, ev.Name, ev.Data)
 		}
 		seed.Close()
 	}
-	go s.relayRun(ctx, run, after, mirror)
+	go s.relayRun(ctx, run, after, w)
 	return sub
 }
 
-// relayRun fills mirror with the run's events until the run ends or ctx
-// does: from the replica executing it, from this process when the run
+// mirrorWriter appends a relayed run's events to its detached log, once
+// each: a metadata event of an attempt already announced (by the joining
+// handler, or by the creating replica) is dropped.
+type mirrorWriter struct {
+	log      *events.Log
+	attempts map[int]bool
+}
+
+func (w *mirrorWriter) add(seq int64, name string, data json.RawMessage) {
+	if seq > 0 && seq <= w.log.LastSeq() {
+		return // appended before a reconnect
+	}
+	if name == "metadata" {
+		var m struct {
+			Attempt int `json:"attempt"`
+		}
+		_ = json.Unmarshal(data, &m)
+		if w.attempts[max(m.Attempt, 1)] {
+			return
+		}
+		w.attempts[max(m.Attempt, 1)] = true
+	}
+	w.log.AppendAt(seq, name, data)
+}
+
+// relayRun fills the mirror with the run's events until the run ends or
+// ctx does: from the replica executing it, from this process when the run
 // comes to execute here, and from the database (resumable runs) once it
 // ended.
-func (s *Service) relayRun(ctx context.Context, run storage.Run, after int64, mirror *events.Log) {
-	defer mirror.Close()
-	dropPreface := after == onlyNew // the joining handler sends its own
+func (s *Service) relayRun(ctx context.Context, run storage.Run, after int64, w *mirrorWriter) {
+	defer w.log.Close()
 	for ctx.Err() == nil {
 		changed := s.shared.next(s.shared.changed, run.RunID)
 		if s.executesHere(run.RunID) {
 			if l, ok := s.broker.Get(run.RunID); ok {
-				from := max(after, mirror.LastSeq())
+				from := max(after, w.log.LastSeq())
 				if after == onlyNew {
 					from = l.LastSeq()
 				}
-				copyEvents(ctx, l.Subscribe(from), mirror)
+				copyEvents(ctx, l.Subscribe(from), w)
 				return
 			}
 		}
@@ -107,7 +135,7 @@ func (s *Service) relayRun(ctx context.Context, run storage.Run, after int64, mi
 		case err != nil:
 			s.log.Warn("find the replica of a run", "run_id", run.RunID, "err", err)
 		case running && owner.ID != s.opts.ReplicaID:
-			last, ended, err := s.streamFrom(ctx, owner.URL, run, after, dropPreface, mirror)
+			last, ended, err := s.streamFrom(ctx, owner.URL, run, after, w)
 			if ended || ctx.Err() != nil {
 				return
 			}
@@ -115,14 +143,14 @@ func (s *Service) relayRun(ctx context.Context, run storage.Run, after int64, mi
 				s.log.Debug("run stream from another replica broke", "run_id", run.RunID, "replica", owner.ID, "err", err)
 			}
 			if last > 0 {
-				after, dropPreface = last, false
-			} else if mirror.LastSeq() > 0 {
+				after = last
+			} else if w.log.LastSeq() > 0 {
 				return // events without ids cannot be resumed
 			}
 		case !running:
 			var active bool
 			if err := s.db.View(func(tx *storage.Tx) error { active = tx.RunIsActive(run.RunID); return nil }); err == nil && !active {
-				s.replayEnded(run.RunID, max(after, mirror.LastSeq()), mirror)
+				s.replayEnded(run.RunID, max(after, w.log.LastSeq()), w)
 				return
 			}
 		}
@@ -136,7 +164,7 @@ func (s *Service) relayRun(ctx context.Context, run storage.Run, after int64, mi
 
 // replayEnded appends the persisted events of an ended resumable run after
 // event after.
-func (s *Service) replayEnded(id uuid.UUID, after int64, mirror *events.Log) {
+func (s *Service) replayEnded(id uuid.UUID, after int64, w *mirrorWriter) {
 	if after == onlyNew {
 		return
 	}
@@ -144,25 +172,25 @@ func (s *Service) replayEnded(id uuid.UUID, after int64, mirror *events.Log) {
 	if err != nil {
 		return
 	}
-	copyEvents(s.ctx, sub, mirror)
+	copyEvents(s.ctx, sub, w)
 }
 
-// copyEvents appends what sub yields to mirror until it ends.
-func copyEvents(ctx context.Context, sub *events.Subscription, mirror *events.Log) {
+// copyEvents appends what sub yields to the mirror until it ends.
+func copyEvents(ctx context.Context, sub *events.Subscription, w *mirrorWriter) {
 	defer sub.Close()
 	for {
 		ev, err := sub.Next(ctx)
 		if err != nil {
 			return
 		}
-		mirror.AppendAt(ev.Seq, ev.Name, ev.Data)
+		w.add(ev.Seq, ev.Name, ev.Data)
 	}
 }
 
 // streamFrom appends the run's stream as the replica at base serves it,
-// after event after. It returns the id of the last event appended (0 when
-// the stream has no ids), and whether the stream reached the run's end.
-func (s *Service) streamFrom(ctx context.Context, base string, run storage.Run, after int64, dropPreface bool, mirror *events.Log) (last int64, ended bool, err error) {
+// after event after. It returns the id of the last event read (0 when the
+// stream has no ids), and whether the stream reached the run's end.
+func (s *Service) streamFrom(ctx context.Context, base string, run storage.Run, after int64, w *mirrorWriter) (last int64, ended bool, err error) {
 	u := fmt.Sprintf("%s/threads/%s/runs/%s/stream", base, url.PathEscape(run.ThreadID.String()), url.PathEscape(run.RunID.String()))
 	resp, err := s.peerGet(ctx, u, after)
 	if err != nil {
@@ -170,7 +198,7 @@ func (s *Service) streamFrom(ctx context.Context, base string, run storage.Run, 
 	}
 	defer resp.Body.Close()
 	r := sse.NewReader(resp.Body)
-	for first := true; ; first = false {
+	for {
 		f, err := r.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -180,15 +208,9 @@ func (s *Service) streamFrom(ctx context.Context, base string, run storage.Run, 
 			return last, false, err
 		}
 		seq, _ := strconv.ParseInt(f.ID, 10, 64)
-		if f.ID != "" && seq <= mirror.LastSeq() {
-			continue // seeded or appended before a reconnect
-		}
-		if first && f.Name == "metadata" && (dropPreface || f.ID == "" && mirror.LastSeq() > 0) {
-			continue // the owner's copy of a metadata event already sent
-		}
-		ev := mirror.AppendAt(seq, f.Name, json.RawMessage(f.Data))
-		if f.ID != "" {
-			last = ev.Seq
+		w.add(seq, f.Name, json.RawMessage(f.Data))
+		if seq > 0 {
+			last = seq
 		}
 	}
 }

@@ -19,11 +19,20 @@
 //     before the next read and at commit; cursors fetch pages of rows that
 //     grow from a few to 64. Write transactions take an advisory lock named
 //     after the schema, so writers of one schema are serialized even across
-//     processes. Reads run in a REPEATABLE READ READ ONLY transaction. An
-//     open database holds a session advisory lock of its schema on a
-//     connection of its own, so a second server on the schema is refused
-//     (ErrLocked) as on a bbolt file: runs are not yet shared between
-//     servers.
+//     processes (several replicas share a schema). Reads run in a
+//     REPEATABLE READ READ ONLY transaction.
+//
+// # Replicas (PostgreSQL)
+//
+// Besides kv, the schema has run_queue (one row per pending or running
+// run, written by PutRun and deleteRunKeys in the run's own transaction:
+// status, due date, owner replica, fencing token, lease) and replicas
+// (each live server's id, URL and last heartbeat); see
+// migrations/0002_run_queue.sql and runqueue.go. Every write transaction
+// collects a Notice of what it did to runs (became pending, started,
+// ended, cancellation requested) and to store vectors, and sends it with
+// pg_notify in the same transaction, so listeners (OnNotice) hear of
+// committed changes only. The notice channel is named after the schema.
 //
 // One table rather than a table per bucket: the code above the seam creates
 // no bucket at run time, every bucket has the same shape (ordered bytes to

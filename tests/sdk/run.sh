@@ -129,9 +129,17 @@ node -e '
   fs.writeFileSync(dst, JSON.stringify(c, null, 2));
 ' "$REPO_ROOT/langgraph.json" "$config"
 
+# With AGENTSERVER_TEST_DATABASE_URL (scripts/pg-test-cluster.sh sets it) the
+# server keeps its database there: the suite then runs on PostgreSQL.
+database_args=()
+if [ -n "${AGENTSERVER_TEST_DATABASE_URL:-}" ]; then
+  database_args=(--database-url "$AGENTSERVER_TEST_DATABASE_URL")
+  echo "run.sh: the server's database is PostgreSQL"
+fi
+
 echo "run.sh: starting server on $api_url"
 env -u AGENTSERVER_API_KEY OPENAI_BASE_URL="$model_url" OPENAI_API_KEY=test-key \
-  "$tmp/server" --addr "127.0.0.1:$port" --data-dir "$data_dir" --config "$config" --cron-seconds \
+  "$tmp/server" --addr "127.0.0.1:$port" --data-dir "$data_dir" --config "$config" --cron-seconds "${database_args[@]}" \
   >"$server_log" 2>&1 &
 server_pid=$!
 
