@@ -1,11 +1,14 @@
 package httpapi_test
 
 import (
+	"context"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
 
 	"agentserver/internal/testutil"
+	"agentserver/internal/testutil/pgtest"
 )
 
 // BenchmarkCancelBlockedRun measures request → run interrupted for a run
@@ -30,7 +33,57 @@ func BenchmarkCancelBlockedRun(b *testing.B) {
 		lat = append(lat, time.Since(began))
 	}
 	b.StopTimer()
+	reportPercentiles(b, lat, "")
+}
+
+// reportPercentiles reports the p50 and p99 of lat in milliseconds, as
+// <prefix>p50-ms and <prefix>p99-ms.
+func reportPercentiles(b *testing.B, lat []time.Duration, prefix string) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, prefix+"p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, prefix+"p99-ms")
+}
+
+// BenchmarkCrossReplicaCancel measures a cancel sent to replica B of a
+// run blocked in a node on replica A (two replicas on one PostgreSQL
+// schema): reach is the time until the node on A sees its context end
+// (what stops an in-flight model call), ended the time until B's
+// cancel?wait=1 returns (the run's end committed on A and announced).
+func BenchmarkCrossReplicaCancel(b *testing.B) {
+	if !pgtest.Enabled() {
+		b.Skip("replicas share a PostgreSQL database: " + pgtest.EnvURL + " is not set")
+	}
+	first := b.TempDir()
+	a := testutil.StartServer(b, testutil.Options{Graphs: testutil.TestGraphs, DataDir: first})
+	r := testutil.StartServer(b, testutil.Options{Graphs: testutil.TestGraphs, DataDir: b.TempDir(), ReplicaOf: first})
+	tid := a.Must(200, "POST", "/threads", nil).Object(b)["thread_id"].(string)
+	reach := make([]time.Duration, 0, b.N)
+	ended := make([]time.Duration, 0, b.N)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		gate := fmt.Sprintf("cross-cancel-%s-%d", tid, i)
+		rid := a.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(b)["run_id"].(string)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := testutil.AwaitWaiters(wctx, gate, 1); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		began := time.Now()
+		done := make(chan time.Duration, 1)
+		go func() {
+			if err := testutil.AwaitWaitersBelow(wctx, gate, 1); err != nil {
+				b.Error(err)
+			}
+			done <- time.Since(began)
+		}()
+		r.Must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1", nil)
+		ended = append(ended, time.Since(began))
+		reach = append(reach, <-done)
+		cancel()
+	}
+	b.StopTimer()
+	reportPercentiles(b, reach, "reach-")
+	reportPercentiles(b, ended, "ended-")
 }

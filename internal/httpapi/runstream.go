@@ -221,7 +221,10 @@ func (wr *waitResponse) write(w http.ResponseWriter) error {
 	for done != nil {
 		select {
 		case <-done:
-			done = nil
+			// On a shared database the run may have moved to another
+			// replica: keep waiting (and keeping the connection) until
+			// it has ended.
+			done = wr.runs.Done(wr.run.RunID)
 		case <-tick.C:
 			if !started {
 				w.WriteHeader(http.StatusOK)

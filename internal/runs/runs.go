@@ -497,13 +497,12 @@ func (s *Service) Start(ctx context.Context) error {
 // they are, running runs (a crash stopped them) back to pending, or error
 // once they used every attempt.
 func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
-	var queue, failed, unreadable []storage.Run
+	var queue, ended []storage.Run
 	retried := 0
 	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		queue, failed, retried = nil, nil, 0
+		queue, ended, retried = nil, nil, 0
 		now := s.now()
-		var err error
-		if unreadable, err = tx.FailUnreadableActiveRuns(now); err != nil {
+		if err := s.failUnreadable(tx, now); err != nil {
 			return err
 		}
 		active, err := tx.ActiveRuns()
@@ -512,43 +511,30 @@ func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 		}
 		for _, r := range active {
 			if r.Status == storage.RunRunning {
-				if r.Attempt >= MaxAttempts {
-					r.Status, r.UpdatedAt = storage.RunError, now
-					r.ErrorName, r.Error = "RunAttemptsExhausted", fmt.Sprintf("run was interrupted %d times (server restarts) and is not retried again", r.Attempt)
-					if err := tx.PutRun(r); err != nil {
-						return err
-					}
-					failed = append(failed, r)
-					continue
-				}
-				r.Status, r.UpdatedAt = storage.RunPending, now
-				r.Restarted = true
-				retried++
-				if err := tx.PutRun(r); err != nil {
+				gone, err := s.requeueRun(tx, &r, now)
+				if err != nil {
 					return err
 				}
+				if gone {
+					ended = append(ended, r)
+					continue
+				}
+				retried++
 			}
 			queue = append(queue, r)
 		}
-		for _, r := range append(failed, unreadable...) {
-			if err := s.settleThread(tx, r.ThreadID, r, false); err != nil { // failed runs
-				return err
-			}
-		}
 		return nil
 	})
-	for _, r := range unreadable {
-		s.log.Warn("run record could not be read; the run was failed", "run_id", r.RunID, "thread_id", r.ThreadID, "err", r.Error)
+	if err != nil {
+		return nil, err
 	}
-	for _, r := range failed {
-		s.log.Warn("run failed after repeated restarts", "run_id", r.RunID, "thread_id", r.ThreadID, "attempts", r.Attempt)
+	for _, r := range ended {
+		s.log.Warn("run stopped with the server and was not retried", "run_id", r.RunID, "thread_id", r.ThreadID, "status", r.Status, "attempts", r.Attempt)
 	}
-	if err == nil {
-		for range retried {
-			metrics.RunRetried()
-		}
+	for range retried {
+		metrics.RunRetried()
 	}
-	return queue, err
+	return queue, nil
 }
 
 // QueueStats reports the queue and the workers (metrics.QueueSource).

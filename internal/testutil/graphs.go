@@ -37,17 +37,28 @@ func addWaiter(name string, delta int) {
 // AwaitWaiters blocks until at least n gated nodes wait at gate name (they
 // have started and block until Release), or ctx ends.
 func AwaitWaiters(ctx context.Context, name string, n int) error {
+	return awaitWaiters(ctx, name, func(got int) bool { return got >= n }, fmt.Sprintf("at least %d", n))
+}
+
+// AwaitWaitersBelow blocks until fewer than n gated nodes wait at gate
+// name (a waiting node returned: released, or its run cancelled), or ctx
+// ends.
+func AwaitWaitersBelow(ctx context.Context, name string, n int) error {
+	return awaitWaiters(ctx, name, func(got int) bool { return got < n }, fmt.Sprintf("fewer than %d", n))
+}
+
+func awaitWaiters(ctx context.Context, name string, done func(int) bool, want string) error {
 	for {
 		gatesMu.Lock()
 		got, changed := waiting[name], waitersChanged
 		gatesMu.Unlock()
-		if got >= n {
+		if done(got) {
 			return nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("gate %q: %d of %d nodes waiting: %w", name, got, n, ctx.Err())
+			return fmt.Errorf("gate %q: %d nodes waiting, want %s: %w", name, got, want, ctx.Err())
 		}
 	}
 }
