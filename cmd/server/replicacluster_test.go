@@ -19,8 +19,8 @@ import (
 
 // replicaCluster is server binaries ("replicas") sharing one fresh
 // PostgreSQL schema, with one agent ("slow") whose model is a scripted
-// OpenAI-compatible server answering each request after a delay, so that
-// runs are still executing when a replica is killed.
+// OpenAI-compatible server streaming each reply slowly, so that runs are
+// still executing (mostly mid-stream) when a replica is killed.
 type replicaCluster struct {
 	bin    string
 	dbURL  string
@@ -39,8 +39,9 @@ type replica struct {
 	id string
 }
 
-// newReplicaCluster creates the schema, the model (replying after
-// modelDelay) and the configuration that the replicas it starts (start)
+// newReplicaCluster creates the schema, the model (each reply takes
+// modelDelay: a third before its first delta, a third between each of its
+// three deltas) and the configuration that the replicas it starts (start)
 // share; lease is their --run-lease flag.
 func newReplicaCluster(tb testing.TB, bin, lease string, modelDelay time.Duration) *replicaCluster {
 	tb.Helper()
@@ -48,7 +49,7 @@ func newReplicaCluster(tb testing.TB, bin, lease string, modelDelay time.Duratio
 	model := scripted.New()
 	tb.Cleanup(model.Close)
 	model.SetResponder(func(req scripted.ChatRequest) scripted.Step {
-		return scripted.Echo(req).WithLatency(modelDelay, 50*time.Millisecond)
+		return scripted.Echo(req).WithLatency(modelDelay/3, modelDelay/3)
 	})
 	dir := tb.TempDir()
 	spec := fmt.Sprintf("name: slow\ndescription: replies after a delay\nmodel:\n  name: test-model\n  base_url: %s\n  max_retries: 0\nsystem_prompt: You reply.\ntools: []\n", model.URL())
