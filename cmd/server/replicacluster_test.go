@@ -26,6 +26,7 @@ type replicaCluster struct {
 	dbURL  string
 	config string
 	lease  string
+	model  *scripted.Server
 	// db reads the shared records directly (attempts and owners, which the
 	// HTTP API does not show).
 	db *storage.DB
@@ -48,6 +49,7 @@ func newReplicaCluster(tb testing.TB, bin, lease string, modelDelay time.Duratio
 	c := &replicaCluster{bin: bin, dbURL: pgtest.FreshSchema(tb), lease: lease}
 	model := scripted.New()
 	tb.Cleanup(model.Close)
+	c.model = model
 	model.SetResponder(func(req scripted.ChatRequest) scripted.Step {
 		return scripted.Echo(req).WithLatency(modelDelay/3, modelDelay/3)
 	})
@@ -89,6 +91,16 @@ func (r *replica) kill9(tb testing.TB) {
 		tb.Fatal(err)
 	}
 	r.cmd.Wait()
+}
+
+// modelCalls counts the chat requests the model received, by the text of
+// their last user message.
+func (c *replicaCluster) modelCalls() map[string]int {
+	calls := map[string]int{}
+	for _, r := range c.model.Requests() {
+		calls[r.Chat.LastUserText()]++
+	}
+	return calls
 }
 
 // record is the stored record of a run.

@@ -147,6 +147,19 @@ func TestThreeReplicasSurviveAKill9(t *testing.T) {
 		t.Logf("%d runs not on the killed replica were retried too (a survivor's lease lapsed under load)", retriedElsewhere)
 	}
 
+	// The model was called once per attempt (a killed attempt may have
+	// died before calling it).
+	calls, midCall := c.modelCalls(), 0
+	for _, r := range runs {
+		rec := c.record(t, r.run)
+		if onVictim[r.run] && calls[r.text] == 2 {
+			midCall++
+		}
+		if n := calls[r.text]; n > rec.Attempt || n < 1 || n < rec.Attempt-1 {
+			t.Errorf("run %s (attempt %d, on the killed replica: %v) called the model %d times", r.run, rec.Attempt, onVictim[r.run], n)
+		}
+	}
+
 	// Each thread holds its input and one reply.
 	for _, r := range runs {
 		var state map[string]any
@@ -198,6 +211,6 @@ func TestThreeReplicasSurviveAKill9(t *testing.T) {
 			t.Errorf("run %s: webhook status %s", r.run, statuses[0])
 		}
 	}
-	t.Logf("%d runs; %d executing on the killed replica, retried on survivors; %d had ended there before the kill (%d of their webhooks lost with it)",
-		nRuns, len(onVictim), endedOnVictim, lostOnVictim)
+	t.Logf("%d runs; %d executing on the killed replica (%d of them in a model call), retried on survivors; %d had ended there before the kill (%d of their webhooks lost with it)",
+		nRuns, len(onVictim), midCall, endedOnVictim, lostOnVictim)
 }
