@@ -25,7 +25,7 @@ type serverProcess struct {
 	logs *testutil.LogBuffer
 }
 
-func buildServer(t *testing.T) string {
+func buildServer(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "server")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
@@ -35,7 +35,7 @@ func buildServer(t *testing.T) string {
 	return bin
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -57,15 +57,18 @@ func startProcess(t *testing.T, bin, dataDir string) *serverProcess {
 // startProcessWith starts the binary on a free port with args and env
 // added to the test's environment, and waits until it serves. When the
 // tests run on PostgreSQL, the server's data directory (--data-dir in args)
-// selects its schema, as in testutil.
-func startProcessWith(t *testing.T, bin string, env []string, args ...string) *serverProcess {
+// selects its schema, as in testutil, unless args name the database
+// (--database-url), as replicas sharing one schema do.
+func startProcessWith(t testing.TB, bin string, env []string, args ...string) *serverProcess {
 	t.Helper()
 	addr := freeAddr(t)
 	p := &serverProcess{url: "http://" + addr, logs: &testutil.LogBuffer{}}
 	p.cmd = exec.Command(bin, append([]string{"--addr", addr}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
-	if url := testutil.DatabaseURL(t, flagValue(args, "--data-dir")); url != "" {
-		p.cmd.Env = append(p.cmd.Env, config.EnvDatabaseURL+"="+url)
+	if flagValue(args, "--database-url") == "" {
+		if url := testutil.DatabaseURL(t, flagValue(args, "--data-dir")); url != "" {
+			p.cmd.Env = append(p.cmd.Env, config.EnvDatabaseURL+"="+url)
+		}
 	}
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {

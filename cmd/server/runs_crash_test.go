@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-func postJSON(t *testing.T, c *http.Client, url string, body any) (int, map[string]any, error) {
+func postJSON(t testing.TB, c *http.Client, url string, body any) (int, map[string]any, error) {
 	t.Helper()
 	raw, _ := json.Marshal(body)
 	resp, err := c.Post(url, "application/json", bytes.NewReader(raw))
@@ -23,7 +23,7 @@ func postJSON(t *testing.T, c *http.Client, url string, body any) (int, map[stri
 	return resp.StatusCode, out, nil
 }
 
-func getJSON(t *testing.T, c *http.Client, url string, out any) int {
+func getJSON(t testing.TB, c *http.Client, url string, out any) int {
 	t.Helper()
 	resp, err := c.Get(url)
 	if err != nil {
