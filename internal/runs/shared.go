@@ -418,6 +418,10 @@ func (q *sharedScheduler) loop() {
 	defer keep.Stop()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// lapse fires when the earliest lease another replica holds lapses:
+	// its runs are taken over then, not at the next keep tick.
+	lapse := time.NewTimer(lease)
+	defer lapse.Stop()
 	for {
 		wait := safetyPoll
 		if due, ok := q.claimRound(); ok {
@@ -433,6 +437,10 @@ func (q *sharedScheduler) loop() {
 		case <-keep.C:
 			q.keepLeases()
 			q.takeOver()
+			q.watchLapse(lapse)
+		case <-lapse.C:
+			q.takeOver()
+			q.watchLapse(lapse)
 		}
 		if !timer.Stop() {
 			select {
@@ -587,6 +595,26 @@ func (q *sharedScheduler) keepLeases() {
 		// either way its context may go; an ended run no longer reads it.
 		lr.cancel(errLeaseLost)
 	}
+}
+
+// lapseMargin is how long after a lease's end its run is taken over, so
+// that the database's clock has passed it too.
+const lapseMargin = 20 * time.Millisecond
+
+// watchLapse sets t to fire when the earliest lease of another replica
+// lapses (or after a lease, when there is none).
+func (q *sharedScheduler) watchLapse(t *time.Timer) {
+	wait := q.s.db.Lease()
+	if at, ok, err := q.s.db.NextLapse(q.s.opts.ReplicaID); err == nil && ok {
+		wait = max(time.Until(at)+lapseMargin, 100*time.Millisecond)
+	}
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(wait)
 }
 
 // takeOver requeues the runs whose leases lapsed (their replica died).

@@ -113,6 +113,7 @@ const (
 	pgOwnedSQL   = `SELECT run_id FROM run_queue WHERE status = 'running' AND owner = $1 ORDER BY run_id FOR UPDATE`
 	pgNextDueSQL = `SELECT min(not_before) FROM run_queue WHERE status = 'pending' AND not_before > now()`
 	pgPendingSQL = `SELECT count(*) FROM run_queue WHERE status = 'pending'`
+	pgLapseSQL   = `SELECT min(lease_until) FROM run_queue WHERE status = 'running' AND owner <> $1`
 	pgRenewSQL   = `UPDATE run_queue SET lease_until = now() + $2::interval
 		WHERE status = 'running' AND owner = $1 RETURNING run_id`
 	pgHeartbeatSQL = `INSERT INTO replicas (id, url) VALUES ($1, $2)
@@ -223,6 +224,22 @@ func (db *DB) QueueState() (pending int, nextDue time.Time, err error) {
 		nextDue = *due
 	}
 	return pending, nextDue, nil
+}
+
+// NextLapse returns when the earliest lease of a run that another replica
+// holds lapses (ok false when there is none).
+func (db *DB) NextLapse(replica string) (at time.Time, ok bool, err error) {
+	pg, isPG := db.be.(*pgBackend)
+	if !isPG {
+		return time.Time{}, false, ErrNotShared
+	}
+	ctx, cancel := pg.opCtx()
+	defer cancel()
+	var lapse *time.Time
+	if err := pg.pool.QueryRow(ctx, pgLapseSQL, replica).Scan(&lapse); err != nil || lapse == nil {
+		return time.Time{}, false, err
+	}
+	return *lapse, true, nil
 }
 
 // RenewLeases extends the lease of every run the replica holds and returns
