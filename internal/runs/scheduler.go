@@ -195,17 +195,23 @@ func (q *scheduler) release(thread uuid.UUID) {
 // startClaimed executes a run created as running under a claim.
 func (q *scheduler) startClaimed(r storage.Run) bool {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.stopped {
-		q.mu.Unlock()
 		return false
 	}
-	q.s.wg.Add(1)
-	q.mu.Unlock()
-	go func() {
-		defer q.s.wg.Done()
-		q.s.execute(r, true, q.releaser(r.ThreadID))
-	}()
+	q.s.spawnRun(r, q.releaser(r.ThreadID))
 	return true
+}
+
+// spawnRun executes a run marked running on a goroutine of its own that
+// Shutdown waits for. Schedulers call it under the lock their stop takes,
+// so that no run starts unseen once Shutdown waits.
+func (s *Service) spawnRun(r storage.Run, release func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.execute(r, true, release)
+	}()
 }
 
 // done marks a thread's run as finished and starts its next one.

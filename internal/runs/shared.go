@@ -378,16 +378,11 @@ func (q *sharedScheduler) releaser() func() {
 
 func (q *sharedScheduler) startClaimed(r storage.Run) bool {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.stopped {
-		q.mu.Unlock()
 		return false
 	}
-	q.s.wg.Add(1)
-	q.mu.Unlock()
-	go func() {
-		defer q.s.wg.Done()
-		q.s.execute(r, true, q.releaser())
-	}()
+	q.s.spawnRun(r, q.releaser())
 	return true
 }
 
@@ -550,11 +545,7 @@ func (s *Service) startHere(r storage.Run, release func()) {
 	lr.here = true
 	s.mu.Unlock()
 	s.broker.Open(r.RunID, boolOf(r.Kwargs["resumable"]))
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.execute(r, true, release)
-	}()
+	s.spawnRun(r, release)
 }
 
 // keepLeases renews the leases of the runs this replica executes and
