@@ -387,7 +387,7 @@ func (s *Service) Done(runID uuid.UUID) <-chan struct{} {
 	if lr != nil {
 		return lr.done
 	}
-	if s.shared != nil {
+	if s.shared != nil && s.outcomeOf(runID) == nil {
 		return s.remoteDone(runID)
 	}
 	return nil

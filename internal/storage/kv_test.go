@@ -155,3 +155,72 @@ func testKVDeletePrefix(t *testing.T, db *DB) {
 		t.Fatalf("left %q, want %q", left, want)
 	}
 }
+
+// Reads in a write transaction see its own puts, deletes and range
+// deletes in any order, before and after they reach the server (a cursor
+// sends them), and keys the transaction never touched read as stored.
+func TestKVReadsThroughPendingWrites(t *testing.T) {
+	forEachBackend(t, testKVReadsThroughPendingWrites)
+}
+
+func testKVReadsThroughPendingWrites(t *testing.T, db *DB) {
+	putKV(t, db, 10) // keys 0, 2, …, 18
+	get := func(b kvBucket, i int) string {
+		v := b.Get(kvKey(i))
+		if v == nil {
+			return "-"
+		}
+		return string(v)
+	}
+	err := db.be.update(func(kv kvTx) error {
+		b := kv.bucket(bucketSubagents)
+		steps := []struct {
+			do   func() error
+			key  int
+			want string
+		}{
+			{nil, 4, "4"}, // stored, read from the server
+			{func() error { return b.Put(kvKey(4), []byte("four")) }, 4, "four"},
+			{func() error { return b.Put(kvKey(5), []byte("five")) }, 5, "five"},
+			{func() error { return b.Delete(kvKey(6)) }, 6, "-"},
+			{func() error { return deleteKeys(b, kvKey(4), kvKey(9)) }, 5, "-"},
+			{nil, 8, "-"},   // stored, never read, inside the pending range
+			{nil, 10, "10"}, // stored, outside it
+			{func() error { return b.Put(kvKey(7), []byte("seven")) }, 7, "seven"},
+			{func() error { _, _ = b.Cursor().First(); return nil }, 8, "-"}, // the writes are sent
+			{nil, 7, "seven"},
+			{nil, 12, "12"},
+			{func() error { return deleteKeys(b, kvKey(12), nil) }, 18, "-"},
+			{nil, 2, "2"},
+		}
+		for i, st := range steps {
+			if st.do != nil {
+				if err := st.do(); err != nil {
+					return err
+				}
+			}
+			if got := get(b, st.key); got != st.want {
+				return fmt.Errorf("step %d: key %d = %q, want %q", i, st.key, got, st.want)
+			}
+		}
+		return kv.failure()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deleteKeys deletes the keys in [from, to) (to nil: to the end), at once
+// where the backend can.
+func deleteKeys(b kvBucket, from, to []byte) error {
+	if rd, ok := b.(rangeDeleter); ok {
+		return rd.deleteRange(from, to)
+	}
+	c := b.Cursor()
+	for k, _ := c.Seek(from); k != nil && (to == nil || bytes.Compare(k, to) < 0); k, _ = c.Seek(from) {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

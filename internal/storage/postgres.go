@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -306,6 +307,8 @@ type pgTxn struct {
 	// notice collects what the transaction tells the replicas at commit.
 	notice  Notice
 	pending pgx.Batch
+	// overlay answers reads of keys the transaction wrote or read.
+	overlay pgOverlay
 	// writes counts the writes queued so far; a cursor whose page is older
 	// than the last write fetches again from its position.
 	writes uint64
@@ -367,6 +370,7 @@ func (t *pgTxn) flush() error {
 		err = cerr
 	}
 	t.pending = pgx.Batch{}
+	t.overlay.flushed()
 	if err != nil {
 		t.fail(err)
 	}
@@ -380,19 +384,27 @@ type pgBucket struct {
 }
 
 func (b *pgBucket) Get(k []byte) []byte {
-	if b.t.flush() != nil {
+	if b.t.err != nil {
 		return nil
 	}
+	if v, ok := b.t.overlay.get(b.name, k); ok {
+		return v
+	}
+	// No queued write touches k (the overlay would know): the server's
+	// state is the transaction's for this key, without a flush.
 	var v []byte
 	err := b.t.tx.QueryRow(b.t.ctx, pgGetSQL, b.name, k).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
+		b.t.overlay.set(b.name, bytes.Clone(k), nil)
 		return nil
 	}
 	if err != nil {
 		b.t.fail(err)
 		return nil
 	}
-	return present(v)
+	v = present(v)
+	b.t.overlay.set(b.name, bytes.Clone(k), v)
+	return v
 }
 
 // present makes the value of a present key non-nil, as bbolt returns it.
@@ -405,12 +417,20 @@ func present(v []byte) []byte {
 
 func (b *pgBucket) Put(k, v []byte) error {
 	b.noteVectors()
-	return b.t.queue(pgPutSQL, b.name, k, present(v))
+	if err := b.t.queue(pgPutSQL, b.name, k, present(v)); err != nil {
+		return err
+	}
+	b.t.overlay.set(b.name, k, present(v))
+	return nil
 }
 
 func (b *pgBucket) Delete(k []byte) error {
 	b.noteVectors()
-	return b.t.queue(pgDeleteSQL, b.name, k)
+	if err := b.t.queue(pgDeleteSQL, b.name, k); err != nil {
+		return err
+	}
+	b.t.overlay.set(b.name, k, nil)
+	return nil
 }
 
 // noteVectors tells the other replicas, at commit, that store vectors
@@ -424,10 +444,16 @@ func (b *pgBucket) noteVectors() {
 // deleteRange queues one statement deleting every key in [from, to).
 func (b *pgBucket) deleteRange(from, to []byte) error {
 	b.noteVectors()
+	var err error
 	if to == nil {
-		return b.t.queue(pgTailSQL, b.name, present(from))
+		err = b.t.queue(pgTailSQL, b.name, present(from))
+	} else {
+		err = b.t.queue(pgRangeSQL, b.name, present(from), to)
 	}
-	return b.t.queue(pgRangeSQL, b.name, present(from), to)
+	if err == nil {
+		b.t.overlay.deleteRange(b.name, present(from), to)
+	}
+	return err
 }
 
 func (b *pgBucket) ForEach(fn func(k, v []byte) error) error {

@@ -114,8 +114,14 @@ const (
 	pgNextDueSQL = `SELECT min(not_before) FROM run_queue WHERE status = 'pending' AND not_before > now()`
 	pgPendingSQL = `SELECT count(*) FROM run_queue WHERE status = 'pending'`
 	pgLapseSQL   = `SELECT min(lease_until) FROM run_queue WHERE status = 'running' AND owner <> $1`
-	pgRenewSQL   = `UPDATE run_queue SET lease_until = now() + $2::interval
-		WHERE status = 'running' AND owner = $1 RETURNING run_id`
+	// pgRenewSQL extends the leases of a replica's runs, skipping rows a
+	// writer transaction holds (a run of this replica being ended or
+	// updated: waiting for it would stall both), and returns every run
+	// the replica holds, renewed or not.
+	pgRenewSQL = `WITH held AS (SELECT run_id FROM run_queue WHERE status = 'running' AND owner = $1),
+		renewed AS (UPDATE run_queue SET lease_until = now() + $2::interval WHERE run_id IN (
+			SELECT run_id FROM run_queue WHERE status = 'running' AND owner = $1 FOR UPDATE SKIP LOCKED))
+		SELECT run_id FROM held`
 	pgHeartbeatSQL = `INSERT INTO replicas (id, url) VALUES ($1, $2)
 		ON CONFLICT (id) DO UPDATE SET url = excluded.url, seen_at = now()`
 	pgForgetReplicasSQL = `DELETE FROM replicas WHERE seen_at < now() - $1::interval * 20`
