@@ -19,7 +19,8 @@ const pgAdminTimeout = 30 * time.Second
 // servers of the group share it, and drop removes it with everything in it.
 type pgSchema struct {
 	base, name string
-	// url is base with its connections' search_path set to the schema.
+	// url is base with its connections' search_path set to the schema, and
+	// their application_name to its name (to find the group's backends).
 	url string
 }
 
@@ -37,11 +38,12 @@ func newPGSchema(ctx context.Context, base string) (*pgSchema, error) {
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme == "" {
 		// A key=value connection string.
-		s.url = strings.TrimSpace(base) + " search_path=" + s.name
+		s.url = strings.TrimSpace(base) + " search_path=" + s.name + " application_name=" + s.name
 		return s, nil
 	}
 	q := u.Query()
 	q.Set("search_path", s.name)
+	q.Set("application_name", s.name)
 	u.RawQuery = q.Encode()
 	s.url = u.String()
 	return s, nil

@@ -305,7 +305,7 @@ func (r *runner) runsC50(s string, fn func(ctx context.Context, base string) err
 		return nil, loopResult{}, err
 	}
 	o := r.opts
-	cpu0, cpuErr := t.cpuTicks()
+	cost0 := r.readCost(t)
 	res := loop(r.ctx, o.concurrency, o.runsC50N, o.duration, func(ctx context.Context, i int) error {
 		err := fn(ctx, t.base(i))
 		r.runs.allRuns.Add(1)
@@ -319,9 +319,7 @@ func (r *runner) runsC50(s string, fn func(ctx context.Context, base string) err
 	r.report.addDur(s, "p50", res.p50, 0)
 	r.report.addDur(s, "p99", res.p99, targetRunC50P99)
 	r.report.addDur(s, "max", res.pmax, 0)
-	if cpu1, err := t.cpuTicks(); cpuErr == nil && err == nil && res.n > 0 {
-		r.report.add(s, "server CPU ms per run"+r.inProcessNote(), fmt.Sprintf("%.3f", float64(cpu1-cpu0)*10/float64(res.n)), "", "")
-	}
+	r.reportCost(s, "run", res.n, cost0, r.readCost(t))
 	if res.capped {
 		r.report.add(s, "note", fmt.Sprintf("stopped at the time cap after %d runs", res.n), "", "")
 	}
