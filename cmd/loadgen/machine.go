@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"debug/buildinfo"
 	"fmt"
 	"io"
@@ -23,6 +24,9 @@ type machine struct {
 	fsyncP50   time.Duration
 	fsyncP99   time.Duration
 	fsyncProbe error
+	// pg describes the PostgreSQL server of -database-url ("" on bbolt).
+	pg       string
+	replicas int
 }
 
 // machineFacts gathers the machine facts and probes fdatasync latency in dir
@@ -43,6 +47,10 @@ func machineFacts(dir string, o options) machine {
 		}
 	}
 	m.fs = mountOf(dir)
+	m.replicas = max(o.replicas, 1)
+	if o.databaseURL != "" {
+		m.pg = pgFacts(context.Background(), o.databaseURL)
+	}
 	m.fsyncP50, m.fsyncP99, m.fsyncProbe = probeFsync(dir, 200)
 	return m
 }
@@ -56,6 +64,11 @@ func (m machine) print(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "go: loadgen %s, server %s\n", m.goLoadgen, m.goServer)
+	if m.pg != "" {
+		fmt.Fprintf(w, "database: PostgreSQL (%s), a fresh schema per server group; replicas per group: %d\n", m.pg, m.replicas)
+	} else {
+		fmt.Fprintln(w, "database: the embedded bbolt file in each server's data dir")
+	}
 	if m.fsyncProbe != nil {
 		fmt.Fprintf(w, "data fs: %s; fdatasync probe failed: %v\n", m.fs, m.fsyncProbe)
 	} else {

@@ -12,6 +12,18 @@
 //	go run ./cmd/loadgen -scenario create-threads-c1,create-threads-c50 -duration 30s
 //	go run ./cmd/loadgen -scenario runs-wait-c50 -otlp-sink
 //
+// With -database-url the servers keep their data in PostgreSQL: each group
+// of servers (the groups below) gets a fresh schema with a random name in
+// that database, created before its servers start and dropped after they
+// stop. With -replicas N (and -database-url) each group is N server
+// processes on its one schema, each with its own data directory and port,
+// and the requests of every loop go round-robin over them (request i to
+// replica i mod N). The scenario cross-replica-first-event (-replicas 2 or
+// more) creates runs on one replica and joins their streams on another.
+//
+//	go run ./cmd/loadgen -database-url "$URL" -scenario create-threads-c50,runs-wait-c50
+//	go run ./cmd/loadgen -database-url "$URL" -replicas 2 -scenario create-threads-c50,runs-wait-c50,cross-replica-first-event
+//
 // With -otlp-sink the servers run with tracing on: loadgen serves an OTLP/HTTP
 // endpoint on 127.0.0.1 that accepts and discards every export, and points
 // OTEL_EXPORTER_OTLP_ENDPOINT at it. Without it, tracing is off unless
@@ -49,8 +61,13 @@ import (
 // threadScenarioNames are the scenarios of threads and search.
 var threadScenarioNames = []string{"create-threads-c1", "create-threads-c50", "search-100k", "rss-100k"}
 
-// scenarioNames lists the scenarios in the order `all` runs them.
+// scenarioNames lists the scenarios in the order `all` runs them; `all`
+// adds the replica scenarios when -replicas and -database-url allow them.
 var scenarioNames = append(slices.Clone(threadScenarioNames), runScenarioNames...)
+
+// replicaScenarioNames are the scenarios that need -replicas >= 2 and
+// -database-url.
+var replicaScenarioNames = []string{crossReplicaScenario}
 
 // benchGraphsFile is the langgraph.json that loadgen gives the server unless
 // -config names another.
@@ -83,6 +100,11 @@ type options struct {
 	traceFile    string
 	otlpSink     bool
 	serverArgs   []string
+	// serverEnv is added to the environment of the server processes.
+	serverEnv   []string
+	databaseURL string
+	replicas    int
+	crossN      int
 }
 
 func main() {
@@ -99,7 +121,7 @@ func parseFlags() (options, error) {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.StringVar(&o.serverBin, "server", "", "server binary to run (default: go build ./cmd/server into a temp dir)")
 	fs.StringVar(&o.configFile, "config", "", "langgraph.json passed to the server (default: one that serves only the built-in echo graph, written to the temp dir)")
-	fs.StringVar(&scen, "scenario", "all", "comma-separated scenarios, or the group runs (the run scenarios), or all: "+strings.Join(scenarioNames, ", "))
+	fs.StringVar(&scen, "scenario", "all", "comma-separated scenarios, or the group runs (the run scenarios), or all: "+strings.Join(scenarioNames, ", ")+"; with -replicas >= 2 and -database-url also "+strings.Join(replicaScenarioNames, ", "))
 	fs.DurationVar(&o.duration, "duration", 2*time.Minute, "time cap of each request loop (a loop stops at its count or at this, whichever is first)")
 	fs.IntVar(&o.n, "n", 2000, "requests of create-threads-c1")
 	fs.IntVar(&o.c50N, "c50-n", 50000, "requests of create-threads-c50")
@@ -122,6 +144,9 @@ func parseFlags() (options, error) {
 	fs.BoolVar(&o.freshServers, "fresh-servers", false, "give every run scenario a fresh server (rss-10k-runs then makes its own runs) instead of one shared server")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile here after the scenarios, before the servers stop (with -inprocess it covers the server)")
 	fs.BoolVar(&o.otlpSink, "otlp-sink", false, "turn the servers' tracing on: export spans over OTLP/HTTP to a sink in loadgen that discards them (sets OTEL_EXPORTER_OTLP_ENDPOINT)")
+	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL URL: each group of servers gets a fresh schema with a random name in this database (dropped when its servers stop); empty: the embedded bbolt file")
+	fs.IntVar(&o.replicas, "replicas", 1, "server processes per group on the same database (needs -database-url when above 1): each with its own data dir and port; requests go round-robin over them")
+	fs.IntVar(&o.crossN, "cross-n", 300, "runs of "+crossReplicaScenario+" (sequential)")
 	fs.StringVar(&extra, "server-args", "", "extra space-separated arguments for the server")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
@@ -135,12 +160,20 @@ func parseFlags() (options, error) {
 		case s == "":
 		case s == "all":
 			o.scenarios = append(o.scenarios, scenarioNames...)
+			if o.replicas >= 2 && o.databaseURL != "" {
+				o.scenarios = append(o.scenarios, replicaScenarioNames...)
+			}
 		case s == "runs":
 			o.scenarios = append(o.scenarios, runScenarioNames...)
 		case slices.Contains(scenarioNames, s):
 			o.scenarios = append(o.scenarios, s)
+		case slices.Contains(replicaScenarioNames, s):
+			if o.replicas < 2 || o.databaseURL == "" {
+				return o, fmt.Errorf("scenario %s needs -replicas 2 or more and -database-url", s)
+			}
+			o.scenarios = append(o.scenarios, s)
 		default:
-			return o, fmt.Errorf("unknown scenario %q (have %s, runs, all)", s, strings.Join(scenarioNames, ", "))
+			return o, fmt.Errorf("unknown scenario %q (have %s, %s, runs, all)", s, strings.Join(scenarioNames, ", "), strings.Join(replicaScenarioNames, ", "))
 		}
 	}
 	o.scenarios = dedupe(o.scenarios)
@@ -148,11 +181,17 @@ func parseFlags() (options, error) {
 		return o, errors.New("no scenario selected")
 	}
 	if o.n < 1 || o.c50N < 1 || o.concurrency < 1 || o.seedN < 1 || o.seedConc < 1 || o.searchN < 1 || o.warmup < 0 ||
-		o.runsN < 1 || o.runsC50N < 1 || o.cancelN < 1 || o.rssRuns < 2 {
+		o.runsN < 1 || o.runsC50N < 1 || o.cancelN < 1 || o.rssRuns < 2 || o.replicas < 1 || o.crossN < 1 {
 		return o, errors.New("counts must be positive")
 	}
 	if o.duration <= 0 || o.readyTO <= 0 || o.idleSettle < 0 || o.idleWindow <= 0 || o.idleSettle+o.idleWindow > 10*time.Minute {
 		return o, errors.New("durations must be positive (idle settle and window at most 10m together)")
+	}
+	if o.replicas > 1 && o.databaseURL == "" {
+		return o, errors.New("-replicas above 1 needs -database-url (bbolt serves one process)")
+	}
+	if o.replicas > 1 && o.inProcess {
+		return o, errors.New("-replicas above 1 needs server processes, not -inprocess")
 	}
 	o.serverArgs = strings.Fields(extra)
 	return o, nil

@@ -120,10 +120,9 @@ func (r *runner) beginRunScenario(s string) error {
 // their ids.
 func (r *runner) makeThreads(t *target, n int, tag string) ([]string, error) {
 	ids := make([]string, n)
-	url := t.baseURL + "/threads"
 	res := loop(r.ctx, r.opts.concurrency, n, r.opts.duration, func(ctx context.Context, i int) error {
 		body := fmt.Appendf(nil, `{"metadata":{"bench":%q,"i":%d}}`, tag, i)
-		resp, err := do(ctx, r.client, http.MethodPost, url, body, true)
+		resp, err := do(ctx, r.client, http.MethodPost, t.base(i)+"/threads", body, true)
 		if err != nil {
 			return err
 		}
@@ -253,7 +252,7 @@ func (r *runner) runsWaitC1() error {
 	fmt.Printf("[%s] %d threads pre-created (one fresh thread per run)\n", s, len(ids))
 	wait := func(off int) func(ctx context.Context, i int) error {
 		return func(ctx context.Context, i int) error {
-			res, err := do(ctx, r.client, http.MethodPost, t.baseURL+"/threads/"+ids[off+i]+"/runs/wait", runBody, true)
+			res, err := do(ctx, r.client, http.MethodPost, t.base(i)+"/threads/"+ids[off+i]+"/runs/wait", runBody, true)
 			r.runs.allRuns.Add(1)
 			if err != nil {
 				return err
@@ -298,17 +297,17 @@ func (r *runner) runsWaitC1() error {
 	return r.checkNoBusyThreads(t)
 }
 
-// runsC50 runs -runs-c50-n stateless runs on -c workers through fn and
-// reports them under scenario s.
-func (r *runner) runsC50(s string, fn func(ctx context.Context, t *target) error) (*target, loopResult, error) {
+// runsC50 runs -runs-c50-n stateless runs on -c workers through fn, which
+// gets the base URL of the replica to use, and reports them under scenario s.
+func (r *runner) runsC50(s string, fn func(ctx context.Context, base string) error) (*target, loopResult, error) {
 	t, err := r.runsServer()
 	if err != nil {
 		return nil, loopResult{}, err
 	}
 	o := r.opts
-	cpu0, cpuErr := procCPUTicks(t.pid)
+	cost0 := r.readCost(t)
 	res := loop(r.ctx, o.concurrency, o.runsC50N, o.duration, func(ctx context.Context, i int) error {
-		err := fn(ctx, t)
+		err := fn(ctx, t.base(i))
 		r.runs.allRuns.Add(1)
 		if err == nil {
 			r.countC50Run(t)
@@ -316,13 +315,11 @@ func (r *runner) runsC50(s string, fn func(ctx context.Context, t *target) error
 		return err
 	})
 	fmt.Printf("[%s] %s\n", s, res.stats)
-	r.report.addRate(s, fmt.Sprintf("runs/s (c%d, fsync on)", o.concurrency), res.rate(), targetRunC50Rate)
+	r.report.addRate(s, fmt.Sprintf("runs/s (c%d, %s)", o.concurrency, r.storeNote()), res.rate(), targetRunC50Rate)
 	r.report.addDur(s, "p50", res.p50, 0)
 	r.report.addDur(s, "p99", res.p99, targetRunC50P99)
 	r.report.addDur(s, "max", res.pmax, 0)
-	if cpu1, err := procCPUTicks(t.pid); cpuErr == nil && err == nil && res.n > 0 {
-		r.report.add(s, "server CPU ms per run"+r.inProcessNote(), fmt.Sprintf("%.3f", float64(cpu1-cpu0)*10/float64(res.n)), "", "")
-	}
+	r.reportCost(s, "run", res.n, cost0, r.readCost(t))
 	if res.capped {
 		r.report.add(s, "note", fmt.Sprintf("stopped at the time cap after %d runs", res.n), "", "")
 	}
@@ -337,9 +334,9 @@ func (r *runner) runsWaitC50() error {
 	return r.checkNoBusyThreads(t)
 }
 
-// statelessWait is one POST /runs/wait, checked.
-func (r *runner) statelessWait(ctx context.Context, t *target) error {
-	res, err := do(ctx, r.client, http.MethodPost, t.baseURL+"/runs/wait", runBody, true)
+// statelessWait is one POST /runs/wait to the server at base, checked.
+func (r *runner) statelessWait(ctx context.Context, base string) error {
+	res, err := do(ctx, r.client, http.MethodPost, base+"/runs/wait", runBody, true)
 	if err != nil {
 		return err
 	}
@@ -349,8 +346,8 @@ func (r *runner) statelessWait(ctx context.Context, t *target) error {
 func (r *runner) runsStreamC50() error {
 	s := "runs-stream-c50"
 	var counts eventCounts
-	t, _, err := r.runsC50(s, func(ctx context.Context, t *target) error {
-		sum, err := stream(ctx, r.client, t.baseURL+"/runs/stream", runBody)
+	t, _, err := r.runsC50(s, func(ctx context.Context, base string) error {
+		sum, err := stream(ctx, r.client, base+"/runs/stream", runBody)
 		if err == nil {
 			counts.add(sum.events)
 		}
@@ -381,7 +378,7 @@ func (r *runner) firstEventC1() error {
 	fn := func(off int, keep bool) func(ctx context.Context, i int) (time.Duration, error) {
 		return func(ctx context.Context, i int) (time.Duration, error) {
 			t0 := time.Now()
-			sum, err := stream(ctx, r.client, t.baseURL+"/threads/"+ids[off+i]+"/runs/stream", runBody)
+			sum, err := stream(ctx, r.client, t.base(i)+"/threads/"+ids[off+i]+"/runs/stream", runBody)
 			r.runs.allRuns.Add(1)
 			if err != nil {
 				return 0, err
@@ -421,7 +418,8 @@ func (r *runner) cancelLatency() error {
 	pendingBody := fmt.Appendf(nil, `{"assistant_id":"echo","input":%s,"after_seconds":%d}`, echoInput, cancelAfterSeconds)
 	fn := func(ctx context.Context, i int) (time.Duration, error) {
 		// Set-up, unmeasured: a thread and a run held back by after_seconds.
-		th, err := do(ctx, r.client, http.MethodPost, t.baseURL+"/threads", fmt.Appendf(nil, `{"metadata":{"bench":%q,"i":%d}}`, s, i), true)
+		base := t.base(i)
+		th, err := do(ctx, r.client, http.MethodPost, base+"/threads", fmt.Appendf(nil, `{"metadata":{"bench":%q,"i":%d}}`, s, i), true)
 		if err != nil {
 			return 0, err
 		}
@@ -431,7 +429,7 @@ func (r *runner) cancelLatency() error {
 		if err := json.Unmarshal(th.body, &tv); err != nil || tv.ThreadID == "" {
 			return 0, fmt.Errorf("POST /threads: no thread_id in %.200s", th.body)
 		}
-		runs := t.baseURL + "/threads/" + tv.ThreadID + "/runs"
+		runs := base + "/threads/" + tv.ThreadID + "/runs"
 		created, err := do(ctx, r.client, http.MethodPost, runs, pendingBody, true)
 		r.runs.allRuns.Add(1)
 		if err != nil {
@@ -495,7 +493,7 @@ func (r *runner) rss10kRuns() error {
 		n := o.rssRuns - done
 		fmt.Printf("[%s] %d c50 runs so far; running %d stateless POST /runs/wait with %d workers\n", s, done, n, o.concurrency)
 		res := loop(r.ctx, o.concurrency, n, o.duration, func(ctx context.Context, i int) error {
-			err := r.statelessWait(ctx, t)
+			err := r.statelessWait(ctx, t.base(i))
 			r.runs.allRuns.Add(1)
 			if err == nil {
 				r.countC50Run(t)

@@ -13,12 +13,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"agentserver/internal/llm/scripted"
 )
 
 // Targets from the performance issue.
 const (
-	targetC1P50      = 1500 * time.Microsecond
-	targetC50Rate    = 5000.0
+	targetC1P50   = 1500 * time.Microsecond
+	targetC50Rate = 5000.0
+	// targetC50RatePG is the create-threads-c50 target on PostgreSQL (one
+	// replica, a local database).
+	targetC50RatePG  = 3000.0
 	targetSearchP50  = 25 * time.Millisecond
 	targetRSSMiB     = 150.0
 	seedUsers        = 100 // seeded metadata: {"user": "u<i%100>", "i": i}
@@ -45,6 +50,10 @@ type runner struct {
 	runsSrv *target
 	runsGen int
 	runs    runState
+
+	// crossSrv serves crossReplicaScenario; llm is its scripted model.
+	crossSrv *target
+	llm      *scripted.Server
 }
 
 // runAll runs the selected scenarios in order, stops every server it started
@@ -75,16 +84,21 @@ func (r *runner) runAll() error {
 			errs = append(errs, err)
 		}
 	}
-	for _, t := range []*target{r.writeSrv, r.seededSrv, r.runsSrv} {
+	for _, t := range []*target{r.writeSrv, r.seededSrv, r.runsSrv, r.crossSrv} {
 		if t == nil {
 			continue
 		}
-		r.noteMemory(t, "at stop")
+		for _, p := range t.replicas() {
+			r.noteMemory(p, "at stop")
+		}
 		if err := t.stop(); err != nil {
 			errs = append(errs, err)
 		} else {
 			fmt.Printf("[%s] server stopped (SIGTERM)\n", t.name)
 		}
+	}
+	if r.llm != nil {
+		r.llm.Close()
 	}
 	return errors.Join(errs...)
 }
@@ -112,6 +126,8 @@ func (r *runner) runScenario(name string) error {
 		return r.cancelLatency()
 	case "rss-10k-runs":
 		return r.rss10kRuns()
+	case crossReplicaScenario:
+		return r.crossReplicaFirstEvent()
 	}
 	return fmt.Errorf("no scenario %q", name)
 }
@@ -143,12 +159,11 @@ func (r *runner) seed() (*target, error) {
 	}
 	r.seededSrv = t // stopped by runAll even if seeding fails
 	o := r.opts
-	url := t.baseURL + "/threads"
 	limit := max(o.duration, seedTimeoutFloor)
 	fmt.Printf("[seed] creating %d threads with %d workers (cap %s)\n", o.seedN, o.seedConc, limit)
 	res := loop(r.ctx, o.seedConc, o.seedN, limit, func(ctx context.Context, i int) error {
 		body := fmt.Appendf(nil, `{"metadata":{"user":"u%d","i":%d}}`, i%seedUsers, i)
-		_, err := do(ctx, r.client, http.MethodPost, url, body, false)
+		_, err := do(ctx, r.client, http.MethodPost, t.base(i)+"/threads", body, false)
 		return err
 	})
 	fmt.Printf("[seed] %s\n", res.stats)
@@ -175,11 +190,10 @@ func (r *runner) createThreadsC1() error {
 		return err
 	}
 	o := r.opts
-	url := t.baseURL + "/threads"
 	post := func(tag string) func(ctx context.Context, i int) error {
 		return func(ctx context.Context, i int) error {
 			body := fmt.Appendf(nil, `{"metadata":{"bench":"%s","i":%d}}`, tag, i)
-			_, err := do(ctx, r.client, http.MethodPost, url, body, false)
+			_, err := do(ctx, r.client, http.MethodPost, t.base(i)+"/threads", body, false)
 			return err
 		}
 	}
@@ -203,19 +217,24 @@ func (r *runner) createThreadsC50() error {
 		return err
 	}
 	o := r.opts
-	url := t.baseURL + "/threads"
 	tag := fmt.Sprintf("c%d", o.concurrency)
+	cost0 := r.readCost(t)
 	res := loop(r.ctx, o.concurrency, o.c50N, o.duration, func(ctx context.Context, i int) error {
 		body := fmt.Appendf(nil, `{"metadata":{"bench":"%s","i":%d}}`, tag, i)
-		_, err := do(ctx, r.client, http.MethodPost, url, body, false)
+		_, err := do(ctx, r.client, http.MethodPost, t.base(i)+"/threads", body, false)
 		return err
 	})
 	fmt.Printf("[create-threads-c50] %s\n", res.stats)
 	s := "create-threads-c50"
-	r.report.addRate(s, fmt.Sprintf("req/s (c%d, fsync on)", o.concurrency), res.rate(), targetC50Rate)
+	target := targetC50Rate
+	if o.databaseURL != "" {
+		target = targetC50RatePG
+	}
+	r.report.addRate(s, fmt.Sprintf("req/s (c%d, %s)", o.concurrency, r.storeNote()), res.rate(), target)
 	r.report.addDur(s, "p50", res.p50, 0)
 	r.report.addDur(s, "p99", res.p99, 0)
 	r.report.addDur(s, "max", res.pmax, 0)
+	r.reportCost(s, "request", res.n, cost0, r.readCost(t))
 	if err := res.err(o.c50N); err != nil {
 		return err
 	}
@@ -263,10 +282,9 @@ func (r *runner) search100k() error {
 		{"filtered count p50", "/threads/count", fmt.Sprintf(`{"metadata":{"user":%q}}`, filterUser), wantUser, 0, true},
 		{"unfiltered count p50", "/threads/count", `{}`, o.seedN, 0, true},
 	} {
-		url := t.baseURL + m.path
 		body := []byte(m.body)
 		fn := func(ctx context.Context, i int) error {
-			res, err := do(ctx, r.client, http.MethodPost, url, body, m.count)
+			res, err := do(ctx, r.client, http.MethodPost, t.base(i)+m.path, body, m.count)
 			if err != nil {
 				return err
 			}
@@ -332,8 +350,19 @@ func (r *runner) rss100k() error {
 	r.report.addMiB(s, "  of which RssAnon MiB (heap, stacks)", mib(m.anonKiB), 0)
 	r.report.addMiB(s, "  of which RssFile MiB (bbolt mmap, binary)", mib(m.fileKiB), 0)
 	r.report.addMiB(s, "VmHWM MiB (peak)"+note, mib(m.hwmKiB), 0)
-	r.report.addMiB(s, "db file MiB", float64(t.dbFileSize())/(1<<20), 0)
+	if n := t.dbFileSize(); n >= 0 {
+		r.report.addMiB(s, "db file MiB", float64(n)/(1<<20), 0)
+	}
 	return nil
+}
+
+// storeNote names where the servers keep their data, for the labels of
+// throughput figures.
+func (r *runner) storeNote() string {
+	if r.opts.databaseURL == "" {
+		return "fsync on"
+	}
+	return fmt.Sprintf("PostgreSQL, %d replica(s)", max(r.opts.replicas, 1))
 }
 
 // inProcessNote qualifies a figure of the server's process: with -inprocess
@@ -351,8 +380,8 @@ func (r *runner) noteMemory(t *target, when string) {
 	if err != nil {
 		return
 	}
-	fmt.Printf("[%s] %s: VmRSS %.1f MiB (RssAnon %.1f, RssFile %.1f), VmHWM %.1f MiB, db file %.1f MiB\n",
-		t.name, when, mib(m.rssKiB), mib(m.anonKiB), mib(m.fileKiB), mib(m.hwmKiB), float64(t.dbFileSize())/(1<<20))
+	fmt.Printf("[%s] %s: VmRSS %.1f MiB (RssAnon %.1f, RssFile %.1f), VmHWM %.1f MiB, %s\n",
+		t.name, when, mib(m.rssKiB), mib(m.anonKiB), mib(m.fileKiB), mib(m.hwmKiB), t.dbFileNote())
 }
 
 // count returns the body of POST /threads/count with body.

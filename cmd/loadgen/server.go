@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -35,11 +36,16 @@ func buildServer(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// target is a running server under test.
+// target is a running server under test. With -replicas N it is the first
+// of N processes on one database; peers are the others.
 type target struct {
 	name    string
 	baseURL string
 	dataDir string
+	// peers are the further replicas of a group (nil with one server);
+	// schema is the group's PostgreSQL schema (nil on bbolt).
+	peers  []*target
+	schema *pgSchema
 	// pid is the process whose /proc/<pid>/status holds the server's memory:
 	// the child, or loadgen itself with -inprocess.
 	pid int
@@ -62,9 +68,78 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// startTarget starts a server named name with a fresh data directory under
-// tmp and waits until GET /ok answers 200.
+// startTarget starts the servers named name: one process, or -replicas
+// processes that share one fresh schema of -database-url (each with its own
+// data directory and port), and waits until each answers GET /ok.
 func startTarget(ctx context.Context, o options, tmp, name string, client *http.Client) (*target, error) {
+	var schema *pgSchema
+	dbURL := ""
+	if o.databaseURL != "" {
+		s, err := newPGSchema(ctx, o.databaseURL)
+		if err != nil {
+			return nil, err
+		}
+		schema, dbURL = s, s.url
+		fmt.Printf("[%s] PostgreSQL schema %s (dropped when the servers stop)\n", name, s.name)
+	}
+	var first *target
+	for k := range max(o.replicas, 1) {
+		rn := name
+		if k > 0 {
+			rn = fmt.Sprintf("%s-r%d", name, k+1)
+		}
+		t, err := startProcess(ctx, o, tmp, rn, dbURL, client)
+		if err != nil {
+			switch {
+			case first != nil:
+				err = errors.Join(err, first.stop())
+			case schema != nil:
+				err = errors.Join(err, schema.drop())
+			}
+			return nil, err
+		}
+		if first == nil {
+			first = t
+			first.schema = schema
+		} else {
+			first.peers = append(first.peers, t)
+		}
+	}
+	return first, nil
+}
+
+// replicas returns every process of the group, the first one first.
+func (t *target) replicas() []*target {
+	return append([]*target{t}, t.peers...)
+}
+
+// base returns the base URL of the replica that request i goes to: the
+// requests of a loop are spread round-robin over the group.
+func (t *target) base(i int) string {
+	k := i % (1 + len(t.peers))
+	if k == 0 {
+		return t.baseURL
+	}
+	return t.peers[k-1].baseURL
+}
+
+// cpuTicks returns the CPU ticks of every process of the group, summed.
+func (t *target) cpuTicks() (int64, error) {
+	var sum int64
+	for _, p := range t.replicas() {
+		n, err := procCPUTicks(p.pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// startProcess starts one server named name with a fresh data directory
+// under tmp (and dbURL as its database, unless empty) and waits until GET
+// /ok answers 200.
+func startProcess(ctx context.Context, o options, tmp, name, dbURL string, client *http.Client) (*target, error) {
 	dataDir := filepath.Join(tmp, "data-"+name)
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, err
@@ -74,6 +149,7 @@ func startTarget(ctx context.Context, o options, tmp, name string, client *http.
 		cfg := config.Default()
 		cfg.Addr = "127.0.0.1:0"
 		cfg.DataDir = dataDir
+		cfg.DatabaseURL = dbURL
 		cfg.GraphsFile = o.configFile
 		srv, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), server.Options{})
 		if err != nil {
@@ -93,8 +169,20 @@ func startTarget(ctx context.Context, o options, tmp, name string, client *http.
 		if err != nil {
 			return nil, err
 		}
-		args := append([]string{"--addr", addr, "--data-dir", dataDir, "--config", o.configFile}, o.serverArgs...)
+		args := []string{"--addr", addr, "--data-dir", dataDir, "--config", o.configFile}
+		shown := slices.Clone(args)
+		if dbURL != "" {
+			// The URL may hold a password: the environment keeps it out of
+			// the process list and of what loadgen prints.
+			shown = append(shown, "(AGENTSERVER_DATABASE_URL: the group's schema)")
+		}
+		args = append(args, o.serverArgs...)
+		shown = append(shown, o.serverArgs...)
 		cmd := exec.Command(o.serverBin, args...)
+		cmd.Env = append(os.Environ(), o.serverEnv...)
+		if dbURL != "" {
+			cmd.Env = append(cmd.Env, config.EnvDatabaseURL+"="+dbURL)
+		}
 		cmd.Stdout, cmd.Stderr = lf, lf
 		if err := cmd.Start(); err != nil {
 			lf.Close()
@@ -106,7 +194,7 @@ func startTarget(ctx context.Context, o options, tmp, name string, client *http.
 			t.waitErr = cmd.Wait()
 			close(t.exited)
 		}()
-		fmt.Printf("[%s] started %s %s (pid %d)\n", name, o.serverBin, strings.Join(args, " "), t.pid)
+		fmt.Printf("[%s] started %s %s (pid %d)\n", name, o.serverBin, strings.Join(shown, " "), t.pid)
 	}
 	if err := t.waitReady(ctx, client, o.readyTO); err != nil {
 		if t.inproc == nil {
@@ -117,7 +205,7 @@ func startTarget(ctx context.Context, o options, tmp, name string, client *http.
 			default:
 			}
 		}
-		return nil, errors.Join(err, t.stop())
+		return nil, errors.Join(err, t.stopOne())
 	}
 	return t, nil
 }
@@ -171,8 +259,21 @@ func (t *target) logTail() string {
 	return "\nserver log tail:\n" + string(b)
 }
 
-// stop sends SIGTERM and waits for the server to exit (SIGKILL after 30 s).
+// stop stops every process of the group, the further replicas first, and
+// then drops the group's schema.
 func (t *target) stop() error {
+	var errs []error
+	for _, p := range slices.Backward(t.replicas()) {
+		errs = append(errs, p.stopOne())
+	}
+	if t.schema != nil {
+		errs = append(errs, t.schema.drop())
+	}
+	return errors.Join(errs...)
+}
+
+// stopOne sends SIGTERM and waits for the server to exit (SIGKILL after 30 s).
+func (t *target) stopOne() error {
 	if t.inproc != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -233,6 +334,15 @@ func (t *target) dbFileSize() int64 {
 		return -1
 	}
 	return fi.Size()
+}
+
+// dbFileNote describes the server's database file for the log: its size,
+// or that the data is in PostgreSQL.
+func (t *target) dbFileNote() string {
+	if n := t.dbFileSize(); n >= 0 {
+		return fmt.Sprintf("db file %.1f MiB", float64(n)/(1<<20))
+	}
+	return "no db file (PostgreSQL)"
 }
 
 // procCPUTicks returns the user plus system CPU time of a process from

@@ -14,11 +14,12 @@ import (
 type streamSummary struct {
 	// events counts dispatched events; comment-only blocks (heartbeats) are
 	// not events.
-	events      int
-	first, last string
+	events              int
+	first, second, last string
 	// firstAt is when the first event was complete (its terminating blank
-	// line read), measured from the t0 given to readStream.
-	firstAt time.Duration
+	// line read), measured from the t0 given to readStream; secondAt the
+	// same for the second event.
+	firstAt, secondAt time.Duration
 	// errorData is the data of the first "error" event, if any.
 	errorData []byte
 }
@@ -71,8 +72,11 @@ func readStream(body io.Reader, t0 time.Time) (streamSummary, error) {
 			if name == "" {
 				name = "message"
 			}
-			if s.events == 0 {
+			switch s.events {
+			case 0:
 				s.first, s.firstAt = name, time.Since(t0)
+			case 1:
+				s.second, s.secondAt = name, time.Since(t0)
 			}
 			s.events++
 			s.last = name
