@@ -1,6 +1,19 @@
 package storage
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The net point writes of a batch: one statement upserts every key put,
+// one deletes every key deleted, after the batch's range deletes.
+const (
+	pgPutManySQL = `INSERT INTO kv (bucket, k, v) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
+		ON CONFLICT (bucket, k) DO UPDATE SET v = excluded.v`
+	pgDeleteManySQL = `DELETE FROM kv WHERE (bucket, k) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))`
+)
 
 // pgOverlay is what a PostgreSQL transaction knows of its keys without
 // asking the server: the values it wrote (puts and deletes still queued or
@@ -13,6 +26,8 @@ type pgOverlay struct {
 	// ranges are the range deletes queued since the last flush, per
 	// bucket: a key in one of them that known does not hold is absent.
 	ranges []pendingRange
+	// dirty holds the keys (as in known) written since the last flush.
+	dirty map[string]struct{}
 }
 
 // knownValue is a key's value in the transaction; absent keys have
@@ -53,6 +68,50 @@ func (o *pgOverlay) set(bucket string, k, v []byte) {
 		o.known = map[string]knownValue{}
 	}
 	o.known[overlayKey(bucket, k)] = knownValue{v: v, present: v != nil}
+}
+
+// write records a put (v not nil) or a delete to send with the next batch.
+func (o *pgOverlay) write(bucket string, k, v []byte) {
+	o.set(bucket, k, v)
+	if o.dirty == nil {
+		o.dirty = map[string]struct{}{}
+	}
+	o.dirty[overlayKey(bucket, k)] = struct{}{}
+}
+
+// writeDirty queues on b the net effect of the point writes since the last
+// flush: each key's final value, whatever puts and deletes led to it. It
+// comes after the range deletes already queued, which is correct since a
+// key a range delete removed that was put again is dirty, present.
+func (o *pgOverlay) writeDirty(b *pgx.Batch) {
+	if len(o.dirty) == 0 {
+		return
+	}
+	var putB, putK, putV, delB, delK = []string{}, [][]byte{}, [][]byte{}, []string{}, [][]byte{}
+	for key := range o.dirty {
+		bucket, k, _ := cutOverlayKey(key)
+		if kv := o.known[key]; kv.present {
+			putB, putK, putV = append(putB, bucket), append(putK, k), append(putV, kv.v)
+		} else {
+			delB, delK = append(delB, bucket), append(delK, k)
+		}
+	}
+	clear(o.dirty)
+	if len(putB) > 0 {
+		b.Queue(pgPutManySQL, putB, putK, putV)
+	}
+	if len(delB) > 0 {
+		b.Queue(pgDeleteManySQL, delB, delK)
+	}
+}
+
+// cutOverlayKey splits an overlay key into its bucket and key.
+func cutOverlayKey(key string) (bucket string, k []byte, ok bool) {
+	i := strings.IndexByte(key, 0)
+	if i < 0 {
+		return "", nil, false
+	}
+	return key[:i], []byte(key[i+1:]), true
 }
 
 // deleteRange records a range delete: every known key in it is now

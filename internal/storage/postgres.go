@@ -46,8 +46,6 @@ const pgPingTimeout = 5 * time.Second
 
 const (
 	pgGetSQL    = `SELECT v FROM kv WHERE bucket = $1 AND k = $2`
-	pgPutSQL    = `INSERT INTO kv (bucket, k, v) VALUES ($1, $2, $3) ON CONFLICT (bucket, k) DO UPDATE SET v = excluded.v`
-	pgDeleteSQL = `DELETE FROM kv WHERE bucket = $1 AND k = $2`
 	pgRangeSQL  = `DELETE FROM kv WHERE bucket = $1 AND k >= $2 AND k < $3`
 	pgTailSQL   = `DELETE FROM kv WHERE bucket = $1 AND k >= $2`
 	pgFromSQL   = `SELECT k, v FROM kv WHERE bucket = $1 AND k >= $2 ORDER BY k LIMIT $3`
@@ -352,29 +350,7 @@ var errReadOnly = errors.New("write in a read-only transaction")
 
 // flush sends the pending writes in one pipelined batch.
 func (t *pgTxn) flush() error {
-	if t.err != nil {
-		return t.err
-	}
-	n := t.pending.Len()
-	if n == 0 {
-		return nil
-	}
-	results := t.tx.SendBatch(t.ctx, &t.pending)
-	var err error
-	for range n {
-		if _, err = results.Exec(); err != nil {
-			break
-		}
-	}
-	if cerr := results.Close(); err == nil {
-		err = cerr
-	}
-	t.pending = pgx.Batch{}
-	t.overlay.flushed()
-	if err != nil {
-		t.fail(err)
-	}
-	return t.err
+	return t.query("", nil, nil)
 }
 
 // pgBucket is one bucket's rows of the kv table.
@@ -416,20 +392,26 @@ func present(v []byte) []byte {
 }
 
 func (b *pgBucket) Put(k, v []byte) error {
-	b.noteVectors()
-	if err := b.t.queue(pgPutSQL, b.name, k, present(v)); err != nil {
-		return err
-	}
-	b.t.overlay.set(b.name, k, present(v))
-	return nil
+	return b.write(k, present(v))
 }
 
 func (b *pgBucket) Delete(k []byte) error {
-	b.noteVectors()
-	if err := b.t.queue(pgDeleteSQL, b.name, k); err != nil {
-		return err
+	return b.write(k, nil)
+}
+
+// write records a put (v not nil) or a delete in the overlay; the net
+// change of each key goes to the server with the next batch (writeDirty).
+func (b *pgBucket) write(k, v []byte) error {
+	t := b.t
+	if t.err != nil {
+		return t.err
 	}
-	b.t.overlay.set(b.name, k, nil)
+	if t.readOnly {
+		return errReadOnly
+	}
+	b.noteVectors()
+	t.overlay.write(b.name, k, v)
+	t.writes++
 	return nil
 }
 
@@ -555,34 +537,79 @@ func (c *pgCursor) current() ([]byte, []byte) {
 func (c *pgCursor) fetch(desc bool, sql string, bound ...[]byte) ([]byte, []byte) {
 	t := c.b.t
 	c.rows, c.at, c.desc, c.more = c.rows[:0], 0, desc, false
-	if t.flush() != nil {
-		return nil, nil
-	}
 	args := []any{c.b.name}
 	for _, b := range bound {
 		args = append(args, b)
 	}
 	args = append(args, c.limit)
-	rows, err := t.tx.Query(t.ctx, sql, args...)
-	if err != nil {
-		t.fail(err)
-		return nil, nil
-	}
 	var page []kvPair
-	for rows.Next() {
-		var p kvPair
-		if err := rows.Scan(&p.k, &p.v); err != nil {
-			rows.Close()
-			t.fail(err)
-			return nil, nil
+	err := t.query(sql, args, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var p kvPair
+			if err := rows.Scan(&p.k, &p.v); err != nil {
+				return err
+			}
+			p.v = present(p.v)
+			page = append(page, p)
 		}
-		p.v = present(p.v)
-		page = append(page, p)
-	}
-	if err := rows.Err(); err != nil {
-		t.fail(err)
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, nil
 	}
 	c.rows, c.more, c.writes = page, len(page) == c.limit, t.writes
 	return c.current()
+}
+
+// query runs a query after the queued writes, in the same round trip (the
+// writes and the query go in one pipelined batch), and hands its rows to
+// read; with sql empty it only sends the writes. A failure fails the
+// transaction.
+func (t *pgTxn) query(sql string, args []any, read func(pgx.Rows) error) error {
+	if t.err != nil {
+		return t.err
+	}
+	t.overlay.writeDirty(&t.pending)
+	n := t.pending.Len()
+	if n == 0 {
+		if sql == "" {
+			return nil
+		}
+		rows, err := t.tx.Query(t.ctx, sql, args...)
+		if err == nil {
+			err = read(rows)
+			rows.Close()
+		}
+		if err != nil {
+			t.fail(err)
+		}
+		return t.err
+	}
+	batch := t.pending
+	if sql != "" {
+		batch.Queue(sql, args...)
+	}
+	t.pending = pgx.Batch{}
+	t.overlay.flushed()
+	results := t.tx.SendBatch(t.ctx, &batch)
+	var err error
+	for range n {
+		if _, err = results.Exec(); err != nil {
+			break
+		}
+	}
+	if err == nil && sql != "" {
+		var rows pgx.Rows
+		if rows, err = results.Query(); err == nil {
+			err = read(rows)
+			rows.Close()
+		}
+	}
+	if cerr := results.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.fail(err)
+	}
+	return t.err
 }

@@ -156,20 +156,13 @@ func (t *pgTxn) dequeueRun(id uuid.UUID) error {
 // ids runs a query returning run ids in the transaction, after its pending
 // writes.
 func (t *pgTxn) ids(sql string, args ...any) ([]uuid.UUID, error) {
-	if err := t.flush(); err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.Query(t.ctx, sql, args...)
-	if err != nil {
-		t.fail(err)
-		return nil, t.err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		t.fail(err)
-		return nil, t.err
-	}
-	return ids, nil
+	var ids []uuid.UUID
+	err := t.query(sql, args, func(rows pgx.Rows) error {
+		var err error
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		return err
+	})
+	return ids, err
 }
 
 // shared returns the transaction's PostgreSQL side, or ErrNotShared.
