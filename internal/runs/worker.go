@@ -161,6 +161,10 @@ func (s *Service) input(run storage.Run) (graph.Input, error) {
 			in.Metadata[k] = v
 		}
 	}
+	if run.Stateless && !run.Restarted {
+		// Its thread was made with it: there is no checkpoint to read.
+		return in, nil
+	}
 	err := s.db.View(func(tx *storage.Tx) error {
 		var from storage.Checkpoint
 		var err error
