@@ -180,8 +180,18 @@ func TestReplicasThreadStreamRelaysOtherReplicas(t *testing.T) {
 	defer stream.Body.Close()
 	// The relay connects to A once B's feed has a client; runs until one
 	// is seen, since events before the relay connected are not relayed.
+	// The first run may be caught half-way (the relay connected after
+	// its values): the stream is read run by run until a whole one.
 	got := make(chan []testutil.SSEEvent, 1)
-	go func() { got <- readEvents(t, stream, "run_done") }()
+	go func() {
+		for {
+			evs := readEvents(t, stream, "run_done")
+			if len(evs) == 0 || strings.Contains(joinNames(evs), "values") {
+				got <- evs
+				return
+			}
+		}
+	}()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		a.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("hello")})
@@ -286,5 +296,30 @@ func TestReplicasTakeOverALapsedLease(t *testing.T) {
 	}
 	if replies != 1 {
 		t.Fatalf("thread messages after the takeover: %q, want one reply", contents(t, b, tid))
+	}
+}
+
+// A replica stopped gracefully hands its running run back to the queue:
+// another replica continues it at once.
+func TestReplicasGracefulStopHandsRunsOver(t *testing.T) {
+	rs := startReplicas(t, 2, 0)
+	a, b := rs[0], rs[1]
+	tid := newThread(t, a)
+	gate := "replicas-handover-" + tid
+	defer testutil.Release(gate)
+	rid := gatedRun(t, a, tid, gate, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// B's node is the one waiting now.
+	if err := testutil.AwaitWaiters(ctx, gate, 1); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Release(gate)
+	waitStatus(t, b, tid, rid, "success")
+	if replies := contents(t, b, tid); len(replies) != 2 || replies[1] != "released "+gate {
+		t.Fatalf("thread messages after the handover: %q", replies)
 	}
 }

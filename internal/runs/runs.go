@@ -552,10 +552,17 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("runs still stopping: %w", ctx.Err())
 	}
+	if s.shared != nil {
+		// Its runs are back in the queue: the other replicas may take
+		// them all now, the pinned ones included.
+		if err := s.db.Deregister(s.opts.ReplicaID); err != nil {
+			s.log.Warn("deregister replica", "err", err)
+		}
+	}
+	return nil
 }
 
 // Stopped reports whether Shutdown has begun.

@@ -274,6 +274,19 @@ func (db *DB) Heartbeat(replica, url string) error {
 	return err
 }
 
+// Deregister removes a stopping replica from the live ones at once, so
+// that the runs pinned to it need not wait for its heartbeat to age.
+func (db *DB) Deregister(replica string) error {
+	pg, ok := db.be.(*pgBackend)
+	if !ok {
+		return ErrNotShared
+	}
+	ctx, cancel := pg.opCtx()
+	defer cancel()
+	_, err := pg.pool.Exec(ctx, `DELETE FROM replicas WHERE id = $1`, replica)
+	return err
+}
+
 // Replica is a server sharing the database.
 type Replica struct {
 	ID  string
