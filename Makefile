@@ -10,7 +10,7 @@ help:
 	@echo "test-go          the Go tests alone, with -race"
 	@echo "test-go-postgres the Go tests on a throwaway PostgreSQL cluster (scripts/pg-test-cluster.sh)"
 	@echo "test-sdk         the Node suite alone (real @langchain/langgraph-sdk against the server)"
-	@echo "test-sdk-postgres the Node suite against a server on a throwaway PostgreSQL cluster"
+	@echo "test-sdk-postgres the Node suite on a throwaway PostgreSQL cluster: one server, then two replicas round-robin"
 	@echo "test-ui          the web console in Chromium (playwright-core; needs /usr/bin/chromium)"
 	@echo "sdk-deps         install tests/sdk's npm packages (the SDKs, deepagents, MCP servers) if missing"
 	@echo "vet              go vet and gofmt"
@@ -60,9 +60,11 @@ test-go-postgres:
 test-sdk:
 	bash tests/sdk/run.sh
 
-# The Node suite against a server on a throwaway PostgreSQL cluster.
+# The Node suite against a server on a throwaway PostgreSQL cluster, then
+# against two replicas of it behind a round-robin proxy.
 test-sdk-postgres:
 	./scripts/pg-test-cluster.sh bash tests/sdk/run.sh
+	SDK_REPLICAS=2 ./scripts/pg-test-cluster.sh bash tests/sdk/run.sh
 
 test-ui:
 	bash tests/ui/run.sh

@@ -736,8 +736,8 @@ func TestThreadJoinStreamReplaysAfterLastEventID(t *testing.T) {
 			t.Fatalf("replay ended early: %v", err)
 		}
 		id, err := strconv.ParseInt(ev.ID, 10, 64)
-		if err != nil || id != last+1 {
-			t.Fatalf("event %q has id %q after %d: want the next id", ev.Event, ev.ID, last)
+		if err != nil || id <= last {
+			t.Fatalf("event %q has id %q after %d: want a larger id", ev.Event, ev.ID, last)
 		}
 		last = id
 		if ev.Event == "run_done" {
@@ -747,7 +747,7 @@ func TestThreadJoinStreamReplaysAfterLastEventID(t *testing.T) {
 	// Events go on from there, live.
 	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("t3")})
 	ev, err := rd.Next()
-	if err != nil || ev.Event != "metadata" || ev.ID != strconv.FormatInt(last+1, 10) {
+	if id, _ := strconv.ParseInt(ev.ID, 10, 64); err != nil || ev.Event != "metadata" || id <= last {
 		t.Fatalf("live after replay: %+v %v (last id %d)", ev, err, last)
 	}
 }

@@ -366,14 +366,31 @@ func (s *Service) Wait(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID
 	if err != nil {
 		return run, nil, err
 	}
+	values, err := s.finalValues(run)
+	return run, values, err
+}
+
+// finalValues reads the values a run ended with, for a run whose outcome
+// this process does not hold (it ran on another replica, or long ago): its
+// own newest checkpoint (later runs may have moved the thread on), else
+// the thread's; a run that paused gets its interrupts, as at its end.
+func (s *Service) finalValues(run storage.Run) (map[string]any, error) {
 	var values map[string]any
-	err = s.db.View(func(tx *storage.Tx) error {
+	err := s.db.View(func(tx *storage.Tx) error {
+		own, err := tx.ListCheckpoints(run.ThreadID, nil, 1, func(cp storage.Checkpoint) bool { return cp.RunID != nil && *cp.RunID == run.RunID })
+		if err == nil && len(own) == 1 {
+			values = own[0].Values
+			if ints := pendingInterrupts(&own[0]); len(ints) > 0 && run.Status == storage.RunSuccess {
+				values = jsonx.Merge(values, map[string]any{"__interrupt__": ints})
+			}
+			return nil
+		}
 		if cp, err := tx.LatestCheckpoint(run.ThreadID); err == nil {
 			values = cp.Values
 		}
 		return nil
 	})
-	return run, values, err
+	return values, err
 }
 
 // Done returns a channel closed when the run ends, or nil when it has ended.

@@ -71,6 +71,9 @@ func (s *Service) subscribeRemote(run storage.Run, after int64) *events.Subscrip
 			after = 0 // everything it will do is new
 		}
 	}
+	if run.Status == storage.RunPending {
+		s.markJoined(run.RunID)
+	}
 	if l, ok := s.broker.Get(run.RunID); ok && after != onlyNew {
 		// Created here: its metadata event went out with the creation.
 		seed := l.Subscribe(after)
@@ -85,6 +88,23 @@ func (s *Service) subscribeRemote(run storage.Run, after int64) *events.Subscrip
 	}
 	go s.relayRun(ctx, run, after, w)
 	return sub
+}
+
+// markJoined records that a client follows a pending run from another
+// replica, so that whichever replica starts it builds its events from the
+// start (a quick run would otherwise be over before the relay connects).
+func (s *Service) markJoined(id uuid.UUID) {
+	err := s.db.Update(s.ctx, func(tx *storage.Tx) error {
+		r, err := tx.GetRun(id)
+		if err != nil || r.Status != storage.RunPending || r.Joined {
+			return nil
+		}
+		r.Joined = true
+		return tx.PutRun(r)
+	})
+	if err != nil && s.ctx.Err() == nil {
+		s.log.Warn("mark a run joined", "run_id", id, "err", err)
+	}
 }
 
 // mirrorWriter appends a relayed run's events to its detached log, once
@@ -149,7 +169,20 @@ func (s *Service) relayRun(ctx context.Context, run storage.Run, after int64, w 
 			}
 		case !running:
 			var active bool
-			if err := s.db.View(func(tx *storage.Tx) error { active = tx.RunIsActive(run.RunID); return nil }); err == nil && !active {
+			var stored storage.Run
+			err := s.db.View(func(tx *storage.Tx) error {
+				active = tx.RunIsActive(run.RunID)
+				stored, _ = tx.GetRun(run.RunID)
+				return nil
+			})
+			if err == nil && !active {
+				// Ended: the replica that ran it last keeps its events
+				// in memory for a while; resumable ones are stored too.
+				if url := s.replicaURL(stored.Owner); url != "" {
+					if last, _, _ := s.streamFrom(ctx, url, run, after, w); last > 0 {
+						after = last
+					}
+				}
 				s.replayEnded(run.RunID, max(after, w.log.LastSeq()), w)
 				return
 			}
@@ -160,6 +193,24 @@ func (s *Service) relayRun(ctx context.Context, run storage.Run, after int64, w 
 		case <-time.After(peerRetry):
 		}
 	}
+}
+
+// replicaURL is the URL of a live replica other than this one ("" when
+// it is this one, unknown or gone).
+func (s *Service) replicaURL(id string) string {
+	if id == "" || id == s.opts.ReplicaID {
+		return ""
+	}
+	replicas, err := s.db.LiveReplicas()
+	if err != nil {
+		return ""
+	}
+	for _, r := range replicas {
+		if r.ID == id {
+			return r.URL
+		}
+	}
+	return ""
 }
 
 // replayEnded appends the persisted events of an ended resumable run after
@@ -254,7 +305,10 @@ type threadRelays struct {
 
 // relayThread makes sure the events of the thread's runs on the other
 // replicas reach this replica's feed while it has clients.
-func (s *Service) relayThread(threadID uuid.UUID) {
+// after is the Last-Event-ID of the client that opened the feed (onlyNew
+// without one): the relays ask the other replicas for their events after
+// it, since a thread's event ids are the same on every replica.
+func (s *Service) relayThread(threadID uuid.UUID, after int64) {
 	r := &s.relays
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -266,12 +320,12 @@ func (s *Service) relayThread(threadID uuid.UUID) {
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	r.active[threadID] = cancel
-	go s.relayThreadLoop(ctx, threadID)
+	go s.relayThreadLoop(ctx, threadID, after)
 }
 
 // relayThreadLoop follows the thread's stream on each other live replica,
 // looking for new replicas every lease/3, until the feed has no clients.
-func (s *Service) relayThreadLoop(ctx context.Context, threadID uuid.UUID) {
+func (s *Service) relayThreadLoop(ctx context.Context, threadID uuid.UUID, after int64) {
 	defer func() {
 		s.relays.mu.Lock()
 		delete(s.relays.active, threadID)
@@ -301,7 +355,7 @@ func (s *Service) relayThreadLoop(ctx context.Context, threadID uuid.UUID) {
 			}
 			rctx, stop := context.WithCancel(ctx)
 			following[rep.ID] = stop
-			go s.followThread(rctx, rep, threadID)
+			go s.followThread(rctx, rep, threadID, after)
 		}
 		for id, stop := range following {
 			if err == nil && !alive[id] {
@@ -318,11 +372,12 @@ func (s *Service) relayThreadLoop(ctx context.Context, threadID uuid.UUID) {
 }
 
 // followThread publishes into this replica's feed the events the thread's
-// runs emit on replica rep, reconnecting until ctx ends.
-func (s *Service) followThread(ctx context.Context, rep storage.Replica, threadID uuid.UUID) {
+// runs emit on replica rep, from its event after, reconnecting after the
+// last one received until ctx ends.
+func (s *Service) followThread(ctx context.Context, rep storage.Replica, threadID uuid.UUID, after int64) {
 	u := fmt.Sprintf("%s/threads/%s/stream?stream_mode=run_modes", rep.URL, url.PathEscape(threadID.String()))
 	for ctx.Err() == nil {
-		resp, err := s.peerGet(ctx, u, onlyNew)
+		resp, err := s.peerGet(ctx, u, after)
 		if err == nil {
 			r := sse.NewReader(resp.Body)
 			for {
@@ -330,7 +385,11 @@ func (s *Service) followThread(ctx context.Context, rep storage.Replica, threadI
 				if err != nil {
 					break
 				}
-				s.watchers.publishRelayed(threadID, f.Name, json.RawMessage(f.Data))
+				id, _ := strconv.ParseInt(f.ID, 10, 64)
+				s.watchers.publishRelayed(threadID, f.Name, json.RawMessage(f.Data), id)
+				if id > 0 {
+					after = id
+				}
 			}
 			resp.Body.Close()
 		}

@@ -543,6 +543,7 @@ func (s *Service) startHere(r storage.Run, release func()) {
 		s.live[r.RunID] = lr
 	}
 	lr.here = true
+	lr.streamed = lr.streamed || r.Joined
 	s.mu.Unlock()
 	s.broker.Open(r.RunID, boolOf(r.Kwargs["resumable"]))
 	s.spawnRun(r, release)

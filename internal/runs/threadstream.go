@@ -130,7 +130,11 @@ func (s *Service) SubscribeThread(ctx context.Context, threadID uuid.UUID, lastE
 	f.mu.Unlock()
 	peer := fromPeer(ctx)
 	if s.shared != nil && !peer {
-		s.relayThread(threadID)
+		relayFrom := after
+		if lastEventID == "" {
+			relayFrom = onlyNew
+		}
+		s.relayThread(threadID, relayFrom)
 	}
 	return &ThreadSubscription{w: w, threadID: threadID, feed: f, after: after, localOnly: peer, done: make(chan struct{})}, nil
 }
@@ -254,22 +258,30 @@ func (w *threadWatchers) hasClients(threadID uuid.UUID) bool {
 // publish numbers one run event in the thread's feed, keeps it for replay
 // and wakes the thread's clients.
 func (w *threadWatchers) publish(threadID uuid.UUID, name string, data json.RawMessage) {
-	w.add(threadID, name, data, false)
+	w.add(threadID, name, data, false, 0)
 }
 
 // publishRelayed publishes an event of one of the thread's runs on
-// another replica.
-func (w *threadWatchers) publishRelayed(threadID uuid.UUID, name string, data json.RawMessage) {
-	w.add(threadID, name, data, true)
+// another replica, under the id it has there (0: none).
+func (w *threadWatchers) publishRelayed(threadID uuid.UUID, name string, data json.RawMessage, id int64) {
+	w.add(threadID, name, data, true, id)
 }
 
-func (w *threadWatchers) add(threadID uuid.UUID, name string, data json.RawMessage, relayed bool) {
+// add numbers an event and keeps it. An event's id is the wall clock in
+// microseconds when it was published where its run executes (or one more
+// than the feed's last id, when that is larger), and a relayed event keeps
+// the id it got there: so a thread's events have the same ids on every
+// replica, and a client may reconnect with Last-Event-ID to any of them.
+func (w *threadWatchers) add(threadID uuid.UUID, name string, data json.RawMessage, relayed bool, id int64) {
 	f := w.feed(threadID)
 	if f == nil {
 		return
 	}
 	defer f.mu.Unlock()
-	f.seq++
+	if !relayed {
+		id = w.clock().UnixMicro()
+	}
+	f.seq = max(f.seq+1, id)
 	ev := feedEvent{Event: events.Event{Seq: f.seq, Name: name, Data: data}, relayed: relayed} // compact JSON from json.Marshal
 	f.recent = append(f.recent, ev)
 	f.bytes += len(ev.Data)

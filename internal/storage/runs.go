@@ -72,6 +72,10 @@ type Run struct {
 	// Pinned names the replica that must execute the run while it is
 	// alive: a temporary run's outcome lives only in its creator's memory.
 	Pinned string `json:"pinned,omitempty"`
+	// Joined is set when a client joined the run's stream on another
+	// replica while the run was pending: the replica that starts it builds
+	// its events even if nobody subscribed there yet.
+	Joined bool `json:"joined,omitempty"`
 	// CancelAction is the cancellation requested for a running run
 	// (interrupt or rollback), kept so that a replica taking the run over
 	// ends it instead of retrying it.

@@ -59,8 +59,17 @@ stop_proc() {
   wait "$pid" 2>/dev/null || true
 }
 
+# With SDK_REPLICAS=N (N > 1, PostgreSQL only) the suite talks to N servers
+# sharing the database through a round-robin proxy (rrproxy.mjs): a client's
+# consecutive calls land on different replicas.
+replicas="${SDK_REPLICAS:-1}"
+extra_pids=()
+proxy_pid=""
+
 cleanup() {
   local status=$?
+  stop_proc "$proxy_pid" rrproxy
+  for pid in ${extra_pids[@]+"${extra_pids[@]}"}; do stop_proc "$pid" replica; done
   # The server first: it may still be talking to the model.
   stop_proc "$server_pid" server
   stop_proc "$model_pid" scriptedllm
@@ -159,9 +168,59 @@ until curl -fsS --max-time 1 "$api_url/ok" >/dev/null 2>&1; do
 done
 echo "run.sh: server ready"
 
+# free_port prints a free port of 127.0.0.1.
+free_port() {
+  node -e '
+    const s = require("net").createServer();
+    s.listen(0, "127.0.0.1", () => { process.stdout.write(String(s.address().port)); s.close(); });
+  '
+}
+
+if [ "$replicas" -gt 1 ]; then
+  [ "${#database_args[@]}" -gt 0 ] || { echo "run.sh: SDK_REPLICAS needs AGENTSERVER_TEST_DATABASE_URL" >&2; exit 2; }
+  backend_ports=("$port")
+  for i in $(seq 2 "$replicas"); do
+    rport="$(free_port)"
+    mkdir -p "$tmp/data-$i"
+    env -u AGENTSERVER_API_KEY OPENAI_BASE_URL="$model_url" OPENAI_API_KEY=test-key \
+      "$tmp/server" --addr "127.0.0.1:$rport" --data-dir "$tmp/data-$i" --config "$config" --cron-seconds "${database_args[@]}" \
+      >"$tmp/server-$i.log" 2>&1 &
+    extra_pids+=("$!")
+    backend_ports+=("$rport")
+    deadline=$((SECONDS + READY_TIMEOUT_S))
+    until curl -fsS --max-time 1 "http://127.0.0.1:$rport/ok" >/dev/null 2>&1; do
+      if [ "$SECONDS" -ge "$deadline" ]; then
+        echo "run.sh: replica $i did not answer GET /ok within ${READY_TIMEOUT_S}s" >&2
+        tail -n 40 "$tmp/server-$i.log" >&2 || true
+        exit 1
+      fi
+      sleep 0.1
+    done
+  done
+  pport="$(free_port)"
+  node "$SDK_DIR/rrproxy.mjs" "$pport" "${backend_ports[@]}" >"$tmp/rrproxy.log" 2>&1 &
+  proxy_pid=$!
+  api_url="http://127.0.0.1:$pport"
+  deadline=$((SECONDS + READY_TIMEOUT_S))
+  until curl -fsS --max-time 1 "$api_url/ok" >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "run.sh: the round-robin proxy did not answer within ${READY_TIMEOUT_S}s" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  echo "run.sh: $replicas replicas behind a round-robin proxy at $api_url"
+fi
+
 files=()
 if [ "$#" -gt 0 ]; then
   for name in "$@"; do files+=("$SDK_DIR/${name%.test.mjs}.test.mjs"); done
+elif [ "$replicas" -gt 1 ]; then
+  # The thread-centric (v2) protocol is served by the replica that runs
+  # the thread's runs only (docs/scale-out.md): not through the proxy.
+  for f in "$SDK_DIR"/*.test.mjs; do
+    [ "$(basename "$f")" = streamv2.test.mjs ] || files+=("$f")
+  done
 else
   files=("$SDK_DIR"/*.test.mjs)
 fi
