@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"agentserver/internal/llm/scripted"
 	"agentserver/internal/testutil"
 	"agentserver/internal/testutil/pgtest"
 )
@@ -321,5 +322,57 @@ func TestReplicasGracefulStopHandsRunsOver(t *testing.T) {
 	waitStatus(t, b, tid, rid, "success")
 	if replies := contents(t, b, tid); len(replies) != 2 || replies[1] != "released "+gate {
 		t.Fatalf("thread messages after the handover: %q", replies)
+	}
+}
+
+// A supervisor delegating with the task tool on replica A is followed and
+// cancelled from replica B: B's stream carries the subagent's events, and
+// B's cancel reaches the subagent's model call on A.
+func TestReplicasTaskToolEventsAndCancel(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip("replicas share a PostgreSQL database: " + pgtest.EnvURL + " is not set")
+	}
+	first := t.TempDir()
+	var shared testutil.Options
+	a, model := agentServer(t, "subagents: {}\n", func(o *testutil.Options) {
+		o.DataDir, o.RunLease = first, replicaLease
+		shared = *o
+	})
+	shared.DataDir, shared.ReplicaOf = t.TempDir(), first
+	b := testutil.StartServer(t, shared)
+	model.Script(
+		scripted.ToolCalls(scripted.Call("task", map[string]any{"description": "sum", "prompt": "add 2 and 2", "subagent_type": "general-purpose"})),
+		scripted.Hang(), // the subagent's model call
+	)
+	tid := newThread(t, a)
+	rid := a.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "agent", "input": userInput("delegate"),
+		"stream_mode": []string{"custom"}, "stream_resumable": true}).Object(t)["run_id"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := model.WaitRequests(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	stream := b.Stream("GET", "/threads/"+tid+"/runs/"+rid+"/stream", nil, http.Header{"Last-Event-ID": {"-1"}})
+	defer stream.Body.Close()
+	got := make(chan []testutil.SSEEvent, 1)
+	go func() { got <- readEvents(t, stream, "end") }()
+	b.Must(202, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel", nil)
+	if err := model.WaitDisconnect(ctx); err != nil {
+		t.Fatalf("the subagent's model call on A was not cancelled from B: %v", err)
+	}
+	waitStatus(t, b, tid, rid, "interrupted")
+	var kinds []string
+	select {
+	case evs := <-got:
+		for _, e := range evs {
+			if e.Event == "custom" {
+				kinds = append(kinds, fmt.Sprint(e.Data.(map[string]any)["type"]))
+			}
+		}
+	case <-ctx.Done():
+		t.Fatal("B's stream did not end with the run")
+	}
+	if strings.Join(kinds, ",") != "task_started,task_cancelled" {
+		t.Fatalf("B's stream carried the task events %v, want the subagent started then cancelled", kinds)
 	}
 }
