@@ -159,6 +159,10 @@ type wsSession struct {
 	subs   map[string]*wsSub
 	nextID int
 	wg     sync.WaitGroup
+	// answered is closed once the response to the command being executed
+	// is written: a subscription it starts sends its first event only
+	// then, so the client knows the subscription before its events.
+	answered chan struct{}
 }
 
 type wsSub struct {
@@ -189,12 +193,15 @@ func (ws *wsSession) serve(ctx context.Context) {
 		}
 		var cmd protoCommand
 		var resp map[string]any
+		ws.answered = make(chan struct{})
 		if err := json.Unmarshal(data, &cmd); err != nil {
 			resp = ws.h.protoResponse(ws.thread, nil, nil, protoErrorf("invalid_argument", "a command is a JSON object {id, method, params}"))
 		} else {
 			resp = ws.exec(ctx, cmd)
 		}
-		if ws.write(ctx, resp) != nil {
+		err = ws.write(ctx, resp)
+		close(ws.answered)
+		if err != nil {
 			return
 		}
 	}
@@ -280,10 +287,16 @@ func (ws *wsSession) subscribe(ctx context.Context, f protostream.Filter, since 
 	}
 	ws.subs[id] = &wsSub{sub: sub, filter: f, cancel: cancel}
 	ws.mu.Unlock()
+	answered := ws.answered
 	ws.wg.Add(1)
 	go func() {
 		defer ws.wg.Done()
 		defer sub.Close()
+		select {
+		case <-answered:
+		case <-sctx.Done():
+			return
+		}
 		// Writes take the connection's context: cancelling a write's
 		// context closes the socket, and unsubscribing must not.
 		for {

@@ -352,6 +352,12 @@ func TestProtocolWebSocket(t *testing.T) {
 	if m := read(); m["type"] != "success" || m["id"] != float64(1) {
 		t.Fatalf("run.start = %v", m)
 	}
+	// Subscribed once the run is over, the subscription has its whole
+	// replay at hand: it still goes out after the subscribe response.
+	testutil.Eventually(t, 10*time.Second, "the run to complete", func() bool {
+		tree := mustSucceed(t, command(t, s, tid, 7, "agent.getTree", map[string]any{}))["tree"].(map[string]any)
+		return tree["status"] == "completed"
+	})
 	send(2, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "messages"}})
 	var subID string
 	var methods []string
@@ -362,6 +368,9 @@ func TestProtocolWebSocket(t *testing.T) {
 		case "success":
 			subID = m["result"].(map[string]any)["subscription_id"].(string)
 		case "event":
+			if subID == "" {
+				t.Fatalf("event %v before the subscribe response", m)
+			}
 			methods = append(methods, m["method"].(string))
 			seqs = append(seqs, m["seq"].(float64))
 			d := m["params"].(map[string]any)["data"].(map[string]any)
@@ -382,6 +391,9 @@ func TestProtocolWebSocket(t *testing.T) {
 		case m["type"] == "success" && m["id"] == float64(30):
 			restored = m["result"].(map[string]any)["restored"] == true
 		case m["type"] == "event":
+			if !restored {
+				t.Fatalf("replayed event %v before the reconnect response", m)
+			}
 			if m["seq"] != seqs[1+replayed] {
 				t.Fatalf("replayed event %d is seq %v, want %v", replayed, m["seq"], seqs[1+replayed])
 			}

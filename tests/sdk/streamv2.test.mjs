@@ -59,28 +59,11 @@ function parseFrame(block) {
   return frame;
 }
 
-// A projection the SDK opens around a run's start or a subagent's
-// discovery sometimes misses part of what the server sent (about one run in
-// eight over the WebSocket, on both storage backends, with every event
-// published in order: an open defect noted in docs/api-compatibility.md).
-// The scenarios that depend on it get one more attempt on a fresh thread
-// before they fail; a change that breaks them fails both.
-async function twice(name, scenario) {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await scenario();
-    } catch (err) {
-      if (attempt >= 2) throw err;
-      console.log(`# ${name}: attempt ${attempt} failed, retrying: ${err.message}`);
-    }
-  }
-}
-
 const rootEnd = (f) => f.event === "lifecycle" && f.data.params.namespace.length === 0 && ["completed", "failed", "interrupted"].includes(f.data.params.data.event);
 
 describe("thread-centric streaming (protocol v2)", () => {
   for (const transport of TRANSPORTS) {
-    it(`${transport}: run.start creates the thread lazily and streams messages and values`, () => twice(`${transport} run.start`, async () => {
+    it(`${transport}: run.start creates the thread lazily and streams messages and values`, async () => {
       const thread = openThread("researcher", transport);
       try {
         // The messages projection is followed before the run starts: the
@@ -107,7 +90,7 @@ describe("thread-centric streaming (protocol v2)", () => {
       } finally {
         await thread.close();
       }
-    }));
+    });
 
     it(`${transport}: an interrupt is answered with input.respond on the same stream`, async () => {
       const thread = openThread("coder", transport);
@@ -151,12 +134,6 @@ describe("thread-centric streaming (protocol v2)", () => {
 
   for (const transport of TRANSPORTS) {
     it(`${transport}: thread.subagents shows task subagents with their messages and output, and async subagents`, async () => {
-      await twice(`${transport} subagents`, () => subagentsScenario(transport));
-    });
-  }
-
-  async function subagentsScenario(transport) {
-    {
       const thread = openThread("supervisor", transport);
       try {
         const found = [];
@@ -194,7 +171,7 @@ describe("thread-centric streaming (protocol v2)", () => {
       } finally {
         await thread.close();
       }
-    }
+    });
   }
 });
 
