@@ -59,11 +59,27 @@ function parseFrame(block) {
   return frame;
 }
 
+// Over the WebSocket, a projection the SDK opens around a run's start or a
+// subagent's discovery sometimes ends without part of what the server sent
+// (an open defect, docs/api-compatibility.md): the scenarios that depend on
+// it get one more attempt on a fresh thread before they fail, so a change
+// that breaks them still fails.
+async function twice(name, scenario) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await scenario();
+    } catch (err) {
+      if (attempt >= 2) throw err;
+      console.log(`# ${name}: attempt ${attempt} failed, retrying: ${err.message}`);
+    }
+  }
+}
+
 const rootEnd = (f) => f.event === "lifecycle" && f.data.params.namespace.length === 0 && ["completed", "failed", "interrupted"].includes(f.data.params.data.event);
 
 describe("thread-centric streaming (protocol v2)", () => {
   for (const transport of TRANSPORTS) {
-    it(`${transport}: run.start creates the thread lazily and streams messages and values`, async () => {
+    it(`${transport}: run.start creates the thread lazily and streams messages and values`, () => twice(`${transport} run.start`, async () => {
       const thread = openThread("researcher", transport);
       try {
         // The messages projection is followed before the run starts: the
@@ -90,7 +106,7 @@ describe("thread-centric streaming (protocol v2)", () => {
       } finally {
         await thread.close();
       }
-    });
+    }));
 
     it(`${transport}: an interrupt is answered with input.respond on the same stream`, async () => {
       const thread = openThread("coder", transport);
@@ -133,7 +149,7 @@ describe("thread-centric streaming (protocol v2)", () => {
   });
 
   for (const transport of TRANSPORTS) {
-    it(`${transport}: thread.subagents shows task subagents with their messages and output, and async subagents`, async () => {
+    it(`${transport}: thread.subagents shows task subagents with their messages and output, and async subagents`, () => twice(`${transport} subagents`, async () => {
       const thread = openThread("supervisor", transport);
       try {
         const found = [];
@@ -171,7 +187,7 @@ describe("thread-centric streaming (protocol v2)", () => {
       } finally {
         await thread.close();
       }
-    });
+    }));
   }
 });
 
