@@ -49,7 +49,6 @@ var codeForStatus = map[int]string{
 	http.StatusUnprocessableEntity:         "invalid_request",
 	http.StatusRequestHeaderFieldsTooLarge: "headers_too_large",
 	http.StatusInternalServerError:         "internal_error",
-	http.StatusNotImplemented:              "unsupported_transfer_encoding", // net/http answers 501 only for an unknown Transfer-Encoding
 	http.StatusServiceUnavailable:          "unavailable",
 }
 

@@ -45,7 +45,8 @@ func (c *framingConn) Write(p []byte) (int, error) {
 	if !ok {
 		return c.Conn.Write(p)
 	}
-	if _, err := c.Conn.Write(jsonErrorResponse(status, msg)); err != nil {
+	status, code := framingErrorCode(status)
+	if _, err := c.Conn.Write(jsonErrorResponse(status, code, msg)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -86,12 +87,22 @@ func parsePlainError(p []byte) (int, string, bool) {
 	return status, string(body), true
 }
 
-// jsonErrorResponse is a complete HTTP response carrying ErrorBody.
-func jsonErrorResponse(status int, msg string) []byte {
-	code, ok := codeForStatus[status]
-	if !ok {
-		code = "error"
+// framingErrorCode maps the status of an answer net/http wrote itself to
+// the status and code the client gets. net/http answers a Transfer-Encoding
+// it does not know with 501; that is the client's input to fix, so it
+// leaves as a 400 naming the cause, as bad input does everywhere else.
+func framingErrorCode(status int) (int, string) {
+	if status == http.StatusNotImplemented {
+		return http.StatusBadRequest, "unsupported_transfer_encoding"
 	}
+	if code, ok := codeForStatus[status]; ok {
+		return status, code
+	}
+	return status, "error"
+}
+
+// jsonErrorResponse is a complete HTTP response carrying ErrorBody.
+func jsonErrorResponse(status int, code, msg string) []byte {
 	body, _ := json.Marshal(ErrorBody{Detail: msg, Message: msg, Code: code})
 	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		status, http.StatusText(status), len(body), body)

@@ -364,9 +364,10 @@ func rawExchange(t *testing.T, s *testutil.Server, request string) (*http.Respon
 }
 
 // TestFramingErrorsAreJSON sends requests net/http refuses before any
-// handler runs: a header block over the limit (431) and a malformed request
-// line (400). Both answers carry the JSON error body; a normal request on
-// the same server is unaffected.
+// handler runs: a header block over the limit (431), a malformed request
+// line (400) and an unknown transfer encoding (net/http's 501, answered as
+// the 400 it is). Each answer carries the JSON error body; a normal request
+// on the same server is unaffected.
 func TestFramingErrorsAreJSON(t *testing.T) {
 	s := testutil.StartServer(t, testutil.Options{})
 	huge := "GET /ok HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("v", 80<<10) + "\r\n\r\n"
@@ -377,6 +378,10 @@ func TestFramingErrorsAreJSON(t *testing.T) {
 	resp, body = rawExchange(t, s, "GET /threads/%zz HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp.StatusCode != http.StatusBadRequest || body["code"] != "bad_request" {
 		t.Fatalf("malformed request line: %d %v", resp.StatusCode, body)
+	}
+	resp, body = rawExchange(t, s, "POST /threads HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n")
+	if resp.StatusCode != http.StatusBadRequest || body["code"] != "unsupported_transfer_encoding" {
+		t.Fatalf("unknown transfer encoding: %d %v", resp.StatusCode, body)
 	}
 	resp, body = rawExchange(t, s, "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	if resp.StatusCode != 200 || body["ok"] != true {
