@@ -95,7 +95,9 @@ func (st *sharedState) notice(n storage.Notice) {
 	for _, id := range n.Started {
 		st.fire(st.changed, id)
 		if !n.Local {
-			s.startedElsewhere(id)
+			// Created here, started elsewhere: this replica's waiters
+			// now wait for the other's notice.
+			s.releaseLive(id, true)
 		}
 	}
 	if !n.Local {
@@ -125,27 +127,17 @@ func (s *Service) endedElsewhere(id uuid.UUID) {
 		s.cancelLive(id, ActionInterrupt)
 		return
 	}
-	s.forgetLive(id)
+	s.releaseLive(id, true)
 }
 
-// startedElsewhere follows a run created here that another replica
-// started: this replica's waiters now wait for the other's notice.
-func (s *Service) startedElsewhere(id uuid.UUID) {
+// releaseLive drops the in-memory side of a run without an outcome: its
+// local waiters wake (and read the run from the database) and its local
+// stream closes. With onlyElsewhere, a run this process executes is left
+// alone.
+func (s *Service) releaseLive(id uuid.UUID, onlyElsewhere bool) {
 	s.mu.Lock()
 	lr := s.live[id]
-	s.mu.Unlock()
-	if lr != nil && lr.cancel == nil && !lr.here {
-		s.forgetLive(id)
-	}
-}
-
-// forgetLive drops the in-memory side of a run this replica does not
-// execute, waking its local waiters (who then read its outcome from the
-// database) and closing its local stream.
-func (s *Service) forgetLive(id uuid.UUID) {
-	s.mu.Lock()
-	lr := s.live[id]
-	if lr == nil || lr.here {
+	if lr == nil || onlyElsewhere && lr.here {
 		s.mu.Unlock()
 		return
 	}
@@ -164,16 +156,7 @@ func (s *Service) dropTakenOver(run storage.Run, sink *runSink) {
 	sink.checkpoints.drain()
 	_ = sink.checkpoints.settled()
 	s.log.Warn("run taken over by another replica; dropping this replica's attempt", "run_id", run.RunID, "thread_id", run.ThreadID, "attempt", run.Attempt)
-	s.mu.Lock()
-	lr := s.live[run.RunID]
-	delete(s.live, run.RunID)
-	s.mu.Unlock()
-	if lr != nil {
-		close(lr.done)
-	}
-	if l, ok := s.broker.Get(run.RunID); ok && !l.Closed() {
-		l.Close()
-	}
+	s.releaseLive(run.RunID, false)
 }
 
 // remoteDone returns a channel closed when a run that is not live here

@@ -131,8 +131,10 @@ func (t *Tx) PutRun(r Run) error {
 	active := t.bucket(bucketRunsActive)
 	if RunActive(r.Status) {
 		token := tokenBytes(r.Token)
-		if cur := active.Get(r.RunID[:]); !blind && cur != nil && bytes.Equal(cur, token) {
-			return nil
+		if !blind {
+			if cur := active.Get(r.RunID[:]); cur != nil && bytes.Equal(cur, token) {
+				return nil
+			}
 		}
 		return active.Put(idKey(r.RunID), token)
 	}
