@@ -4,6 +4,14 @@
 // in run records and HTTP headers, and a log handler that stamps log
 // records with the active span's trace_id and span_id.
 //
+// It implements the OpenTelemetry trace API (provider.go, span.go) rather
+// than using the OpenTelemetry SDK: a sampled span is one allocation that
+// holds its attributes inline, and End encodes it as OTLP protobuf
+// (otlp.go) straight into the batch being filled (exporter.go), which one
+// goroutine posts to the collector. That is what makes tracing every
+// request cheap; the SDK's span snapshots and intermediate protobuf
+// messages cost several times more per span.
+//
 // The span tree of a run:
 //
 //	HTTP request (server span, "POST /threads/{thread_id}/runs")
@@ -28,4 +36,10 @@
 //   - The provider is process-wide (Setup, once, in the command); servers
 //     embedded in one process share it.
 //   - Only the W3C trace context is propagated; baggage is not.
+//   - A span is mutable until End and never after: the exporter reads an
+//     ended span's fields without its lock.
+//   - Ending a span never blocks on the collector: spans beyond the queue
+//     size waiting to be sent are dropped (and counted in a warning).
+//   - The bytes sent decode with the reference OTLP protobuf definitions
+//     (TestExportIsOTLP decodes them with go.opentelemetry.io/proto/otlp).
 package tracing

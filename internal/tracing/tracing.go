@@ -3,7 +3,6 @@ package tracing
 import (
 	"context"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -11,11 +10,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -53,30 +48,50 @@ func Enabled(getenv func(string) string) bool {
 }
 
 // Setup installs the process-wide tracer provider when the environment
-// asks for traces (Enabled): spans go in batches to the OTLP/HTTP
-// (protobuf) endpoint, configured by the standard OTEL_EXPORTER_OTLP_*,
-// OTEL_BSP_*, OTEL_TRACES_SAMPLER* and OTEL_RESOURCE_ATTRIBUTES variables.
-// The returned function sends the spans not yet sent and stops tracing;
-// with tracing off it does nothing.
+// asks for traces (Enabled): sampled spans are encoded as OTLP protobuf
+// when they end and sent in batches to the OTLP/HTTP endpoint, configured
+// by the standard OTEL_EXPORTER_OTLP_*, OTEL_BSP_*, OTEL_TRACES_SAMPLER*,
+// OTEL_SPAN_*/OTEL_ATTRIBUTE_* limits, OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES variables; a variable set to something unusable
+// is an error. The returned function sends the spans not yet sent and
+// stops tracing; with tracing off it does nothing.
 func Setup(ctx context.Context, getenv func(string) string) (shutdown func(context.Context) error, err error) {
 	if !Enabled(getenv) {
 		return func(context.Context) error { return nil }, nil
 	}
-	exp, err := otlptracehttp.New(ctx)
+	cfg, err := loadExportConfig(getenv)
 	if err != nil {
-		return nil, fmt.Errorf("otlp trace exporter: %w", err)
+		return nil, err
 	}
-	res, err := resource.Merge(resource.NewSchemaless(semconv.ServiceName(ServiceName)), resource.Default())
+	smp, err := loadSampler(getenv)
 	if err != nil {
-		return nil, fmt.Errorf("trace resource: %w", err)
+		return nil, err
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	lim, err := loadLimits(getenv)
+	if err != nil {
+		return nil, err
+	}
+	res, err := resourceAttributes(getenv)
+	if err != nil {
+		return nil, err
+	}
+	exp := newExporter(cfg, encodeResource(res), encodeScope())
+	tp := newProvider(smp, lim, exp)
 	otel.SetTracerProvider(tp)
 	use(tp)
 	return func(ctx context.Context) error {
 		use(noop.NewTracerProvider())
-		return tp.Shutdown(ctx)
+		return exp.shutdown(ctx)
 	}, nil
+}
+
+// Flush sends the spans ended so far and waits until they are sent (or
+// ctx ends); with tracing off it does nothing.
+func Flush(ctx context.Context) error {
+	if t, ok := (*current.Load()).(*spanTracer); ok {
+		return t.p.exp.flush(ctx)
+	}
+	return nil
 }
 
 // Start opens a span named name below the span of ctx. The attributes
