@@ -27,12 +27,15 @@ func observe() echo.MiddlewareFunc {
 			c.SetRequest(r.WithContext(ctx))
 			err := next(c)
 			status := c.Response().Status
-			span.SetAttributes(attribute.Int("http.response.status_code", status))
-			for _, name := range []string{"thread_id", "run_id", "assistant_id"} {
-				if v := c.Param(name); v != "" {
-					span.SetAttributes(attribute.String("langgraph."+name, v))
+			attrs := [4]attribute.KeyValue{attribute.Int("http.response.status_code", status)}
+			n := 1
+			for _, p := range idParams {
+				if v := c.Param(p.param); v != "" {
+					attrs[n] = attribute.String(p.attr, v)
+					n++
 				}
 			}
+			tracing.SetAttributes(span, attrs[:n]...)
 			var failed error
 			if status >= http.StatusInternalServerError {
 				failed = fmt.Errorf("HTTP %d", status)
@@ -42,6 +45,11 @@ func observe() echo.MiddlewareFunc {
 			return err
 		}
 	}
+}
+
+// idParams are the path parameters a request span carries as attributes.
+var idParams = [...]struct{ param, attr string }{
+	{"thread_id", "langgraph.thread_id"}, {"run_id", "langgraph.run_id"}, {"assistant_id", "langgraph.assistant_id"},
 }
 
 // serveMetrics adds GET /metrics (Prometheus text) to e.

@@ -22,19 +22,28 @@ func startRunSpan(ctx context.Context, run storage.Run) (context.Context, trace.
 		attribute.Int("langgraph.run.attempt", run.Attempt))
 }
 
+// usageAttrs are the run's usage fields a run span carries.
+var usageAttrs = [...]struct{ field, attr string }{
+	{"input_tokens", "gen_ai.usage.input_tokens"}, {"output_tokens", "gen_ai.usage.output_tokens"}, {"total_tokens", "gen_ai.usage.total_tokens"},
+}
+
 // endRunSpan records a run's end status and token usage on its span.
 func endRunSpan(span trace.Span, run storage.Run) {
 	if span == nil {
 		return
 	}
-	span.SetAttributes(attribute.String("langgraph.run.status", run.Status))
-	for _, k := range []string{"input_tokens", "output_tokens", "total_tokens"} {
-		if v, ok := run.Usage[k].(float64); ok {
-			span.SetAttributes(attribute.Int64("gen_ai.usage."+k, int64(v)))
-		} else if v, ok := run.Usage[k].(int); ok {
-			span.SetAttributes(attribute.Int("gen_ai.usage."+k, v))
+	attrs := [4]attribute.KeyValue{attribute.String("langgraph.run.status", run.Status)}
+	n := 1
+	for _, u := range usageAttrs {
+		if v, ok := run.Usage[u.field].(float64); ok {
+			attrs[n] = attribute.Int64(u.attr, int64(v))
+			n++
+		} else if v, ok := run.Usage[u.field].(int); ok {
+			attrs[n] = attribute.Int(u.attr, v)
+			n++
 		}
 	}
+	tracing.SetAttributes(span, attrs[:n]...)
 	if run.Status == storage.RunError || run.Status == storage.RunTimeout {
 		tracing.Fail(span, fmt.Errorf("%s: %s", run.ErrorName, run.Error))
 	}

@@ -119,9 +119,16 @@ var serverKind = trace.WithSpanKind(trace.SpanKindServer)
 
 const traceparentHeader = "traceparent"
 
-func setIfRecording(span trace.Span, attrs []attribute.KeyValue) {
-	if len(attrs) > 0 && span.IsRecording() {
-		span.SetAttributes(attrs...)
+// SetAttributes sets attrs on sp when it records. Prefer it to
+// sp.SetAttributes on hot paths: the attributes then need no allocation.
+func SetAttributes(sp trace.Span, attrs ...attribute.KeyValue) { setIfRecording(sp, attrs) }
+
+func setIfRecording(sp trace.Span, attrs []attribute.KeyValue) {
+	// Only this package's spans record (a no-op or sampled-out span does
+	// not); calling the concrete method lets the caller's attribute slice
+	// stay on its stack.
+	if s, ok := sp.(*span); ok && len(attrs) > 0 {
+		s.SetAttributes(attrs...)
 	}
 }
 
