@@ -40,9 +40,10 @@ type exporter struct {
 
 	body []byte // the request being sent, reused (only the sending goroutine uses it)
 
-	kick chan struct{} // a batch is full or a flush was asked for
-	stop chan struct{}
-	done chan struct{}
+	kick     chan struct{} // a batch is full or a flush was asked for
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
 }
 
 // batch is a full batch of encoded spans.
@@ -186,9 +187,9 @@ func (e *exporter) flush(ctx context.Context) error {
 }
 
 // shutdown sends what is left and stops the sending goroutine; it gives
-// up waiting when ctx ends.
+// up waiting when ctx ends. Calling it again only waits again.
 func (e *exporter) shutdown(ctx context.Context) error {
-	close(e.stop)
+	e.stopOnce.Do(func() { close(e.stop) })
 	select {
 	case <-e.done:
 		return nil
