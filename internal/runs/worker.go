@@ -333,6 +333,11 @@ func (s *Service) endRun(run storage.Run, sink *runSink, e ending) {
 func (s *Service) commitEnd(run storage.Run, e ending) (values map[string]any, fenced bool, err error) {
 	err = s.db.Update(context.Background(), func(tx *storage.Tx) error {
 		values, fenced = nil, false
+		if run.Temporary {
+			// What the fencing check and the thread's deletion read, in
+			// one round trip.
+			tx.PrefetchThreadDeletion(run.ThreadID, run.RunID)
+		}
 		if !tx.RunHeldBy(run.RunID, run.Token) {
 			fenced = true
 			return nil

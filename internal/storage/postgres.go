@@ -47,7 +47,6 @@ const pgPingTimeout = 5 * time.Second
 
 const (
 	pgGetSQL    = `SELECT v FROM kv WHERE bucket = $1 AND k = $2`
-	pgRangeSQL  = `DELETE FROM kv WHERE bucket = $1 AND k >= $2 AND k < $3`
 	pgTailSQL   = `DELETE FROM kv WHERE bucket = $1 AND k >= $2`
 	pgFromSQL   = `SELECT k, v FROM kv WHERE bucket = $1 AND k >= $2 ORDER BY k LIMIT $3`
 	pgAfterSQL  = `SELECT k, v FROM kv WHERE bucket = $1 AND k > $2 ORDER BY k LIMIT $3`
@@ -484,19 +483,27 @@ func (b *pgBucket) noteVectors() {
 	}
 }
 
-// deleteRange queues one statement deleting every key in [from, to).
+// deleteRange deletes every key in [from, to). A bounded range goes with
+// the next batch, in one statement with the batch's other bounded ranges
+// (writeDirty); a delete to the bucket's end is queued alone.
 func (b *pgBucket) deleteRange(from, to []byte) error {
+	t := b.t
+	if t.err != nil {
+		return t.err
+	}
+	if t.readOnly {
+		return errReadOnly
+	}
 	b.noteVectors()
-	var err error
 	if to == nil {
-		err = b.t.queue(pgTailSQL, b.name, present(from))
+		if err := t.queue(pgTailSQL, b.name, present(from)); err != nil {
+			return err
+		}
 	} else {
-		err = b.t.queue(pgRangeSQL, b.name, present(from), to)
+		t.writes++
 	}
-	if err == nil {
-		b.t.overlay.deleteRange(b.name, present(from), to)
-	}
-	return err
+	t.overlay.deleteRange(b.name, present(from), to)
+	return nil
 }
 
 func (b *pgBucket) ForEach(fn func(k, v []byte) error) error {

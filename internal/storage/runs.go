@@ -215,27 +215,26 @@ func (t *Tx) ActiveThreadRuns(threadID uuid.UUID) ([]Run, error) {
 // accepts it.
 func (t *Tx) threadRuns(threadID uuid.UUID, read func(id []byte) bool, keep func(Run) bool) ([]Run, error) {
 	var out []Run
-	c := t.bucket(bucketRunsByThread).Cursor()
-	prefix := threadID[:]
 	runs := t.bucket(bucketRuns)
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+	err := scanPrefix(t.bucket(bucketRunsByThread), threadID[:], func(k, _ []byte) error {
 		id := k[16:32]
 		if read != nil && !read(id) {
-			continue
+			return nil
 		}
 		raw := runs.Get(id)
 		if raw == nil {
-			continue
+			return nil
 		}
 		var r Run
 		if err := decode(raw, &r); err != nil {
-			return nil, err
+			return err
 		}
 		if keep == nil || keep(r) {
 			out = append(out, r)
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // ActiveRuns returns every pending or running run, oldest first.
@@ -312,13 +311,9 @@ func (t *Tx) SearchRuns(q RunQuery, matchMeta func(doc, filter any) bool) ([]Run
 // deleteThreadRuns removes every run of a thread with its index entries and
 // stream events; run records are not decoded.
 func (t *Tx) deleteThreadRuns(threadID uuid.UUID) error {
-	c := t.bucket(bucketRunsByThread).Cursor()
-	prefix := threadID[:]
-	var ids []uuid.UUID
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		var id uuid.UUID
-		copy(id[:], k[16:32])
-		ids = append(ids, id)
+	ids, err := threadIndexIDs(t.bucket(bucketRunsByThread), threadID)
+	if err != nil {
+		return err
 	}
 	for _, id := range ids {
 		if err := t.deleteRunKeys(threadID, id); err != nil {
@@ -326,4 +321,17 @@ func (t *Tx) deleteThreadRuns(threadID uuid.UUID) error {
 		}
 	}
 	return nil
+}
+
+// threadIndexIDs lists the ids of a thread's entries in an index keyed by
+// thread id and id (runs_by_thread, crons_by_thread), in key order.
+func threadIndexIDs(index kvBucket, threadID uuid.UUID) ([]uuid.UUID, error) {
+	var ids []uuid.UUID
+	err := scanPrefix(index, threadID[:], func(k, _ []byte) error {
+		var id uuid.UUID
+		copy(id[:], k[16:32])
+		ids = append(ids, id)
+		return nil
+	})
+	return ids, err
 }

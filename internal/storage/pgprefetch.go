@@ -1,0 +1,151 @@
+package storage
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Prefetching (PostgreSQL): a transaction that knows which keys and key
+// prefixes its next steps read asks for all of them in one round trip. The
+// rows land in the transaction's overlay, which then answers the Gets, and
+// a prefix read whole becomes a complete range of the overlay, which then
+// answers a cursor positioned in it without asking the server.
+
+// pgPrefetchSQL reads the keys ($1, $2) and, per range ($3, $4, $5: bucket,
+// from, to), every key in [from, to). Both bounds of a range are index
+// conditions: a range open at its end would scan to the bucket's end.
+const pgPrefetchSQL = `SELECT kv.bucket, kv.k, kv.v FROM kv
+	WHERE (kv.bucket, kv.k) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))
+UNION ALL
+SELECT s.bucket, s.k, s.v FROM unnest($3::text[], $4::bytea[], $5::bytea[]) AS r(b, lo, hi)
+	CROSS JOIN LATERAL (SELECT kv.bucket, kv.k, kv.v FROM kv
+		WHERE kv.bucket = r.b AND kv.k >= r.lo AND kv.k < r.hi) s`
+
+// bucketKey names a key (or a key prefix) of a bucket.
+type bucketKey struct {
+	bucket []byte
+	k      []byte
+}
+
+// completeRange is a key range of a bucket, [from, to), every key of which
+// the overlay knows.
+type completeRange struct {
+	bucket   string
+	from, to []byte
+}
+
+// holds reports whether the range holds every key starting with prefix.
+func (r *completeRange) holds(bucket string, prefix []byte) bool {
+	if r.bucket != bucket || bytes.Compare(prefix, r.from) < 0 {
+		return false
+	}
+	end := prefixEnd(prefix)
+	return end != nil && bytes.Compare(end, r.to) <= 0
+}
+
+// PrefetchThreadDeletion reads in one round trip what a run's end that
+// deletes its thread reads (RunHeldBy of the run, then DeleteThread): the
+// run's active entry, the thread's record and the thread's crons and runs
+// index entries. On bbolt, where reads are local, it does nothing.
+func (t *Tx) PrefetchThreadDeletion(threadID, runID uuid.UUID) {
+	p, ok := t.kv.(*pgTxn)
+	if !ok {
+		return
+	}
+	p.prefetch([]bucketKey{{bucketRunsActive, runID[:]}, {bucketThreads, threadID[:]}},
+		[]bucketKey{{bucketCronsByThread, threadID[:]}, {bucketRunsByThread, threadID[:]}})
+}
+
+// prefetch reads keys and every key under prefixes into the overlay, in
+// the round trip that sends the queued writes. Keys the overlay knows
+// already are not asked for. A failure fails the transaction.
+func (t *pgTxn) prefetch(keys, prefixes []bucketKey) {
+	if t.err != nil {
+		return
+	}
+	var pb []string
+	var pk [][]byte
+	for _, bk := range keys {
+		if _, known := t.overlay.get(string(bk.bucket), bk.k); !known {
+			pb, pk = append(pb, string(bk.bucket)), append(pk, bk.k)
+		}
+	}
+	rb, rlo, rhi := []string{}, [][]byte{}, [][]byte{}
+	for _, bk := range prefixes {
+		if end := prefixEnd(bk.k); end != nil { // else: all 0xff, not prefetched
+			rb, rlo, rhi = append(rb, string(bk.bucket)), append(rlo, present(bk.k)), append(rhi, end)
+		}
+	}
+	ranges := make([]completeRange, len(rb))
+	for i := range rb {
+		ranges[i] = completeRange{bucket: rb[i], from: rlo[i], to: rhi[i]}
+	}
+	type row struct {
+		bucket string
+		k, v   []byte
+	}
+	var rows []row
+	err := t.query(pgPrefetchSQL, []any{pb, pk, rb, rlo, rhi}, func(r pgx.Rows) error {
+		for r.Next() {
+			var x row
+			if err := r.Scan(&x.bucket, &x.k, &x.v); err != nil {
+				return err
+			}
+			rows = append(rows, x)
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return
+	}
+	// The queued writes went first: the server's rows are the
+	// transaction's state of these keys.
+	for i := range pb {
+		t.overlay.set(pb[i], pk[i], nil)
+	}
+	for _, x := range rows {
+		t.overlay.set(x.bucket, x.k, present(x.v))
+	}
+	t.overlay.complete = append(t.overlay.complete, ranges...)
+}
+
+// scanKnownPrefix calls fn, in key order, for every key starting with
+// prefix when a prefetched range holds them all (handled); otherwise it
+// does nothing, and the caller reads the server.
+func (b *pgBucket) scanKnownPrefix(prefix []byte, fn func(k, v []byte) error) (handled bool, err error) {
+	o := &b.t.overlay
+	held := false
+	for _, r := range o.complete {
+		if r.holds(b.name, prefix) {
+			held = true
+			break
+		}
+	}
+	if !held || b.t.err != nil {
+		return false, nil
+	}
+	for _, p := range o.keysWithPrefix(b.name, prefix) {
+		if err := fn(p.k, p.v); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// keysWithPrefix lists the present keys the overlay holds of a bucket that
+// start with prefix, in order, with their values.
+func (o *pgOverlay) keysWithPrefix(bucket string, prefix []byte) []kvPair {
+	start := bucket + "\x00" + string(prefix)
+	var out []kvPair
+	for key, kv := range o.known {
+		if kv.present && strings.HasPrefix(key, start) {
+			out = append(out, kvPair{k: []byte(key[len(bucket)+1:]), v: kv.v})
+		}
+	}
+	slices.SortFunc(out, func(a, b kvPair) int { return bytes.Compare(a.k, b.k) })
+	return out
+}
