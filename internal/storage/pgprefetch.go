@@ -61,8 +61,8 @@ func (t *Tx) PrefetchThreadDeletion(threadID, runID uuid.UUID) {
 }
 
 // prefetch reads keys and every key under prefixes into the overlay, in
-// the round trip that sends the queued writes. Keys the overlay knows
-// already are not asked for. A failure fails the transaction.
+// one round trip that leaves the queued writes queued. Keys the overlay
+// knows already are not asked for. A failure fails the transaction.
 func (t *pgTxn) prefetch(keys, prefixes []bucketKey) {
 	if t.err != nil {
 		return
@@ -89,7 +89,9 @@ func (t *pgTxn) prefetch(keys, prefixes []bucketKey) {
 		k, v   []byte
 	}
 	var rows []row
-	err := t.query(pgPrefetchSQL, []any{pb, pk, rb, rlo, rhi}, func(r pgx.Rows) error {
+	// The queued writes stay queued: the overlay knows every key they
+	// touch and wins over the server's rows below.
+	err := t.read(pgPrefetchSQL, []any{pb, pk, rb, rlo, rhi}, func(r pgx.Rows) error {
 		for r.Next() {
 			var x row
 			if err := r.Scan(&x.bucket, &x.k, &x.v); err != nil {
@@ -102,13 +104,15 @@ func (t *pgTxn) prefetch(keys, prefixes []bucketKey) {
 	if err != nil {
 		return
 	}
-	// The queued writes went first: the server's rows are the
-	// transaction's state of these keys.
-	for i := range pb {
-		t.overlay.set(pb[i], pk[i], nil)
-	}
 	for _, x := range rows {
-		t.overlay.set(x.bucket, x.k, present(x.v))
+		if _, known := t.overlay.get(x.bucket, x.k); !known {
+			t.overlay.set(x.bucket, x.k, present(x.v))
+		}
+	}
+	for i := range pb {
+		if _, known := t.overlay.get(pb[i], pk[i]); !known {
+			t.overlay.set(pb[i], pk[i], nil) // absent at the server
+		}
 	}
 	t.overlay.complete = append(t.overlay.complete, ranges...)
 }

@@ -357,6 +357,9 @@ type pgTxn struct {
 	// notice collects what the transaction tells the replicas at commit.
 	notice  Notice
 	pending pgx.Batch
+	// queueRows holds the run queue rows written since the last batch
+	// (nil: deleted), one per run (see writeQueue).
+	queueRows map[uuid.UUID]*Run
 	// overlay answers reads of keys the transaction wrote or read.
 	overlay pgOverlay
 	// writes counts the writes queued so far; a cursor whose page is older
@@ -638,6 +641,7 @@ func (t *pgTxn) query(sql string, args []any, read func(pgx.Rows) error) error {
 		return t.err
 	}
 	t.overlay.writeDirty(&t.pending)
+	t.writeQueue(&t.pending)
 	batch := t.pending
 	t.pending = pgx.Batch{}
 	t.overlay.flushed()
