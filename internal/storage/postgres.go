@@ -213,6 +213,20 @@ func (be *pgBackend) view(fn func(kvTx) error) error {
 	return t.endWith(pgCommitSQL)
 }
 
+func (be *pgBackend) viewLatest(fn func(kvTx) error) error {
+	ctx := context.Background()
+	t, release, err := be.acquire(ctx, true)
+	if err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	defer release()
+	// No BEGIN: every read is a statement of its own.
+	if err := fn(t); err != nil {
+		return t.failureOr(err)
+	}
+	return t.err
+}
+
 func (be *pgBackend) update(fn func(kvTx) error) error {
 	ctx := context.Background()
 	t, release, err := be.acquire(ctx, false)
