@@ -331,13 +331,16 @@ func (s *Service) endRun(run storage.Run, sink *runSink, e ending) {
 // no longer owns its thread (fenced): its thread was deleted, or the
 // engine already ended it.
 func (s *Service) commitEnd(run storage.Run, e ending) (values map[string]any, fenced bool, err error) {
-	err = s.db.Update(context.Background(), func(tx *storage.Tx) error {
-		values, fenced = nil, false
+	// What the fencing check and a temporary thread's deletion read is
+	// read with the other writes of the group commit, in one round trip.
+	reads := func(tx *storage.Tx) {
 		if run.Temporary {
-			// What the fencing check and the thread's deletion read, in
-			// one round trip.
 			tx.PrefetchThreadDeletion(run.ThreadID, run.RunID)
 		}
+	}
+	err = s.db.UpdateReading(context.Background(), reads, func(tx *storage.Tx) error {
+		values, fenced = nil, false
+		reads(tx) // read already, unless alone
 		if !tx.RunHeldBy(run.RunID, run.Token) {
 			fenced = true
 			return nil

@@ -61,28 +61,54 @@ func (t *Tx) PrefetchThreadDeletion(threadID, runID uuid.UUID) {
 }
 
 // prefetch reads keys and every key under prefixes into the overlay, in
-// one round trip that leaves the queued writes queued. Keys the overlay
-// knows already are not asked for. A failure fails the transaction.
+// one round trip that leaves the queued writes queued; while the
+// transaction gathers prefetches, it only notes them. Keys the overlay
+// knows already, and prefixes it holds, are not asked for. A failure fails
+// the transaction.
 func (t *pgTxn) prefetch(keys, prefixes []bucketKey) {
 	if t.err != nil {
 		return
 	}
-	var pb []string
-	var pk [][]byte
+	g := &t.gathered
 	for _, bk := range keys {
 		if _, known := t.overlay.get(string(bk.bucket), bk.k); !known {
-			pb, pk = append(pb, string(bk.bucket)), append(pk, bk.k)
+			g.pb, g.pk = append(g.pb, string(bk.bucket)), append(g.pk, bk.k)
 		}
 	}
-	rb, rlo, rhi := []string{}, [][]byte{}, [][]byte{}
 	for _, bk := range prefixes {
-		if end := prefixEnd(bk.k); end != nil { // else: all 0xff, not prefetched
-			rb, rlo, rhi = append(rb, string(bk.bucket)), append(rlo, present(bk.k)), append(rhi, end)
+		end := prefixEnd(bk.k)
+		if end == nil || t.overlay.holds(string(bk.bucket), bk.k) {
+			continue // all 0xff (not prefetched), or known already
 		}
+		g.rb, g.rlo, g.rhi = append(g.rb, string(bk.bucket)), append(g.rlo, present(bk.k)), append(g.rhi, end)
 	}
-	ranges := make([]completeRange, len(rb))
-	for i := range rb {
-		ranges[i] = completeRange{bucket: rb[i], from: rlo[i], to: rhi[i]}
+	if !t.gathering {
+		t.sendPrefetches()
+	}
+}
+
+// gatheredReads are the keys and ranges prefetches asked for, not yet
+// sent.
+type gatheredReads struct {
+	pb       []string
+	pk       [][]byte
+	rb       []string
+	rlo, rhi [][]byte
+}
+
+func (t *pgTxn) gatherPrefetches() { t.gathering = true }
+
+// sendPrefetches reads what the prefetches since the last call asked for,
+// in one round trip, and ends gathering.
+func (t *pgTxn) sendPrefetches() {
+	g := t.gathered
+	t.gathered, t.gathering = gatheredReads{}, false
+	if t.err != nil || len(g.pb) == 0 && len(g.rb) == 0 {
+		return
+	}
+	ranges := make([]completeRange, len(g.rb))
+	for i := range g.rb {
+		ranges[i] = completeRange{bucket: g.rb[i], from: g.rlo[i], to: g.rhi[i]}
 	}
 	type row struct {
 		bucket string
@@ -91,7 +117,7 @@ func (t *pgTxn) prefetch(keys, prefixes []bucketKey) {
 	var rows []row
 	// The queued writes stay queued: the overlay knows every key they
 	// touch and wins over the server's rows below.
-	err := t.read(pgPrefetchSQL, []any{pb, pk, rb, rlo, rhi}, func(r pgx.Rows) error {
+	err := t.read(pgPrefetchSQL, []any{nonNil(g.pb), nonNil(g.pk), nonNil(g.rb), nonNil(g.rlo), nonNil(g.rhi)}, func(r pgx.Rows) error {
 		for r.Next() {
 			var x row
 			if err := r.Scan(&x.bucket, &x.k, &x.v); err != nil {
@@ -109,12 +135,32 @@ func (t *pgTxn) prefetch(keys, prefixes []bucketKey) {
 			t.overlay.set(x.bucket, x.k, present(x.v))
 		}
 	}
-	for i := range pb {
-		if _, known := t.overlay.get(pb[i], pk[i]); !known {
-			t.overlay.set(pb[i], pk[i], nil) // absent at the server
+	for i := range g.pb {
+		if _, known := t.overlay.get(g.pb[i], g.pk[i]); !known {
+			t.overlay.set(g.pb[i], g.pk[i], nil) // absent at the server
 		}
 	}
 	t.overlay.complete = append(t.overlay.complete, ranges...)
+}
+
+// nonNil makes a nil slice empty: pgx sends a nil slice as NULL, and
+// unnest(NULL) has no rows anyway, but an empty array says what is meant.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// holds reports whether a prefetched range holds every key of bucket
+// starting with prefix.
+func (o *pgOverlay) holds(bucket string, prefix []byte) bool {
+	for _, r := range o.complete {
+		if r.holds(bucket, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // scanKnownPrefix calls fn, in key order, for every key starting with
@@ -122,14 +168,7 @@ func (t *pgTxn) prefetch(keys, prefixes []bucketKey) {
 // does nothing, and the caller reads the server.
 func (b *pgBucket) scanKnownPrefix(prefix []byte, fn func(k, v []byte) error) (handled bool, err error) {
 	o := &b.t.overlay
-	held := false
-	for _, r := range o.complete {
-		if r.holds(b.name, prefix) {
-			held = true
-			break
-		}
-	}
-	if !held || b.t.err != nil {
+	if !o.holds(b.name, prefix) || b.t.err != nil {
 		return false, nil
 	}
 	for _, p := range o.keysWithPrefix(b.name, prefix) {

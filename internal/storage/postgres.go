@@ -374,6 +374,10 @@ type pgTxn struct {
 	// queueRows holds the run queue rows written since the last batch
 	// (nil: deleted), one per run (see writeQueue).
 	queueRows map[uuid.UUID]*Run
+	// gathering is set while prefetches are gathered for one round trip
+	// (gatherPrefetches); gathered holds them.
+	gathering bool
+	gathered  gatheredReads
 	// overlay answers reads of keys the transaction wrote or read.
 	overlay pgOverlay
 	// writes counts the writes queued so far; a cursor whose page is older
