@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // The shared run queue (PostgreSQL only; see migrations/0002_run_queue.sql
@@ -180,16 +181,17 @@ func (t *pgTxn) writeQueue(b *pgx.Batch) {
 	if len(t.queueRows) == 0 {
 		return
 	}
-	var ids, threads, gone []uuid.UUID
+	// pgtype.UUID: a uuid.UUID would be encoded through its text form.
+	var ids, threads, gone []pgtype.UUID
 	var status, owners, pinned []string
 	var notBefore []time.Time
 	var tokens []int64
 	for id, r := range t.queueRows {
 		if r == nil {
-			gone = append(gone, id)
+			gone = append(gone, pgUUID(id))
 			continue
 		}
-		ids, threads, status = append(ids, id), append(threads, r.ThreadID), append(status, r.Status)
+		ids, threads, status = append(ids, pgUUID(id)), append(threads, pgUUID(r.ThreadID)), append(status, r.Status)
 		notBefore, owners, tokens = append(notBefore, r.NotBefore), append(owners, r.Owner), append(tokens, int64(r.Token))
 		pinned = append(pinned, r.Pinned)
 	}
@@ -395,4 +397,9 @@ func (db *DB) Lease() time.Duration {
 		return pg.lease
 	}
 	return 0
+}
+
+// pgUUID is id as pgx encodes it without a detour through text.
+func pgUUID(id uuid.UUID) pgtype.UUID {
+	return pgtype.UUID{Bytes: id, Valid: true}
 }
