@@ -421,11 +421,6 @@ func (t *pgTxn) queue(sql string, args ...any) error {
 
 var errReadOnly = errors.New("write in a read-only transaction")
 
-// flush sends the pending writes in one pipelined batch.
-func (t *pgTxn) flush() error {
-	return t.query("", nil, nil)
-}
-
 // pgBucket is one bucket's rows of the kv table.
 type pgBucket struct {
 	t    *pgTxn
