@@ -204,7 +204,7 @@ func (s *Service) CreateGuarded(ctx context.Context, p CreateParams, guard func(
 	// A run whose thread is idle starts in the same commit that creates it
 	// when a worker is free, saving one durable write per run.
 	claimed := !c.run.NotBefore.After(c.run.CreatedAt) && s.sched.claim(c.run.ThreadID)
-	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+	err = s.db.UpdateReading(ctx, c.reads, func(tx *storage.Tx) error {
 		if guard != nil {
 			if err := guard(tx); err != nil {
 				return err
@@ -340,6 +340,14 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 		run.Pinned = s.opts.ReplicaID
 	}
 	return &creation{p: p, asst: asst, run: run, config: config, strategy: strategy, replica: s.opts.ReplicaID, freshThread: fresh}, nil
+}
+
+// reads declares what apply reads first: nothing on a fresh thread, else
+// the thread's record and its runs.
+func (c *creation) reads(tx *storage.Tx) {
+	if !c.freshThread {
+		tx.PrefetchThreadRuns(c.run.ThreadID)
+	}
 }
 
 // apply stores the run in tx and applies its multitask strategy. With

@@ -52,12 +52,40 @@ func (r *completeRange) holds(bucket string, prefix []byte) bool {
 // run's active entry, the thread's record and the thread's crons and runs
 // index entries. On bbolt, where reads are local, it does nothing.
 func (t *Tx) PrefetchThreadDeletion(threadID, runID uuid.UUID) {
-	p, ok := t.kv.(*pgTxn)
-	if !ok {
-		return
-	}
-	p.prefetch([]bucketKey{{bucketRunsActive, runID[:]}, {bucketThreads, threadID[:]}},
+	t.prefetch([]bucketKey{{bucketRunsActive, runID[:]}, {bucketThreads, threadID[:]}},
 		[]bucketKey{{bucketCronsByThread, threadID[:]}, {bucketRunsByThread, threadID[:]}})
+}
+
+// PrefetchThreadRuns reads in one round trip the thread's record, its runs
+// index entries and the active entries of runIDs: what a run's creation on
+// an existing thread reads before ActiveThreadRuns, and a run's end
+// (RunHeldBy, then the thread's settling). On bbolt it does nothing.
+func (t *Tx) PrefetchThreadRuns(threadID uuid.UUID, runIDs ...uuid.UUID) {
+	keys := []bucketKey{{bucketThreads, threadID[:]}}
+	for _, id := range runIDs {
+		keys = append(keys, bucketKey{bucketRunsActive, id[:]})
+	}
+	t.prefetch(keys, []bucketKey{{bucketRunsByThread, threadID[:]}})
+}
+
+// prefetchKeys reads the keys ids of bucket in one round trip (PostgreSQL).
+func (t *Tx) prefetchKeys(bucket []byte, ids []uuid.UUID) {
+	if len(ids) < 2 {
+		return // one Get costs the same round trip
+	}
+	keys := make([]bucketKey, len(ids))
+	for i := range ids {
+		keys[i] = bucketKey{bucket, ids[i][:]}
+	}
+	t.prefetch(keys, nil)
+}
+
+// prefetch reads keys and prefixes on PostgreSQL; elsewhere it does
+// nothing.
+func (t *Tx) prefetch(keys, prefixes []bucketKey) {
+	if p, ok := t.kv.(*pgTxn); ok {
+		p.prefetch(keys, prefixes)
+	}
 }
 
 // prefetch reads keys and every key under prefixes into the overlay, in

@@ -198,7 +198,7 @@ func (t *Tx) deleteRunKeys(threadID, id uuid.UUID) error {
 // ThreadRuns returns the runs of a thread, oldest first (run ids are
 // UUIDv7). keep filters (nil keeps all).
 func (t *Tx) ThreadRuns(threadID uuid.UUID, keep func(Run) bool) ([]Run, error) {
-	return t.threadRuns(threadID, nil, keep)
+	return t.threadRuns(threadID, keep)
 }
 
 // ActiveThreadRuns returns the pending and running runs of a thread, oldest
@@ -206,22 +206,43 @@ func (t *Tx) ThreadRuns(threadID uuid.UUID, keep func(Run) bool) ([]Run, error) 
 // runs_active index, so a thread's long history costs one key lookup per
 // run rather than one decode.
 func (t *Tx) ActiveThreadRuns(threadID uuid.UUID) ([]Run, error) {
+	ids, err := threadIndexIDs(t.bucket(bucketRunsByThread), threadID)
+	if err != nil {
+		return nil, err
+	}
+	// On PostgreSQL each lookup would be a round trip: they go together.
+	t.prefetchKeys(bucketRunsActive, ids)
 	active := t.bucket(bucketRunsActive)
-	return t.threadRuns(threadID, func(id []byte) bool { return active.Get(id) != nil }, nil)
+	var act []uuid.UUID
+	for _, id := range ids {
+		if active.Get(id[:]) != nil {
+			act = append(act, id)
+		}
+	}
+	t.prefetchKeys(bucketRuns, act)
+	runs := t.bucket(bucketRuns)
+	var out []Run
+	for _, id := range act {
+		raw := runs.Get(id[:])
+		if raw == nil {
+			continue
+		}
+		var r Run
+		if err := decode(raw, &r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
-// threadRuns walks a thread's runs oldest first; a run is decoded only
-// when read (nil: all) accepts its id, and kept when keep (nil: all)
-// accepts it.
-func (t *Tx) threadRuns(threadID uuid.UUID, read func(id []byte) bool, keep func(Run) bool) ([]Run, error) {
+// threadRuns walks a thread's runs oldest first, keeping those keep (nil:
+// all) accepts.
+func (t *Tx) threadRuns(threadID uuid.UUID, keep func(Run) bool) ([]Run, error) {
 	var out []Run
 	runs := t.bucket(bucketRuns)
 	err := scanPrefix(t.bucket(bucketRunsByThread), threadID[:], func(k, _ []byte) error {
-		id := k[16:32]
-		if read != nil && !read(id) {
-			return nil
-		}
-		raw := runs.Get(id)
+		raw := runs.Get(k[16:32])
 		if raw == nil {
 			return nil
 		}
