@@ -342,7 +342,6 @@ func (s *Service) commitEnd(run storage.Run, e ending) (values map[string]any, f
 	}
 	err = s.db.UpdateReading(context.Background(), reads, func(tx *storage.Tx) error {
 		values, fenced = nil, false
-		reads(tx) // read already, unless alone
 		if !tx.RunHeldBy(run.RunID, run.Token) {
 			fenced = true
 			return nil

@@ -13,7 +13,9 @@ import (
 // prefixes its next steps read asks for all of them in one round trip. The
 // rows land in the transaction's overlay, which then answers the Gets, and
 // a prefix read whole becomes a complete range of the overlay, which then
-// answers a cursor positioned in it without asking the server.
+// answers a scan of that prefix (scanPrefix) without asking the server.
+// Writes the transaction makes afterwards go through the overlay as
+// always, so what it answers stays the transaction's state.
 
 // pgPrefetchSQL reads the keys ($1, $2) and, per range ($3, $4, $5: bucket,
 // from, to), every key in [from, to). Both bounds of a range are index
