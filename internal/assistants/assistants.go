@@ -183,7 +183,8 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Assistant, error)
 // Get returns the current record of an assistant, named by UUID or graph id.
 func (s *Service) Get(ctx context.Context, ref string) (Assistant, error) {
 	var out Assistant
-	err := s.db.View(func(tx *storage.Tx) error {
+	// One record: no snapshot to share between reads.
+	err := s.db.ViewLatest(func(tx *storage.Tx) error {
 		var err error
 		out, err = s.get(tx, ref)
 		return err

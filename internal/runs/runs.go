@@ -204,7 +204,7 @@ func (s *Service) CreateGuarded(ctx context.Context, p CreateParams, guard func(
 	// A run whose thread is idle starts in the same commit that creates it
 	// when a worker is free, saving one durable write per run.
 	claimed := !c.run.NotBefore.After(c.run.CreatedAt) && s.sched.claim(c.run.ThreadID)
-	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+	err = s.db.UpdateReading(ctx, c.reads, func(tx *storage.Tx) error {
 		if guard != nil {
 			if err := guard(tx); err != nil {
 				return err
@@ -267,6 +267,10 @@ type creation struct {
 
 	// replica is the server creating the run (Options.ReplicaID).
 	replica string
+	// freshThread is set when prepare generated the thread's id (a
+	// stateless run): no record of the thread, its runs or its
+	// checkpoints can exist, so apply reads none.
+	freshThread bool
 
 	// Set by apply: runs of the thread to cancel once committed, pending
 	// runs it ended, and whether the run was stored as running.
@@ -303,7 +307,8 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 		NotBefore:   now.Add(time.Duration(p.AfterSeconds * float64(time.Second))),
 		Traceparent: tracing.Traceparent(ctx),
 	}
-	if p.ThreadID == nil {
+	fresh := p.ThreadID == nil
+	if fresh {
 		id := uuid.Must(uuid.NewV7())
 		p.ThreadID = &id
 		p.IfNotExists = "create"
@@ -334,7 +339,15 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 		// creator's waiters: another replica runs it only if this one dies.
 		run.Pinned = s.opts.ReplicaID
 	}
-	return &creation{p: p, asst: asst, run: run, config: config, strategy: strategy, replica: s.opts.ReplicaID}, nil
+	return &creation{p: p, asst: asst, run: run, config: config, strategy: strategy, replica: s.opts.ReplicaID, freshThread: fresh}, nil
+}
+
+// reads declares what apply reads first: nothing on a fresh thread, else
+// the thread's record and its runs.
+func (c *creation) reads(tx *storage.Tx) {
+	if !c.freshThread {
+		tx.PrefetchThreadRuns(c.run.ThreadID)
+	}
 }
 
 // apply stores the run in tx and applies its multitask strategy. With
@@ -346,7 +359,10 @@ func (c *creation) apply(tx *storage.Tx, claimed bool) error {
 	now := run.CreatedAt
 	c.cancelIDs, c.ended, c.startNow = nil, nil, false
 	run.Status, run.Attempt, run.StartedAt, run.UpdatedAt = storage.RunPending, 0, nil, now
-	th, err := tx.GetThread(run.ThreadID)
+	th, err := storage.Thread{}, storage.ErrNotFound
+	if !c.freshThread {
+		th, err = tx.GetThread(run.ThreadID)
+	}
 	switch {
 	case err == nil:
 	case p.IfNotExists == "create":
@@ -362,9 +378,11 @@ func (c *creation) apply(tx *storage.Tx, claimed bool) error {
 			return err
 		}
 	}
-	inflight, err := tx.ActiveThreadRuns(run.ThreadID)
-	if err != nil {
-		return err
+	var inflight []storage.Run
+	if !c.freshThread {
+		if inflight, err = tx.ActiveThreadRuns(run.ThreadID); err != nil {
+			return err
+		}
 	}
 	if len(inflight) > 0 && !run.Stateless {
 		if err := c.applyStrategy(tx, inflight); err != nil {
@@ -381,7 +399,11 @@ func (c *creation) apply(tx *storage.Tx, claimed bool) error {
 	th.Status = threads.StatusBusy
 	th.UpdatedAt = now
 	th.Config = c.config
-	if err := tx.PutThread(th); err != nil {
+	put := tx.PutThread
+	if c.freshThread {
+		put = tx.PutNewThread
+	}
+	if err := put(th); err != nil {
 		return err
 	}
 	return tx.PutRun(*run)

@@ -331,7 +331,16 @@ func (s *Service) endRun(run storage.Run, sink *runSink, e ending) {
 // no longer owns its thread (fenced): its thread was deleted, or the
 // engine already ended it.
 func (s *Service) commitEnd(run storage.Run, e ending) (values map[string]any, fenced bool, err error) {
-	err = s.db.Update(context.Background(), func(tx *storage.Tx) error {
+	// What the fencing check and the thread's deletion or settling read
+	// is read with the other writes of the group commit, in one round trip.
+	reads := func(tx *storage.Tx) {
+		if run.Temporary {
+			tx.PrefetchThreadDeletion(run.ThreadID, run.RunID)
+		} else {
+			tx.PrefetchThreadRuns(run.ThreadID, run.RunID)
+		}
+	}
+	err = s.db.UpdateReading(context.Background(), reads, func(tx *storage.Tx) error {
 		values, fenced = nil, false
 		if !tx.RunHeldBy(run.RunID, run.Token) {
 			fenced = true

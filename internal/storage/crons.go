@@ -111,12 +111,9 @@ func (t *Tx) DeleteCron(id uuid.UUID) error {
 
 // deleteThreadCrons removes every cron of a thread.
 func (t *Tx) deleteThreadCrons(threadID uuid.UUID) error {
-	var ids []uuid.UUID
-	c := t.bucket(bucketCronsByThread).Cursor()
-	for k, _ := c.Seek(threadID[:]); k != nil && bytes.HasPrefix(k, threadID[:]); k, _ = c.Next() {
-		var id uuid.UUID
-		copy(id[:], k[16:32])
-		ids = append(ids, id)
+	ids, err := threadIndexIDs(t.bucket(bucketCronsByThread), threadID)
+	if err != nil {
+		return err
 	}
 	for _, id := range ids {
 		if err := t.DeleteCron(id); err != nil {

@@ -418,6 +418,30 @@ func testActiveThreadRuns(t *testing.T, db *DB) {
 	if got, want := active(), []uuid.UUID{runs[3].RunID}; !slices.Equal(got, want) {
 		t.Fatalf("after the pending run ended: %v, want %v", got, want)
 	}
+	// In a write transaction, its own writes not yet sent count: a run
+	// ended and one created in it.
+	err = db.Update(context.Background(), func(tx *Tx) error {
+		runs[3].Status = RunSuccess
+		if err := tx.PutRun(runs[3]); err != nil {
+			return err
+		}
+		added := Run{RunID: uuid.Must(uuid.NewV7()), ThreadID: th.ThreadID, Status: RunPending, CreatedAt: th.CreatedAt}
+		if err := tx.PutRun(added); err != nil {
+			return err
+		}
+		tx.PrefetchThreadRuns(th.ThreadID)
+		rs, err := tx.ActiveThreadRuns(th.ThreadID)
+		if err != nil {
+			return err
+		}
+		if len(rs) != 1 || rs[0].RunID != added.RunID || rs[0].Status != RunPending {
+			return fmt.Errorf("in the transaction: active runs %v, want only %s", rs, added.RunID)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestOpenNamesTheFileWhenItCannot checks that a database another process

@@ -1,5 +1,7 @@
 package storage
 
+import "bytes"
+
 // The key-value seam: every record accessor of this package reads and writes
 // through t.bucket(name), which returns a kvBucket of the backend the
 // database was opened with. The method names and signatures are bbolt's:
@@ -39,6 +41,29 @@ type kvCursor interface {
 // of one cursor step per key.
 type rangeDeleter interface {
 	deleteRange(from, to []byte) error
+}
+
+// knownPrefixScanner is a kvBucket that may answer a prefix scan without
+// a cursor (PostgreSQL, from keys the transaction prefetched).
+type knownPrefixScanner interface {
+	scanKnownPrefix(prefix []byte, fn func(k, v []byte) error) (handled bool, err error)
+}
+
+// scanPrefix calls fn, in key order, for every pair of b whose key starts
+// with prefix, stopping at fn's first error. fn must not write to b.
+func scanPrefix(b kvBucket, prefix []byte, fn func(k, v []byte) error) error {
+	if s, ok := b.(knownPrefixScanner); ok {
+		if handled, err := s.scanKnownPrefix(prefix, fn); handled {
+			return err
+		}
+	}
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // kvTx is one backend transaction.

@@ -13,6 +13,9 @@ const (
 	pgPutManySQL = `INSERT INTO kv (bucket, k, v) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
 		ON CONFLICT (bucket, k) DO UPDATE SET v = excluded.v`
 	pgDeleteManySQL = `DELETE FROM kv WHERE (bucket, k) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))`
+	// pgDeleteRangesSQL deletes every key in each range [lo, hi).
+	pgDeleteRangesSQL = `DELETE FROM kv USING unnest($1::text[], $2::bytea[], $3::bytea[]) AS r(b, lo, hi)
+		WHERE kv.bucket = r.b AND kv.k >= r.lo AND kv.k < r.hi`
 )
 
 // pgOverlay is what a PostgreSQL transaction knows of its keys without
@@ -28,6 +31,9 @@ type pgOverlay struct {
 	ranges []pendingRange
 	// dirty holds the keys (as in known) written since the last flush.
 	dirty map[string]struct{}
+	// complete lists the prefetched ranges every key of which is in
+	// known (see pgprefetch.go).
+	complete []completeRange
 }
 
 // knownValue is a key's value in the transaction; absent keys have
@@ -79,11 +85,23 @@ func (o *pgOverlay) write(bucket string, k, v []byte) {
 	o.dirty[overlayKey(bucket, k)] = struct{}{}
 }
 
-// writeDirty queues on b the net effect of the point writes since the last
-// flush: each key's final value, whatever puts and deletes led to it. It
-// comes after the range deletes already queued, which is correct since a
-// key a range delete removed that was put again is dirty, present.
+// writeDirty queues on b the bounded range deletes since the last flush,
+// in one statement, then the net effect of the point writes: each key's
+// final value, whatever puts and deletes led to it. The point writes come
+// after every range delete (those to a bucket's end are queued when made),
+// which is correct since a key a range delete removed that was put again
+// is dirty, present. writeDirty must be followed by flushed.
 func (o *pgOverlay) writeDirty(b *pgx.Batch) {
+	var rb []string
+	var rlo, rhi [][]byte
+	for _, r := range o.ranges {
+		if r.to != nil {
+			rb, rlo, rhi = append(rb, r.bucket), append(rlo, r.from), append(rhi, r.to)
+		}
+	}
+	if len(rb) > 0 {
+		b.Queue(pgDeleteRangesSQL, rb, rlo, rhi)
+	}
 	if len(o.dirty) == 0 {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -46,7 +47,6 @@ const pgPingTimeout = 5 * time.Second
 
 const (
 	pgGetSQL    = `SELECT v FROM kv WHERE bucket = $1 AND k = $2`
-	pgRangeSQL  = `DELETE FROM kv WHERE bucket = $1 AND k >= $2 AND k < $3`
 	pgTailSQL   = `DELETE FROM kv WHERE bucket = $1 AND k >= $2`
 	pgFromSQL   = `SELECT k, v FROM kv WHERE bucket = $1 AND k >= $2 ORDER BY k LIMIT $3`
 	pgAfterSQL  = `SELECT k, v FROM kv WHERE bucket = $1 AND k > $2 ORDER BY k LIMIT $3`
@@ -164,34 +164,80 @@ func redactURL(databaseURL string) string {
 	return u.Redacted()
 }
 
+// The statements that open a transaction. They are not sent alone: they
+// go in the same pipelined batch as the transaction's first round trip.
+const (
+	pgBeginReadSQL  = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+	pgBeginWriteSQL = `BEGIN`
+	pgCommitSQL     = `COMMIT`
+	pgRollbackSQL   = `ROLLBACK`
+)
+
+// acquire takes a connection of the pool for one transaction; release
+// hands it back, rolling back whatever the transaction left open (a
+// connection that cannot be rolled back is closed by the pool).
+func (be *pgBackend) acquire(ctx context.Context, readOnly bool) (*pgTxn, func(), error) {
+	conn, err := be.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &pgTxn{ctx: ctx, conn: conn.Conn(), readOnly: readOnly}
+	release := func() {
+		if t.begun && conn.Conn().PgConn().TxStatus() != 'I' {
+			conn.Conn().Exec(ctx, pgRollbackSQL)
+		}
+		conn.Release()
+	}
+	return t, release, nil
+}
+
 func (be *pgBackend) view(fn func(kvTx) error) error {
 	ctx := context.Background()
-	tx, err := be.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	t, release, err := be.acquire(ctx, true)
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}
-	defer tx.Rollback(ctx)
-	t := &pgTxn{ctx: ctx, tx: tx, readOnly: true}
+	defer release()
+	// BEGIN goes with the first read: a view that reads nothing costs no
+	// round trip, and one that reads once costs two (the read, COMMIT).
+	t.begin = []string{pgBeginReadSQL}
 	if err := fn(t); err != nil {
 		return t.failureOr(err)
 	}
 	if t.err != nil {
 		return t.err
 	}
-	return tx.Commit(ctx)
+	if !t.begun {
+		return nil
+	}
+	return t.endWith(pgCommitSQL)
+}
+
+func (be *pgBackend) viewLatest(fn func(kvTx) error) error {
+	ctx := context.Background()
+	t, release, err := be.acquire(ctx, true)
+	if err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	defer release()
+	// No BEGIN: every read is a statement of its own.
+	if err := fn(t); err != nil {
+		return t.failureOr(err)
+	}
+	return t.err
 }
 
 func (be *pgBackend) update(fn func(kvTx) error) error {
 	ctx := context.Background()
-	tx, err := be.pool.Begin(ctx)
+	t, release, err := be.acquire(ctx, false)
 	if err != nil {
 		return fmt.Errorf("begin write: %w", err)
 	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, writerLockSQL); err != nil {
-		return fmt.Errorf("take the writer lock: %w", err)
-	}
-	t := &pgTxn{ctx: ctx, tx: tx, lease: be.lease}
+	defer release()
+	// BEGIN and the writer lock go with the first round trip, before any
+	// statement of the transaction, and COMMIT with the last batch.
+	t.begin = []string{pgBeginWriteSQL, writerLockSQL}
+	t.lease = be.lease
 	if err := fn(t); err != nil {
 		return t.failureOr(err)
 	}
@@ -202,11 +248,25 @@ func (be *pgBackend) update(fn func(kvTx) error) error {
 			return err
 		}
 	}
-	if err := t.flush(); err != nil {
+	if err := t.endWith(pgCommitSQL); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// endWith sends the pending writes and then sql (COMMIT) in one round
+// trip, and checks that the transaction did commit: COMMIT of a failed
+// transaction answers ROLLBACK without an error.
+func (t *pgTxn) endWith(sql string) error {
+	if t.err != nil {
+		return t.err
+	}
+	t.commit = sql
+	if err := t.query("", nil, nil); err != nil {
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	if t.conn.PgConn().TxStatus() != 'I' {
+		return errors.New("postgres: the transaction is still open after COMMIT")
 	}
 	return nil
 }
@@ -298,13 +358,26 @@ func (be *pgBackend) describe() string { return be.name }
 // transaction costs few round trips; every read therefore sees the
 // transaction's own writes.
 type pgTxn struct {
-	ctx      context.Context
-	tx       pgx.Tx
+	ctx  context.Context
+	conn *pgx.Conn
+	// begin holds the statements that open the transaction until they
+	// are sent, ahead of its first round trip; begun is set once they are.
+	begin    []string
+	begun    bool
 	readOnly bool
-	lease    time.Duration
+	// commit, when set, ends the next round trip (the last one).
+	commit string
+	lease  time.Duration
 	// notice collects what the transaction tells the replicas at commit.
 	notice  Notice
 	pending pgx.Batch
+	// queueRows holds the run queue rows written since the last batch
+	// (nil: deleted), one per run (see writeQueue).
+	queueRows map[uuid.UUID]*Run
+	// gathering is set while prefetches are gathered for one round trip
+	// (gatherPrefetches); gathered holds them.
+	gathering bool
+	gathered  gatheredReads
 	// overlay answers reads of keys the transaction wrote or read.
 	overlay pgOverlay
 	// writes counts the writes queued so far; a cursor whose page is older
@@ -348,11 +421,6 @@ func (t *pgTxn) queue(sql string, args ...any) error {
 
 var errReadOnly = errors.New("write in a read-only transaction")
 
-// flush sends the pending writes in one pipelined batch.
-func (t *pgTxn) flush() error {
-	return t.query("", nil, nil)
-}
-
 // pgBucket is one bucket's rows of the kv table.
 type pgBucket struct {
 	t    *pgTxn
@@ -369,13 +437,21 @@ func (b *pgBucket) Get(k []byte) []byte {
 	// No queued write touches k (the overlay would know): the server's
 	// state is the transaction's for this key, without a flush.
 	var v []byte
-	err := b.t.tx.QueryRow(b.t.ctx, pgGetSQL, b.name, k).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		b.t.overlay.set(b.name, bytes.Clone(k), nil)
+	found := false
+	err := b.t.read(pgGetSQL, []any{b.name, k}, func(rows pgx.Rows) error {
+		for rows.Next() {
+			found = true
+			if err := rows.Scan(&v); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil
 	}
-	if err != nil {
-		b.t.fail(err)
+	if !found {
+		b.t.overlay.set(b.name, bytes.Clone(k), nil)
 		return nil
 	}
 	v = present(v)
@@ -423,19 +499,27 @@ func (b *pgBucket) noteVectors() {
 	}
 }
 
-// deleteRange queues one statement deleting every key in [from, to).
+// deleteRange deletes every key in [from, to). A bounded range goes with
+// the next batch, in one statement with the batch's other bounded ranges
+// (writeDirty); a delete to the bucket's end is queued alone.
 func (b *pgBucket) deleteRange(from, to []byte) error {
+	t := b.t
+	if t.err != nil {
+		return t.err
+	}
+	if t.readOnly {
+		return errReadOnly
+	}
 	b.noteVectors()
-	var err error
 	if to == nil {
-		err = b.t.queue(pgTailSQL, b.name, present(from))
+		if err := t.queue(pgTailSQL, b.name, present(from)); err != nil {
+			return err
+		}
 	} else {
-		err = b.t.queue(pgRangeSQL, b.name, present(from), to)
+		t.writes++
 	}
-	if err == nil {
-		b.t.overlay.deleteRange(b.name, present(from), to)
-	}
-	return err
+	t.overlay.deleteRange(b.name, present(from), to)
+	return nil
 }
 
 func (b *pgBucket) ForEach(fn func(k, v []byte) error) error {
@@ -570,12 +654,36 @@ func (t *pgTxn) query(sql string, args []any, read func(pgx.Rows) error) error {
 		return t.err
 	}
 	t.overlay.writeDirty(&t.pending)
-	n := t.pending.Len()
-	if n == 0 {
+	t.writeQueue(&t.pending)
+	batch := t.pending
+	t.pending = pgx.Batch{}
+	t.overlay.flushed()
+	return t.send(&batch, sql, args, read)
+}
+
+// read runs a query that needs none of the queued writes (they touch no
+// key it reads), leaving them queued.
+func (t *pgTxn) read(sql string, args []any, read func(pgx.Rows) error) error {
+	if t.err != nil {
+		return t.err
+	}
+	return t.send(&pgx.Batch{}, sql, args, read)
+}
+
+// send sends batch, then the query sql (when not empty), in one round
+// trip, preceded by the statements that open the transaction when they
+// are still to be sent and followed by t.commit when set.
+func (t *pgTxn) send(batch *pgx.Batch, sql string, args []any, read func(pgx.Rows) error) error {
+	n := batch.Len()
+	var open []string
+	if !t.begun {
+		open, t.begun = t.begin, true
+	}
+	if len(open) == 0 && n == 0 && t.commit == "" {
 		if sql == "" {
 			return nil
 		}
-		rows, err := t.tx.Query(t.ctx, sql, args...)
+		rows, err := t.conn.Query(t.ctx, sql, args...)
 		if err == nil {
 			err = read(rows)
 			rows.Close()
@@ -585,15 +693,20 @@ func (t *pgTxn) query(sql string, args []any, read func(pgx.Rows) error) error {
 		}
 		return t.err
 	}
-	batch := t.pending
-	if sql != "" {
-		batch.Queue(sql, args...)
+	full := &pgx.Batch{}
+	for _, stmt := range open {
+		full.Queue(stmt)
 	}
-	t.pending = pgx.Batch{}
-	t.overlay.flushed()
-	results := t.tx.SendBatch(t.ctx, &batch)
+	full.QueuedQueries = append(full.QueuedQueries, batch.QueuedQueries...)
+	if sql != "" {
+		full.Queue(sql, args...)
+	}
+	if t.commit != "" {
+		full.Queue(t.commit)
+	}
+	results := t.conn.SendBatch(t.ctx, full)
 	var err error
-	for range n {
+	for range len(open) + n {
 		if _, err = results.Exec(); err != nil {
 			break
 		}
@@ -603,6 +716,12 @@ func (t *pgTxn) query(sql string, args []any, read func(pgx.Rows) error) error {
 		if rows, err = results.Query(); err == nil {
 			err = read(rows)
 			rows.Close()
+		}
+	}
+	if err == nil && t.commit != "" {
+		var tag pgconn.CommandTag
+		if tag, err = results.Exec(); err == nil && tag.String() != t.commit {
+			err = fmt.Errorf("%s answered %s", t.commit, tag)
 		}
 	}
 	if cerr := results.Close(); err == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // The shared run queue (PostgreSQL only; see migrations/0002_run_queue.sql
@@ -91,11 +92,15 @@ type runQueue interface {
 }
 
 const (
-	pgQueueRunSQL = `INSERT INTO run_queue (run_id, thread_id, status, not_before, owner, token, lease_until, pinned)
-		VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $3::text = 'running' THEN now() + $7::interval END, $8)
+	// pgQueueRunsSQL upserts the rows of several runs ($1–$6, $8: one
+	// array per column); a running row's lease lasts $7 from now.
+	pgQueueRunsSQL = `INSERT INTO run_queue (run_id, thread_id, status, not_before, owner, token, lease_until, pinned)
+		SELECT r.id, r.th, r.st, r.nb, r.ow, r.tok, CASE WHEN r.st = 'running' THEN now() + $7::interval END, r.pin
+		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[], $6::bigint[], $8::text[])
+			AS r(id, th, st, nb, ow, tok, pin)
 		ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, not_before = excluded.not_before,
 			owner = excluded.owner, token = excluded.token, lease_until = excluded.lease_until, pinned = excluded.pinned`
-	pgDequeueRunSQL = `DELETE FROM run_queue WHERE run_id = $1`
+	pgDequeueRunsSQL = `DELETE FROM run_queue WHERE run_id = ANY($1::uuid[])`
 
 	// pgClaimableSQL selects pending runs that may start now: due, the
 	// oldest pending run of their thread, on a thread with nothing running,
@@ -145,12 +150,58 @@ func (t *pgTxn) queueRun(r Run) error {
 	default:
 		t.notice.Started = append(t.notice.Started, r.RunID)
 	}
-	return t.queue(pgQueueRunSQL, r.RunID, r.ThreadID, r.Status, r.NotBefore, r.Owner, int64(r.Token), t.lease, r.Pinned)
+	return t.queueRow(r.RunID, &r)
 }
 
 func (t *pgTxn) dequeueRun(id uuid.UUID) error {
 	t.notice.Ended = append(t.notice.Ended, id)
-	return t.queue(pgDequeueRunSQL, id)
+	return t.queueRow(id, nil)
+}
+
+// queueRow records a run's queue row (nil: none) to write with the next
+// batch (writeQueue), replacing what the transaction wrote for it before.
+func (t *pgTxn) queueRow(id uuid.UUID, r *Run) error {
+	if t.err != nil {
+		return t.err
+	}
+	if t.readOnly {
+		return errReadOnly
+	}
+	if t.queueRows == nil {
+		t.queueRows = map[uuid.UUID]*Run{}
+	}
+	t.queueRows[id] = r
+	t.writes++
+	return nil
+}
+
+// writeQueue queues on b the net queue rows recorded since the last batch:
+// one upsert of the rows and one delete of the runs that have none.
+func (t *pgTxn) writeQueue(b *pgx.Batch) {
+	if len(t.queueRows) == 0 {
+		return
+	}
+	// pgtype.UUID: a uuid.UUID would be encoded through its text form.
+	var ids, threads, gone []pgtype.UUID
+	var status, owners, pinned []string
+	var notBefore []time.Time
+	var tokens []int64
+	for id, r := range t.queueRows {
+		if r == nil {
+			gone = append(gone, pgUUID(id))
+			continue
+		}
+		ids, threads, status = append(ids, pgUUID(id)), append(threads, pgUUID(r.ThreadID)), append(status, r.Status)
+		notBefore, owners, tokens = append(notBefore, r.NotBefore), append(owners, r.Owner), append(tokens, int64(r.Token))
+		pinned = append(pinned, r.Pinned)
+	}
+	clear(t.queueRows)
+	if len(ids) > 0 {
+		b.Queue(pgQueueRunsSQL, ids, threads, status, notBefore, owners, tokens, t.lease, pinned)
+	}
+	if len(gone) > 0 {
+		b.Queue(pgDequeueRunsSQL, gone)
+	}
 }
 
 // ids runs a query returning run ids in the transaction, after its pending
@@ -346,4 +397,9 @@ func (db *DB) Lease() time.Duration {
 		return pg.lease
 	}
 	return 0
+}
+
+// pgUUID is id as pgx encodes it without a detour through text.
+func pgUUID(id uuid.UUID) pgtype.UUID {
+	return pgtype.UUID{Bytes: id, Valid: true}
 }

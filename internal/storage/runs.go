@@ -198,7 +198,7 @@ func (t *Tx) deleteRunKeys(threadID, id uuid.UUID) error {
 // ThreadRuns returns the runs of a thread, oldest first (run ids are
 // UUIDv7). keep filters (nil keeps all).
 func (t *Tx) ThreadRuns(threadID uuid.UUID, keep func(Run) bool) ([]Run, error) {
-	return t.threadRuns(threadID, nil, keep)
+	return t.threadRuns(threadID, keep)
 }
 
 // ActiveThreadRuns returns the pending and running runs of a thread, oldest
@@ -206,24 +206,24 @@ func (t *Tx) ThreadRuns(threadID uuid.UUID, keep func(Run) bool) ([]Run, error) 
 // runs_active index, so a thread's long history costs one key lookup per
 // run rather than one decode.
 func (t *Tx) ActiveThreadRuns(threadID uuid.UUID) ([]Run, error) {
+	ids, err := threadIndexIDs(t.bucket(bucketRunsByThread), threadID)
+	if err != nil {
+		return nil, err
+	}
+	// On PostgreSQL each lookup would be a round trip: they go together.
+	t.prefetchKeys(bucketRunsActive, ids)
 	active := t.bucket(bucketRunsActive)
-	return t.threadRuns(threadID, func(id []byte) bool { return active.Get(id) != nil }, nil)
-}
-
-// threadRuns walks a thread's runs oldest first; a run is decoded only
-// when read (nil: all) accepts its id, and kept when keep (nil: all)
-// accepts it.
-func (t *Tx) threadRuns(threadID uuid.UUID, read func(id []byte) bool, keep func(Run) bool) ([]Run, error) {
-	var out []Run
-	c := t.bucket(bucketRunsByThread).Cursor()
-	prefix := threadID[:]
-	runs := t.bucket(bucketRuns)
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		id := k[16:32]
-		if read != nil && !read(id) {
-			continue
+	var act []uuid.UUID
+	for _, id := range ids {
+		if active.Get(id[:]) != nil {
+			act = append(act, id)
 		}
-		raw := runs.Get(id)
+	}
+	t.prefetchKeys(bucketRuns, act)
+	runs := t.bucket(bucketRuns)
+	var out []Run
+	for _, id := range act {
+		raw := runs.Get(id[:])
 		if raw == nil {
 			continue
 		}
@@ -231,11 +231,31 @@ func (t *Tx) threadRuns(threadID uuid.UUID, read func(id []byte) bool, keep func
 		if err := decode(raw, &r); err != nil {
 			return nil, err
 		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// threadRuns walks a thread's runs oldest first, keeping those keep (nil:
+// all) accepts.
+func (t *Tx) threadRuns(threadID uuid.UUID, keep func(Run) bool) ([]Run, error) {
+	var out []Run
+	runs := t.bucket(bucketRuns)
+	err := scanPrefix(t.bucket(bucketRunsByThread), threadID[:], func(k, _ []byte) error {
+		raw := runs.Get(k[16:32])
+		if raw == nil {
+			return nil
+		}
+		var r Run
+		if err := decode(raw, &r); err != nil {
+			return err
+		}
 		if keep == nil || keep(r) {
 			out = append(out, r)
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // ActiveRuns returns every pending or running run, oldest first.
@@ -312,13 +332,9 @@ func (t *Tx) SearchRuns(q RunQuery, matchMeta func(doc, filter any) bool) ([]Run
 // deleteThreadRuns removes every run of a thread with its index entries and
 // stream events; run records are not decoded.
 func (t *Tx) deleteThreadRuns(threadID uuid.UUID) error {
-	c := t.bucket(bucketRunsByThread).Cursor()
-	prefix := threadID[:]
-	var ids []uuid.UUID
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		var id uuid.UUID
-		copy(id[:], k[16:32])
-		ids = append(ids, id)
+	ids, err := threadIndexIDs(t.bucket(bucketRunsByThread), threadID)
+	if err != nil {
+		return err
 	}
 	for _, id := range ids {
 		if err := t.deleteRunKeys(threadID, id); err != nil {
@@ -326,4 +342,17 @@ func (t *Tx) deleteThreadRuns(threadID uuid.UUID) error {
 		}
 	}
 	return nil
+}
+
+// threadIndexIDs lists the ids of a thread's entries in an index keyed by
+// thread id and id (runs_by_thread, crons_by_thread), in key order.
+func threadIndexIDs(index kvBucket, threadID uuid.UUID) ([]uuid.UUID, error) {
+	var ids []uuid.UUID
+	err := scanPrefix(index, threadID[:], func(k, _ []byte) error {
+		var id uuid.UUID
+		copy(id[:], k[16:32])
+		ids = append(ids, id)
+		return nil
+	})
+	return ids, err
 }

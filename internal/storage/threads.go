@@ -77,8 +77,8 @@ const MaxThreadMetadataKeys = 1024
 // PutThread creates or replaces a thread and keeps its indexes in step. It
 // refuses (ErrInvalid) metadata with more than MaxThreadMetadataKeys keys.
 func (t *Tx) PutThread(th Thread) error {
-	if n := len(th.Metadata); n > MaxThreadMetadataKeys {
-		return fmt.Errorf("thread metadata has %d keys, more than the limit of %d: %w", n, MaxThreadMetadataKeys, errdefs.ErrInvalid)
+	if err := checkThreadMetadata(th); err != nil {
+		return err
 	}
 	b := t.bucket(bucketThreads)
 	var old *Thread
@@ -88,6 +88,30 @@ func (t *Tx) PutThread(th Thread) error {
 			return err
 		}
 	}
+	return t.writeThread(b, old, th)
+}
+
+// PutNewThread stores a thread whose id the caller has just generated, so
+// that no record of it can exist: unlike PutThread it reads nothing (on
+// PostgreSQL, a round trip fewer).
+func (t *Tx) PutNewThread(th Thread) error {
+	if err := checkThreadMetadata(th); err != nil {
+		return err
+	}
+	return t.writeThread(t.bucket(bucketThreads), nil, th)
+}
+
+// checkThreadMetadata refuses metadata with more than
+// MaxThreadMetadataKeys keys (ErrInvalid).
+func checkThreadMetadata(th Thread) error {
+	if n := len(th.Metadata); n > MaxThreadMetadataKeys {
+		return fmt.Errorf("thread metadata has %d keys, more than the limit of %d: %w", n, MaxThreadMetadataKeys, errdefs.ErrInvalid)
+	}
+	return nil
+}
+
+// writeThread stores th over old (nil: none) and moves its index entries.
+func (t *Tx) writeThread(b kvBucket, old *Thread, th Thread) error {
 	raw, err := encode(th)
 	if err != nil {
 		return err
