@@ -21,6 +21,9 @@ type wsClient struct {
 	t    *testing.T
 	ctx  context.Context
 	conn *websocket.Conn
+	// pinged is set when a ping arrives (the client answers it while it
+	// reads); the test may reset it.
+	pinged bool
 }
 
 // dialProtocol opens the thread's protocol WebSocket; it is closed at the
@@ -30,12 +33,18 @@ func dialProtocol(t *testing.T, s *testutil.Server, tid string) *wsClient {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	url := strings.Replace(s.URL(), "http://", "ws://", 1) + "/threads/" + tid + "/stream/events"
-	conn, _, err := websocket.Dial(ctx, url, nil)
+	c := &wsClient{t: t, ctx: ctx}
+	onPing := func(context.Context, []byte) bool {
+		c.pinged = true
+		return true
+	}
+	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{OnPingReceived: onPing})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.CloseNow() })
-	return &wsClient{t: t, ctx: ctx, conn: conn}
+	c.conn = conn
+	return c
 }
 
 // send writes one command.
@@ -73,8 +82,10 @@ func frameSeq(m map[string]any) int64 {
 }
 
 // The WebSocket on the same path takes commands and delivers the events
-// of its subscriptions, a subscription's replay before its response;
-// reconnect replays after last_event_id; unsubscribe stops them.
+// of its subscriptions: a subscription's replay, then a ping, then its
+// response once the client has answered the ping (so that the client has
+// read the replay before the response); reconnect replays after
+// last_event_id the same way; unsubscribe stops them.
 func TestProtocolWebSocket(t *testing.T) {
 	s, model := agentServer(t, "")
 	model.Script(scripted.Text("over the socket"))
@@ -100,9 +111,13 @@ func TestProtocolWebSocket(t *testing.T) {
 		case "event":
 			methods = append(methods, m["method"].(string))
 			seqs = append(seqs, frameSeq(m))
+			c.pinged = false
 		default:
 			t.Fatalf("unexpected frame %v", m)
 		}
+	}
+	if !c.pinged {
+		t.Fatal("the subscribe response came with no ping after the replay")
 	}
 	if len(methods) < 3 || methods[0] != "lifecycle" || !slices.Contains(methods, "messages") || methods[len(methods)-1] != "lifecycle" {
 		t.Fatalf("subscription %q got %v before its response", subID, methods)
@@ -113,11 +128,12 @@ func TestProtocolWebSocket(t *testing.T) {
 	for replayed := 0; ; replayed++ {
 		m := c.read()
 		if m["type"] == "success" && m["id"] == float64(30) {
-			if m["result"].(map[string]any)["restored"] != true || replayed != len(seqs)-1 {
-				t.Fatalf("reconnect answered %v after %d of %d events", m, replayed, len(seqs)-1)
+			if m["result"].(map[string]any)["restored"] != true || replayed != len(seqs)-1 || !c.pinged {
+				t.Fatalf("reconnect answered %v after %d of %d events (a ping after them: %v)", m, replayed, len(seqs)-1, c.pinged)
 			}
 			break
 		}
+		c.pinged = false
 		if m["type"] != "event" || frameSeq(m) != seqs[1+replayed] {
 			t.Fatalf("replayed frame %d = %v, want the event %d", replayed, m, seqs[1+replayed])
 		}
@@ -139,9 +155,9 @@ func TestProtocolWebSocket(t *testing.T) {
 // Subscriptions sent in one burst after the run is over (as the JS SDK
 // sends its projections' subscriptions after run.start) each get the
 // whole run before their response: the SDK ends a projection one
-// macrotask after the root's terminal event, so a replay that arrives
-// after the response, behind another subscription's terminal event, is
-// lost to it.
+// macrotask after the root's terminal event, so a replay that reaches the
+// projection after it started reading, behind another subscription's
+// terminal event, is lost to it.
 func TestProtocolWebSocketReplayPrecedesResponse(t *testing.T) {
 	s, model := agentServer(t, "")
 	model.Script(scripted.Step{Text: "one two three four", Chunks: 4})
