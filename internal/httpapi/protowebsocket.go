@@ -252,6 +252,11 @@ func (ws *wsSession) subscribe(ctx context.Context, f protostream.Filter, since 
 			return "", err
 		}
 	}
+	defer func() {
+		if len(ws.subs) == 0 {
+			ws.stopPump() // the replay failed: no subscription needs the pump
+		}
+	}()
 	from := max(replay.Position(), ws.cursor)
 	for {
 		ev, ok, err := replay.TryNext()

@@ -95,10 +95,9 @@ func TestProtocolWebSocket(t *testing.T) {
 	if m := c.read(); m["type"] != "success" || m["id"] != float64(1) {
 		t.Fatalf("run.start = %v", m)
 	}
-	testutil.Eventually(t, 10*time.Second, "the run to complete", func() bool {
-		tree := mustSucceed(t, command(t, s, tid, 7, "agent.getTree", map[string]any{}))["tree"].(map[string]any)
-		return tree["status"] == "completed"
-	})
+	// The run is over once its root terminal event is in the feed (the
+	// tree's root reads "completed" before a run has started, too).
+	readUntilRootEnd(t, protoEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle"}}, nil))
 	c.send(2, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "messages"}})
 	var subID string
 	var methods []string
