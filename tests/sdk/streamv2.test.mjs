@@ -66,16 +66,17 @@ function parseFrame(block) {
 // them, and the SDK ends them one macrotask after the root's terminal event,
 // which can come before that stream's replay); and on either transport, an
 // async subagent whose task ends after the supervisor's run (the SDK ends its
-// subagent discovery when the root run ends). Those cases, and only those,
-// get one more attempt on a fresh thread; the WebSocket's is checked against
-// the server's own event log.
+// subagent discovery when the root run ends; on PostgreSQL, where the task's
+// run starts later, this is about 1 attempt in 5). Those cases, and only
+// those, get up to two more attempts on fresh threads; over the WebSocket the
+// race is checked against the server's own event log first.
 async function retryOnSdkRace(transport, scenario) {
   for (let attempt = 1; ; attempt++) {
     const state = {};
     try {
       return await scenario(state);
     } catch (err) {
-      if (attempt >= 2 || !(transport === "sse" || (state.threadId && (await asyncTaskEndedAfterRoot(state.threadId))))) throw err;
+      if (attempt >= 3 || !(transport === "sse" || (state.threadId && (await asyncTaskEndedAfterRoot(state.threadId))))) throw err;
       console.log(`# ${transport} subagents: attempt ${attempt} hit an SDK race, retrying: ${err.message}`);
     }
   }
