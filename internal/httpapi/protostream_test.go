@@ -1,17 +1,13 @@
 package httpapi_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
 	"agentserver/internal/llm/scripted"
@@ -315,105 +311,6 @@ func TestProtocolStateCommands(t *testing.T) {
 		tree := mustSucceed(t, command(t, s, tid, 6, "agent.getTree", map[string]any{}))["tree"].(map[string]any)
 		return tree["status"] == "completed" && tree["graph_name"] == "agent"
 	})
-}
-
-// The WebSocket on the same path takes commands and delivers the events
-// of its subscriptions; unsubscribe stops them.
-func TestProtocolWebSocket(t *testing.T) {
-	s, model := agentServer(t, "")
-	model.Script(scripted.Text("over the socket"))
-	tid := uuid.NewString()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	url := strings.Replace(s.URL(), "http://", "ws://", 1) + "/threads/" + tid + "/stream/events"
-	conn, _, err := websocket.Dial(ctx, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.CloseNow()
-	send := func(id int, method string, params any) {
-		raw, _ := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
-		if err := conn.Write(ctx, websocket.MessageText, raw); err != nil {
-			t.Fatal(err)
-		}
-	}
-	read := func() map[string]any {
-		_, raw, err := conn.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(raw, &m); err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	send(1, "run.start", map[string]any{"assistant_id": "agent", "input": userInput("hi")})
-	if m := read(); m["type"] != "success" || m["id"] != float64(1) {
-		t.Fatalf("run.start = %v", m)
-	}
-	// Subscribed once the run is over, the subscription has its whole
-	// replay at hand: it still goes out after the subscribe response.
-	testutil.Eventually(t, 10*time.Second, "the run to complete", func() bool {
-		tree := mustSucceed(t, command(t, s, tid, 7, "agent.getTree", map[string]any{}))["tree"].(map[string]any)
-		return tree["status"] == "completed"
-	})
-	send(2, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "messages"}})
-	var subID string
-	var methods []string
-	var seqs []float64
-	for done := false; !done; {
-		m := read()
-		switch m["type"] {
-		case "success":
-			subID = m["result"].(map[string]any)["subscription_id"].(string)
-		case "event":
-			if subID == "" {
-				t.Fatalf("event %v before the subscribe response", m)
-			}
-			methods = append(methods, m["method"].(string))
-			seqs = append(seqs, m["seq"].(float64))
-			d := m["params"].(map[string]any)["data"].(map[string]any)
-			done = m["method"] == "lifecycle" && d["event"] == "completed"
-		default:
-			t.Fatalf("unexpected frame %v", m)
-		}
-	}
-	if subID == "" || methods[0] != "lifecycle" || !slices.Contains(methods, "messages") {
-		t.Fatalf("subscription %q got %v", subID, methods)
-	}
-	// reconnect replays after last_event_id, under the same subscription id.
-	send(30, "subscription.reconnect", map[string]any{"last_event_id": fmt.Sprint(int64(seqs[0])), "subscriptions": []string{subID}})
-	restored, replayed := false, 0
-	for !restored || replayed < len(seqs)-1 {
-		m := read()
-		switch {
-		case m["type"] == "success" && m["id"] == float64(30):
-			restored = m["result"].(map[string]any)["restored"] == true
-		case m["type"] == "event":
-			if !restored {
-				t.Fatalf("replayed event %v before the reconnect response", m)
-			}
-			if m["seq"] != seqs[1+replayed] {
-				t.Fatalf("replayed event %d is seq %v, want %v", replayed, m["seq"], seqs[1+replayed])
-			}
-			replayed++
-		default:
-			t.Fatalf("unexpected frame %v", m)
-		}
-	}
-	send(3, "subscription.unsubscribe", map[string]any{"subscription_id": subID})
-	if m := read(); m["type"] != "success" {
-		t.Fatalf("unsubscribe = %v", m)
-	}
-	send(4, "subscription.unsubscribe", map[string]any{"subscription_id": subID})
-	if m := read(); m["error"] != "no_such_subscription" {
-		t.Fatalf("second unsubscribe = %v", m)
-	}
-	send(5, "nope", nil)
-	if m := read(); m["error"] != "unknown_command" || m["id"] != float64(5) {
-		t.Fatalf("unknown command = %v", m)
-	}
 }
 
 // The protocol's routes need the API key like every other route.

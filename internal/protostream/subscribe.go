@@ -29,6 +29,16 @@ var knownChannels = map[string]bool{
 	"input": true, "checkpoints": true, "tasks": true, "custom": true,
 }
 
+// AllEvents is a filter that selects every event of a thread.
+func AllEvents() Filter {
+	f := Filter{Channels: make([]string, 0, len(knownChannels))}
+	for c := range knownChannels {
+		f.Channels = append(f.Channels, c)
+	}
+	sort.Strings(f.Channels)
+	return f
+}
+
 // ErrInvalidFilter reports a filter the protocol does not allow.
 var ErrInvalidFilter = errors.New("invalid event filter")
 
@@ -251,6 +261,10 @@ func (s *Subscription) takeKept() (Event, bool, chan struct{}, int64) {
 	}
 	return Event{}, false, f.wake, 0
 }
+
+// Position returns the Seq the cursor stands at: the events it returns
+// next come after it. It must not be called concurrently with Next.
+func (s *Subscription) Position() int64 { return s.after }
 
 // Close ends the connection's subscription.
 func (s *Subscription) Close() {

@@ -19,8 +19,9 @@ function openThread(assistantId, transport) {
 }
 
 /** Reads a POST /stream/events SSE response into its parsed frames. */
-async function readFrames(threadId, body, until) {
+async function readFrames(threadId, body, until, signal) {
   const res = await fetch(`${API_URL}/threads/${threadId}/stream/events`, {
+    signal,
     method: "POST",
     headers: { "content-type": "application/json", accept: "text/event-stream" },
     body: JSON.stringify(body),
@@ -59,19 +60,40 @@ function parseFrame(block) {
   return frame;
 }
 
-// Over the WebSocket, a projection the SDK opens around a run's start or a
-// subagent's discovery sometimes ends without part of what the server sent
-// (an open defect, docs/api-compatibility.md): the scenarios that depend on
-// it get one more attempt on a fresh thread before they fail, so a change
-// that breaks them still fails.
-async function twice(name, scenario) {
+// The SDK itself loses events in two cases of the subagents scenario
+// (docs/api-compatibility.md, "SDK behaviour"): over SSE, the projections of
+// a subagent discovered shortly before the run ends (a new SSE stream serves
+// them, and the SDK ends them one macrotask after the root's terminal event,
+// which can come before that stream's replay); and on either transport, an
+// async subagent whose task ends after the supervisor's run (the SDK ends its
+// subagent discovery when the root run ends; on PostgreSQL, where the task's
+// run starts later, this is about 1 attempt in 5). Those cases, and only
+// those, get up to two more attempts on fresh threads; over the WebSocket the
+// race is checked against the server's own event log first.
+async function retryOnSdkRace(transport, scenario) {
   for (let attempt = 1; ; attempt++) {
+    const state = {};
     try {
-      return await scenario();
+      return await scenario(state);
     } catch (err) {
-      if (attempt >= 2) throw err;
-      console.log(`# ${name}: attempt ${attempt} failed, retrying: ${err.message}`);
+      if (attempt >= 3 || !(transport === "sse" || (state.threadId && (await asyncTaskEndedAfterRoot(state.threadId))))) throw err;
+      console.log(`# ${transport} subagents: attempt ${attempt} hit an SDK race, retrying: ${err.message}`);
     }
+  }
+}
+
+/** Whether the thread's async task call ended after its root run (read back over SSE). */
+async function asyncTaskEndedAfterRoot(threadId) {
+  let rootEnded = false;
+  const isAsyncEnd = (f) => f.event === "tools" && String(f.data.params.namespace[0]).startsWith("async_task:") && ["tool-finished", "tool-error"].includes(f.data.params.data.event);
+  try {
+    const frames = await readFrames(threadId, { channels: ["lifecycle", "tools"] }, (f) => {
+      rootEnded ||= rootEnd(f);
+      return isAsyncEnd(f);
+    }, AbortSignal.timeout(5_000));
+    return frames.some(isAsyncEnd) && rootEnded;
+  } catch {
+    return false;
   }
 }
 
@@ -79,7 +101,7 @@ const rootEnd = (f) => f.event === "lifecycle" && f.data.params.namespace.length
 
 describe("thread-centric streaming (protocol v2)", () => {
   for (const transport of TRANSPORTS) {
-    it(`${transport}: run.start creates the thread lazily and streams messages and values`, () => twice(`${transport} run.start`, async () => {
+    it(`${transport}: run.start creates the thread lazily and streams messages and values`, async () => {
       const thread = openThread("researcher", transport);
       try {
         // The messages projection is followed before the run starts: the
@@ -106,7 +128,7 @@ describe("thread-centric streaming (protocol v2)", () => {
       } finally {
         await thread.close();
       }
-    }));
+    });
 
     it(`${transport}: an interrupt is answered with input.respond on the same stream`, async () => {
       const thread = openThread("coder", transport);
@@ -149,8 +171,9 @@ describe("thread-centric streaming (protocol v2)", () => {
   });
 
   for (const transport of TRANSPORTS) {
-    it(`${transport}: thread.subagents shows task subagents with their messages and output, and async subagents`, () => twice(`${transport} subagents`, async () => {
+    it(`${transport}: thread.subagents shows task subagents with their messages and output, and async subagents`, () => retryOnSdkRace(transport, async (state) => {
       const thread = openThread("supervisor", transport);
+      state.threadId = thread.threadId;
       try {
         const found = [];
         void (async () => {
