@@ -223,17 +223,25 @@ func (t *Tx) ActiveThreadRuns(threadID uuid.UUID) ([]Run, error) {
 	runs := t.bucket(bucketRuns)
 	var out []Run
 	for _, id := range act {
-		raw := runs.Get(id[:])
-		if raw == nil {
-			continue
-		}
-		var r Run
-		if err := decode(raw, &r); err != nil {
+		r, ok, err := runAt(runs, id[:])
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		if ok {
+			out = append(out, r)
+		}
 	}
 	return out, nil
+}
+
+// runAt decodes the run record at key of the runs bucket; ok is false
+// when there is none.
+func runAt(runs kvBucket, key []byte) (r Run, ok bool, err error) {
+	raw := runs.Get(key)
+	if raw == nil {
+		return r, false, nil
+	}
+	return r, true, decode(raw, &r)
 }
 
 // threadRuns walks a thread's runs oldest first, keeping those keep (nil:
@@ -242,18 +250,11 @@ func (t *Tx) threadRuns(threadID uuid.UUID, keep func(Run) bool) ([]Run, error) 
 	var out []Run
 	runs := t.bucket(bucketRuns)
 	err := scanPrefix(t.bucket(bucketRunsByThread), threadID[:], func(k, _ []byte) error {
-		raw := runs.Get(k[16:32])
-		if raw == nil {
-			return nil
-		}
-		var r Run
-		if err := decode(raw, &r); err != nil {
-			return err
-		}
-		if keep == nil || keep(r) {
+		r, ok, err := runAt(runs, k[16:32])
+		if ok && err == nil && (keep == nil || keep(r)) {
 			out = append(out, r)
 		}
-		return nil
+		return err
 	})
 	return out, err
 }
@@ -264,15 +265,13 @@ func (t *Tx) ActiveRuns() ([]Run, error) {
 	runs := t.bucket(bucketRuns)
 	c := t.bucket(bucketRunsActive).Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		raw := runs.Get(k)
-		if raw == nil {
-			continue
-		}
-		var r Run
-		if err := decode(raw, &r); err != nil {
+		r, ok, err := runAt(runs, k)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		if ok {
+			out = append(out, r)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].RunID[:], out[j].RunID[:]) < 0 })
 	return out, nil
