@@ -100,6 +100,11 @@ type serverCost struct {
 	cpuOK, dbCPUOK bool
 	commits        commitStats
 	commitsOK      bool
+	// self is loadgen's own CPU (ticks); machine the whole machine's.
+	self      int64
+	selfOK    bool
+	machine   machineCPU
+	machineOK bool
 }
 
 func (r *runner) readCost(t *target) serverCost {
@@ -110,6 +115,10 @@ func (r *runner) readCost(t *target) serverCost {
 	c.dbCPU, c.dbCPUOK = r.dbCPUTicks(t)
 	c.commits, err = r.scrapeCommits(t)
 	c.commitsOK = err == nil
+	c.self, err = procCPUTicks(os.Getpid())
+	c.selfOK = err == nil && !r.opts.inProcess
+	c.machine, err = readMachineCPU()
+	c.machineOK = err == nil
 	return c
 }
 
@@ -127,6 +136,16 @@ func (r *runner) reportCost(s, per string, n int, before, after serverCost) {
 		// Backends opened during the loop count from their start, which is
 		// within the loop; backends that closed during it are missed.
 		r.report.add(s, "PostgreSQL backend CPU ms per "+per, fmt.Sprintf("%.3f", float64(after.dbCPU-before.dbCPU)*10/float64(n)), "", "")
+	}
+	if before.selfOK && after.selfOK {
+		r.report.add(s, "loadgen CPU ms per "+per, fmt.Sprintf("%.3f", float64(after.self-before.self)*10/float64(n)), "", "")
+	}
+	if before.machineOK && after.machineOK {
+		// Steal is CPU the hypervisor gave to other guests: a round with
+		// steal measures the host as much as the code.
+		if busy, steal, ok := before.machine.shares(after.machine); ok {
+			r.report.add(s, "machine CPU busy / stolen during the loop", fmt.Sprintf("%.0f %% / %.1f %%", busy, steal), "", "")
+		}
 	}
 	if before.commitsOK && after.commitsOK {
 		d := after.commits.sub(before.commits)
