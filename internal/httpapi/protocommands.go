@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"agentserver/internal/errdefs"
+	"agentserver/internal/protostream"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
@@ -383,6 +384,55 @@ func (h *Handler) protoStateFork(ctx context.Context, threadID uuid.UUID, raw js
 	return map[string]any{"run_id": r.RunID.String(), "thread_id": threadID.String()}, nil
 }
 
-func (h *Handler) protoAgentTree(_ context.Context, threadID uuid.UUID, _ json.RawMessage) (any, error) {
-	return map[string]any{"tree": h.stream.Tree(threadID)}, nil
+func (h *Handler) protoAgentTree(ctx context.Context, threadID uuid.UUID, _ json.RawMessage) (any, error) {
+	tree := h.stream.Tree(threadID)
+	if err := h.settleRootStatus(ctx, threadID, tree); err != nil {
+		return nil, err
+	}
+	return map[string]any{"tree": tree}, nil
+}
+
+// settleRootStatus gives the tree's root the status of the thread's
+// current run (the running one, else the newest) when the stream has not
+// announced that run: it was accepted and has not started, or it started
+// before anyone followed the thread. A run the stream announced keeps the
+// stream's status, which leads the run's record by its end commit.
+func (h *Handler) settleRootStatus(ctx context.Context, threadID uuid.UUID, root *protostream.TreeNode) error {
+	current, ok, err := h.currentRun(ctx, threadID)
+	if err != nil || !ok || current.RunID.String() == root.RunID {
+		return err
+	}
+	root.GraphName = current.GraphID
+	switch current.Status {
+	case storage.RunPending:
+		root.Status = "started"
+	case storage.RunRunning:
+		root.Status = "running"
+	case storage.RunSuccess:
+		root.Status = "completed"
+		if th, err := h.threads.Get(ctx, threadID); err == nil && th.Status == threads.StatusInterrupted {
+			root.Status = "interrupted"
+		}
+	default: // error, timeout, cancelled: what RunEnded announces as failed
+		root.Status = "failed"
+	}
+	return nil
+}
+
+// currentRun is the thread's running run, else its newest; ok is false
+// when the thread has none (or does not exist yet).
+func (h *Handler) currentRun(ctx context.Context, threadID uuid.UUID) (storage.Run, bool, error) {
+	for _, status := range []string{storage.RunRunning, ""} {
+		runs, _, err := h.runs.List(ctx, threadID, status, 1, 0)
+		if err != nil {
+			if errors.Is(err, errdefs.ErrNotFound) {
+				err = nil // a thread not made yet has no run: the bare root
+			}
+			return storage.Run{}, false, err
+		}
+		if len(runs) > 0 {
+			return runs[0], true, nil
+		}
+	}
+	return storage.Run{}, false, nil
 }

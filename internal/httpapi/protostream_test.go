@@ -343,3 +343,45 @@ func TestProtocolStreamReleasesDisconnectedClients(t *testing.T) {
 	a.Body.Close()
 	testutil.Eventually(t, 5*time.Second, "the closed connection to be released", func() bool { return s.Server.Stream.Connections(id) == 1 })
 }
+
+// TestProtocolAgentTreeFollowsTheThreadsRuns: agent.getTree's root shows
+// the thread's current run even when the stream never announced it — a
+// run that started before anyone followed the thread is running, a run
+// accepted but not started is started, a cancelled one failed — and the
+// stream's own status once it announced the run.
+func TestProtocolAgentTreeFollowsTheThreadsRuns(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	root := func(id int) map[string]any {
+		return mustSucceed(t, command(t, s, tid, id, "agent.getTree", map[string]any{}))["tree"].(map[string]any)
+	}
+	if r := root(1); r["status"] != "completed" {
+		t.Fatalf("root of a thread without runs = %v", r)
+	}
+
+	gate := "tree-" + tid
+	first := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)["run_id"].(string)
+	waitStatus(t, s, tid, first, "running")
+	if r := root(2); r["status"] != "running" || r["graph_name"] != "gated" {
+		t.Fatalf("root while a run that started unfollowed runs = %v", r)
+	}
+	second := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("hi"), "multitask_strategy": "enqueue"}).Object(t)["run_id"].(string)
+	if r := root(3); r["status"] != "running" || r["graph_name"] != "gated" {
+		t.Fatalf("root with a run running and one queued = %v, want the running one", r)
+	}
+	testutil.Release(gate)
+	waitStatus(t, s, tid, second, "success")
+	testutil.Eventually(t, 5*time.Second, "the root to show the queued run completed", func() bool {
+		r := root(4)
+		return r["status"] == "completed" && r["graph_name"] == "echo"
+	})
+
+	later := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate + "-later"}, "after_seconds": 600}).Object(t)["run_id"].(string)
+	if r := root(5); r["status"] != "started" || r["graph_name"] != "gated" {
+		t.Fatalf("root with a run accepted for later = %v, want started", r)
+	}
+	s.Must(204, "POST", "/threads/"+tid+"/runs/"+later+"/cancel?wait=1", nil)
+	if r := root(6); r["status"] != "failed" {
+		t.Fatalf("root after the pending run was cancelled = %v, want failed", r)
+	}
+}

@@ -98,6 +98,7 @@ type nsState struct {
 	Namespace []string
 	Status    string
 	Graph     string
+	RunID     string // the run whose lifecycle event set Status, when it said
 }
 
 // feed returns a thread's live feed (nil when it is not followed),
@@ -268,6 +269,9 @@ func (f *feed) noteLifecycle(e out) {
 	st.Namespace, st.Status = e.ns, status
 	if g, ok := d["graph_name"].(string); ok {
 		st.Graph = g
+	}
+	if id, ok := d["run_id"].(string); ok {
+		st.RunID = id
 	}
 	f.tree[key] = st
 }

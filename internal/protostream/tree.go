@@ -18,6 +18,9 @@ type TreeNode struct {
 	Status    string      `json:"status"`
 	GraphName string      `json:"graph_name"`
 	Children  []*TreeNode `json:"children,omitempty"`
+	// RunID is the run whose lifecycle event set the root's status ("" when
+	// the stream announced none); it is not part of the protocol.
+	RunID string `json:"-"`
 }
 
 // Tree returns the namespaces the thread's stream has announced, as a
@@ -39,7 +42,7 @@ func (h *Hub) Tree(threadID uuid.UUID) *TreeNode {
 	for _, st := range states {
 		n := &TreeNode{Namespace: st.Namespace, Status: st.Status, GraphName: st.Graph}
 		if len(st.Namespace) == 0 {
-			root.Status, root.GraphName = st.Status, st.Graph
+			root.Status, root.GraphName, root.RunID = st.Status, st.Graph, st.RunID
 			continue
 		}
 		parent := nodes[nsKey(st.Namespace[:len(st.Namespace)-1])]
