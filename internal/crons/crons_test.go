@@ -87,7 +87,7 @@ func TestThreadCronFiresOnSchedule(t *testing.T) {
 		t.Fatalf("fired %d runs before the date", n)
 	}
 	clock.Advance(30 * time.Second) // 10:05:00
-	fire(t, s) // the server's own scheduler, woken by the cron's creation, may fire the date first: the runs are counted below
+	fire(t, s)                      // the server's own scheduler, woken by the cron's creation, may fire the date first: the runs are counted below
 	if n := fire(t, s); n != 0 {
 		t.Fatalf("the same firing ran again: %d", n)
 	}
@@ -114,7 +114,7 @@ func TestCronMissedFiringsRunOnce(t *testing.T) {
 	tid := newThread(t, s)
 	cid := s.Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "* * * * *"}).Object(t)["cron_id"].(string)
 	clock.Advance(3*time.Hour + 10*time.Second) // 13:00:40, 180 slots missed
-	fire(t, s) // or the server's own scheduler: the runs are counted below
+	fire(t, s)                                  // or the server's own scheduler: the runs are counted below
 	if rs := threadRuns(t, s, tid); len(rs) != 1 {
 		t.Fatalf("thread has %d runs, want 1", len(rs))
 	}
