@@ -87,7 +87,9 @@ func TestThreadCronFiresOnSchedule(t *testing.T) {
 		t.Fatalf("fired %d runs before the date", n)
 	}
 	clock.Advance(30 * time.Second) // 10:05:00
-	fire(t, s)                      // the server's own scheduler, woken by the cron's creation, may fire the date first: the runs are counted below
+	// The server's own scheduler, woken by the cron's creation, may fire
+	// the date first: the runs are counted below.
+	fire(t, s)
 	if n := fire(t, s); n != 0 {
 		t.Fatalf("the same firing ran again: %d", n)
 	}
