@@ -176,15 +176,20 @@ describe("thread-centric streaming (protocol v2)", () => {
       state.threadId = thread.threadId;
       try {
         const found = [];
-        void (async () => {
+        // These loops outlive a failed attempt: closing the thread rejects
+        // what they wait on, which must not surface as an unhandled
+        // rejection (node:test fails the running test on one, so the retry
+        // would never run). What they collect is asserted below.
+        const settled = (p) => p.catch(() => {});
+        void settled((async () => {
           for await (const sub of thread.subagents) {
             const texts = [];
-            const msgs = (async () => {
+            const msgs = settled((async () => {
               for await (const m of sub.messages) texts.push(await m.text);
-            })();
+            })());
             found.push({ sub, texts, msgs, input: await sub.taskInput });
           }
-        })();
+        })());
         await thread.run.start({
           input: humanInput("delegate: count the stars tonight\ndelegate: name the moons of mars\nstart researcher: history of bbolt"),
         });
