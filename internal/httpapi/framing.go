@@ -87,13 +87,22 @@ func parsePlainError(p []byte) (int, string, bool) {
 	return status, string(body), true
 }
 
+// framingRewrites are answers net/http writes itself that leave with
+// another status and code. It answers a Transfer-Encoding it does not know
+// with 501; that is the client's input to fix, so it leaves as a 400
+// naming the cause, as bad input does everywhere else.
+var framingRewrites = map[int]struct {
+	status int
+	code   string
+}{
+	501: {http.StatusBadRequest, "unsupported_transfer_encoding"},
+}
+
 // framingErrorCode maps the status of an answer net/http wrote itself to
-// the status and code the client gets. net/http answers a Transfer-Encoding
-// it does not know with 501; that is the client's input to fix, so it
-// leaves as a 400 naming the cause, as bad input does everywhere else.
+// the status and code the client gets.
 func framingErrorCode(status int) (int, string) {
-	if status == http.StatusNotImplemented {
-		return http.StatusBadRequest, "unsupported_transfer_encoding"
+	if r, ok := framingRewrites[status]; ok {
+		return r.status, r.code
 	}
 	if code, ok := codeForStatus[status]; ok {
 		return status, code

@@ -151,9 +151,7 @@ func replays(method string) bool {
 // after the client has dealt with the replay. The read loop goes on
 // meanwhile (it is what reads the pong).
 func (ws *wsSession) answerAfterPong(ctx context.Context, drop context.CancelFunc, resp map[string]any) {
-	pctx, cancel := context.WithTimeout(ctx, sse.DefaultWriteTimeout)
-	err := ws.conn.Ping(pctx)
-	cancel()
+	err := ws.ping(ctx)
 	if err == nil {
 		err = ws.write(ctx, resp)
 	}
@@ -171,15 +169,20 @@ func (ws *wsSession) heartbeat(ctx context.Context, drop context.CancelFunc) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			pctx, cancel := context.WithTimeout(ctx, sse.DefaultWriteTimeout)
-			err := ws.conn.Ping(pctx)
-			cancel()
-			if err != nil {
+			if err := ws.ping(ctx); err != nil {
 				drop()
 				return
 			}
 		}
 	}
+}
+
+// ping waits, as long as a write may take, for the client to answer a
+// ping.
+func (ws *wsSession) ping(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, sse.DefaultWriteTimeout)
+	defer cancel()
+	return ws.conn.Ping(pctx)
 }
 
 func (ws *wsSession) write(ctx context.Context, v any) error {

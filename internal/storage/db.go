@@ -252,17 +252,14 @@ type latestViewer interface {
 // go through Tx.AfterCommit. The context only bounds the wait for a place in
 // the queue: once queued, the write is carried out and awaited.
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
-	w, err := db.Submit(ctx, fn)
-	if err != nil {
-		return err
-	}
-	return w.Wait()
+	return db.UpdateReading(ctx, nil, fn)
 }
 
 // UpdateReading is Update for fn whose reads reads declares (with the Tx
 // Prefetch methods): on PostgreSQL, what every write of a group commit
 // declares is read in one round trip before the first of them runs,
-// instead of one round trip per write. reads must not write.
+// instead of one round trip per write. reads must not write; nil declares
+// nothing.
 func (db *DB) UpdateReading(ctx context.Context, reads func(*Tx), fn func(*Tx) error) error {
 	w, err := db.submit(ctx, &writeRequest{fn: fn, reads: reads, done: make(chan error, 1)})
 	if err != nil {

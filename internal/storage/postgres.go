@@ -191,40 +191,30 @@ func (be *pgBackend) acquire(ctx context.Context, readOnly bool) (*pgTxn, func()
 	return t, release, nil
 }
 
-func (be *pgBackend) view(fn func(kvTx) error) error {
-	ctx := context.Background()
-	t, release, err := be.acquire(ctx, true)
+func (be *pgBackend) view(fn func(kvTx) error) error { return be.read(fn, true) }
+
+func (be *pgBackend) viewLatest(fn func(kvTx) error) error { return be.read(fn, false) }
+
+// read runs fn read-only. In a snapshot, BEGIN goes with the first read:
+// a view that reads nothing costs no round trip, and one that reads once
+// costs two (the read, COMMIT). Without one, every read is a statement of
+// its own and nothing opens or ends a transaction.
+func (be *pgBackend) read(fn func(kvTx) error, snapshot bool) error {
+	t, release, err := be.acquire(context.Background(), true)
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}
 	defer release()
-	// BEGIN goes with the first read: a view that reads nothing costs no
-	// round trip, and one that reads once costs two (the read, COMMIT).
-	t.begin = []string{pgBeginReadSQL}
+	if snapshot {
+		t.begin = []string{pgBeginReadSQL}
+	}
 	if err := fn(t); err != nil {
 		return t.failureOr(err)
 	}
-	if t.err != nil {
+	if t.err != nil || !snapshot || !t.begun {
 		return t.err
 	}
-	if !t.begun {
-		return nil
-	}
 	return t.endWith(pgCommitSQL)
-}
-
-func (be *pgBackend) viewLatest(fn func(kvTx) error) error {
-	ctx := context.Background()
-	t, release, err := be.acquire(ctx, true)
-	if err != nil {
-		return fmt.Errorf("read: %w", err)
-	}
-	defer release()
-	// No BEGIN: every read is a statement of its own.
-	if err := fn(t); err != nil {
-		return t.failureOr(err)
-	}
-	return t.err
 }
 
 func (be *pgBackend) update(fn func(kvTx) error) error {

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"encoding/binary"
 	"math/rand/v2"
 	"time"
 
@@ -88,8 +89,8 @@ func (t *spanTracer) Start(ctx context.Context, name string, opts ...trace.SpanS
 func newTraceID() trace.TraceID {
 	var id trace.TraceID
 	for !id.IsValid() {
-		putUint64(id[:8], rand.Uint64())
-		putUint64(id[8:], rand.Uint64())
+		binary.BigEndian.PutUint64(id[:8], rand.Uint64())
+		binary.BigEndian.PutUint64(id[8:], rand.Uint64())
 	}
 	return id
 }
@@ -98,13 +99,7 @@ func newTraceID() trace.TraceID {
 func newSpanID() trace.SpanID {
 	var id trace.SpanID
 	for !id.IsValid() {
-		putUint64(id[:], rand.Uint64())
+		binary.BigEndian.PutUint64(id[:], rand.Uint64())
 	}
 	return id
-}
-
-func putUint64(b []byte, v uint64) {
-	for i := range 8 {
-		b[i] = byte(v >> (56 - 8*i))
-	}
 }
