@@ -160,9 +160,10 @@ func (a *Agent) prepareWorkspace(rt *graph.Runtime) (wait func()) {
 // stops calling tools or max_turns model calls were made.
 func (a *Agent) Graph() *graph.Graph {
 	return &graph.Graph{
-		Entry:   ModelNode,
-		Initial: a.initialValues(),
-		Nodes:   map[string]graph.Node{ModelNode: a.modelNode, ToolsNode: a.toolsNode},
+		Entry:    ModelNode,
+		Initial:  a.initialValues(),
+		OnCancel: a.answerOpenToolCalls,
+		Nodes:    map[string]graph.Node{ModelNode: a.modelNode, ToolsNode: a.toolsNode},
 		Edges: map[string]graph.Router{
 			ModelNode: func(st graph.State) []string {
 				if last := lastMessage(st); last != nil && len(toolCalls(last)) > 0 {

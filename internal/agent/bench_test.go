@@ -15,7 +15,6 @@ import (
 	"agentserver/internal/graph"
 	"agentserver/internal/llm"
 	"agentserver/internal/llm/scripted"
-	"agentserver/internal/storage"
 	"agentserver/internal/testutil/stats"
 	"agentserver/internal/tools"
 )
@@ -69,12 +68,12 @@ func (m timedModel) Generate(ctx context.Context, req llm.Request, onChunk llm.C
 // sink would see it: checkpoints, and the values, updates and messages
 // stream payloads (kept, not encoded).
 type memorySink struct {
-	checkpoints []storage.Checkpoint
+	checkpoints []graph.Checkpoint
 	events      []any
 	usage       []graph.Usage
 }
 
-func (s *memorySink) Checkpoint(_ context.Context, cp storage.Checkpoint, _ bool) error {
+func (s *memorySink) Checkpoint(_ context.Context, cp graph.Checkpoint, _ bool) error {
 	s.checkpoints = append(s.checkpoints, cp)
 	return nil
 }

@@ -19,7 +19,7 @@
 //     maps and lists instead of modifying what they were given, because a
 //     state is shared by the step's nodes, the checkpoints already handed to
 //     the sink, and the sink's encoder, which reuses the encoding of any
-//     message object it has seen before (storage.CheckpointEncoder).
+//     message object it has seen before.
 package graph
 
 import (
@@ -35,7 +35,6 @@ import (
 
 	"agentserver/internal/channels"
 	"agentserver/internal/jsonx"
-	"agentserver/internal/storage"
 	"agentserver/internal/tracing"
 )
 
@@ -78,13 +77,16 @@ type Graph struct {
 	// the state lacks, so the input's checkpoint already carries it (e.g.
 	// async_tasks = {}).
 	Initial State
+	// OnCancel, when set, returns the channel writes that repair the state
+	// a cancelled run left (see CancelRepairer); nil means nothing to do.
+	OnCancel func(values State) map[string]any
 }
 
 // Sink receives what a run produces. Implementations must not block for long:
 // Emit is called on the run's hot path.
 type Sink interface {
 	// Checkpoint persists cp. final is true for the run's last checkpoint.
-	Checkpoint(ctx context.Context, cp storage.Checkpoint, final bool) error
+	Checkpoint(ctx context.Context, cp Checkpoint, final bool) error
 	// Wants reports whether anyone asked for a stream mode, so that costly
 	// payloads are only built when needed.
 	Wants(mode string) bool
@@ -131,7 +133,7 @@ type Input struct {
 	RunID    uuid.UUID
 	ThreadID uuid.UUID
 	// From is the checkpoint to continue from (nil: an empty thread).
-	From *storage.Checkpoint
+	From *Checkpoint
 	// Retry continues From.Next without applying Values (crash recovery).
 	Retry bool
 	// Values is the run input; nil continues From.Next (resume).
@@ -167,7 +169,7 @@ type runState struct {
 	values  State
 	step    int
 	parent  *uuid.UUID
-	last    *storage.Checkpoint
+	last    *Checkpoint
 	emitted map[string]bool // message ids already streamed
 	// resume is the command.resume value for the first step of this run;
 	// resumeByID is set instead when that value maps interrupt ids to values.
@@ -316,7 +318,7 @@ func commandUpdate(u any) any {
 // key of it is the id of an interrupt the paused checkpoint from waits on,
 // as LangGraph accepts for a step paused on several interrupts; nil
 // otherwise (the whole value then goes to every resumed task).
-func resumeMap(resume any, from *storage.Checkpoint) map[string]any {
+func resumeMap(resume any, from *Checkpoint) map[string]any {
 	byID, ok := resume.(map[string]any)
 	if !ok || len(byID) == 0 || from == nil {
 		return nil
@@ -523,7 +525,7 @@ func (rs *runState) writeCheckpoint(ctx context.Context, source string, writes m
 		"run_id": rs.in.RunID.String(), "thread_id": rs.in.ThreadID.String(),
 	})
 	runID := rs.in.RunID
-	cp := storage.Checkpoint{
+	cp := Checkpoint{
 		ThreadID: rs.in.ThreadID, CheckpointID: uuid.Must(uuid.NewV7()), ParentID: rs.parent,
 		CreatedAt: rs.ex.now(), Values: rs.values, Metadata: meta, RunID: &runID,
 	}
@@ -558,7 +560,7 @@ func (rs *runState) writeCheckpoint(ctx context.Context, source string, writes m
 // streamTasks writes a checkpoint's tasks as LangGraph's checkpoints
 // events carry them: id, name, error, interrupts (a list, empty when none)
 // and state, each always present.
-func streamTasks(tasks []storage.CheckpointTask) []map[string]any {
+func streamTasks(tasks []CheckpointTask) []map[string]any {
 	out := make([]map[string]any, len(tasks))
 	for i, t := range tasks {
 		interrupts := t.Interrupts

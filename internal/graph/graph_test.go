@@ -12,19 +12,18 @@ import (
 	"github.com/google/uuid"
 
 	"agentserver/internal/channels"
-	"agentserver/internal/storage"
 )
 
 // memSink records what a run produced.
 type memSink struct {
 	mu     sync.Mutex
-	cps    []storage.Checkpoint
+	cps    []Checkpoint
 	finals int
 	events []string
 	usage  []Usage
 }
 
-func (m *memSink) Checkpoint(_ context.Context, cp storage.Checkpoint, final bool) error {
+func (m *memSink) Checkpoint(_ context.Context, cp Checkpoint, final bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.cps = append(m.cps, cp)
@@ -271,7 +270,7 @@ func TestNestedNamespacesOutermostFirst(t *testing.T) {
 // "__end__" once stored) has nothing left to run: continuing it succeeds
 // without running a node.
 func TestContinuingEndRunsNothing(t *testing.T) {
-	from := storage.Checkpoint{CheckpointID: uuid.Must(uuid.NewV7()), Values: map[string]any{"trail": []any{"x"}}, Next: []string{End}}
+	from := Checkpoint{CheckpointID: uuid.Must(uuid.NewV7()), Values: map[string]any{"trail": []any{"x"}}, Next: []string{End}}
 	res, _, err := run(t, chain(), Input{From: &from})
 	if err != nil || len(res.Next) != 0 || !slices.Equal(trailOf(res.Values), []any{"x"}) {
 		t.Fatalf("continuing End = %v, next %v, values %v", err, res.Next, res.Values)

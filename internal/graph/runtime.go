@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-
-	"agentserver/internal/storage"
 )
 
 // Runtime is what a node sees of its run besides the state.
@@ -102,7 +100,7 @@ type nsSink struct {
 	ns     string
 }
 
-func (n nsSink) Checkpoint(context.Context, storage.Checkpoint, bool) error { return nil }
+func (n nsSink) Checkpoint(context.Context, Checkpoint, bool) error { return nil }
 func (n nsSink) Wants(mode string) bool {
 	return n.parent.Wants(SubgraphsMode) && n.parent.Wants(mode)
 }

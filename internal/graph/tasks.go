@@ -6,7 +6,6 @@ import (
 	"github.com/google/uuid"
 
 	"agentserver/internal/channels"
-	"agentserver/internal/storage"
 )
 
 // Task is one node scheduled to run in a super-step. Input, when non-nil,
@@ -96,11 +95,11 @@ func withoutEnd(tasks []Task) []Task {
 
 // CheckpointTasks returns the Next and Tasks of a checkpoint whose pending
 // work is tasks; End is not a task and is left out.
-func CheckpointTasks(tasks []Task) ([]string, []storage.CheckpointTask) {
+func CheckpointTasks(tasks []Task) ([]string, []CheckpointTask) {
 	tasks = withoutEnd(tasks)
-	next, out := TaskNames(tasks), make([]storage.CheckpointTask, 0, len(tasks))
+	next, out := TaskNames(tasks), make([]CheckpointTask, 0, len(tasks))
 	for _, t := range tasks {
-		ct := storage.CheckpointTask{ID: uuid.NewString(), Name: t.Node, Interrupts: []any{}}
+		ct := CheckpointTask{ID: uuid.NewString(), Name: t.Node, Interrupts: []any{}}
 		if t.Input != nil {
 			ct.Input = t.Input
 		}
@@ -112,7 +111,7 @@ func CheckpointTasks(tasks []Task) ([]string, []storage.CheckpointTask) {
 // PendingTasks returns what a checkpoint left to run: its Next, with the
 // Send inputs and interrupt ids of its tasks. End, which older checkpoints
 // may list, is left out.
-func PendingTasks(cp storage.Checkpoint) []Task {
+func PendingTasks(cp Checkpoint) []Task {
 	var out []Task
 	for i, name := range cp.Next {
 		if name == End {

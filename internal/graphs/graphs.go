@@ -48,13 +48,29 @@ type Definition struct {
 	ContextSchema map[string]any
 	Nodes         []Node
 	Edges         []Edge
-	// Graph is the executable graph.
+	// Graph is the executable graph of a graph the Go executor runs; nil
+	// for graph code hosted by a worker.
 	Graph *graph.Graph
+	// Worker runs graph code hosted outside the server process (a Node
+	// graph worker); nil for Go graphs.
+	Worker graph.Runner
 	// File is the spec file the graph was compiled from (its source
 	// resolved against langgraph.json's directory); empty for built-ins.
 	File string
 	// stamp is File's size and modification time, taken before it was read.
 	stamp fileStamp
+}
+
+// Runner returns what runs the graph: its worker, or ex bound to its Go
+// graph; nil when it has neither.
+func (d *Definition) Runner(ex *graph.Executor) graph.Runner {
+	switch {
+	case d.Worker != nil:
+		return d.Worker
+	case d.Graph != nil:
+		return ex.Bind(d.Graph)
+	}
+	return nil
 }
 
 // Registry is the set of graphs the server serves. Its graph ids are fixed;

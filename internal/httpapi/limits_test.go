@@ -104,7 +104,7 @@ func TestStartupFailsUnreadableRun(t *testing.T) {
 		return tx.PutRun(storage.Run{
 			RunID: rid, ThreadID: tid, AssistantID: assistants.SystemID("echo"), GraphID: "echo",
 			CreatedAt: now, UpdatedAt: now, Status: storage.RunPending, Metadata: map[string]any{"m": 1},
-			Kwargs: map[string]any{"input": nested(10_001)}, MultitaskStrategy: "enqueue",
+			Kwargs: storage.RunOptions{Input: nested(10_001)}, MultitaskStrategy: "enqueue",
 		})
 	})
 	if err != nil {

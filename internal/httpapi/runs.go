@@ -244,7 +244,7 @@ func toAPIRun(r storage.Run, apStatus bool) api.Run {
 	out := api.Run{
 		RunId: r.RunID, ThreadId: r.ThreadID, AssistantId: r.AssistantID, AgentId: &agent,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Status: api.RunStatus(status),
-		Metadata: orEmpty(r.Metadata), Kwargs: orEmpty(r.Kwargs), MultitaskStrategy: api.MultitaskStrategy(r.MultitaskStrategy),
+		Metadata: orEmpty(r.Metadata), Kwargs: r.Kwargs.Map(), MultitaskStrategy: api.MultitaskStrategy(r.MultitaskStrategy),
 	}
 	if r.Error != "" {
 		out.Error = r.Error

@@ -162,7 +162,7 @@ func (h *Handler) joinStream(ctx context.Context, threadID *uuid.UUID, runID uui
 	if err != nil {
 		return nil, err
 	}
-	resp := &streamResponse{ctx: ctx, runs: h.runs, withIDs: boolKwarg(r, "resumable"), filter: map[string]bool{}}
+	resp := &streamResponse{ctx: ctx, runs: h.runs, withIDs: r.Kwargs.Resumable, filter: map[string]bool{}}
 	if sub != nil {
 		resp.sub = sub // nothing retained otherwise: an empty stream
 		if deref(lastEventID) == "" && storage.RunActive(r.Status) {
@@ -178,11 +178,6 @@ func (h *Handler) joinStream(ctx context.Context, threadID *uuid.UUID, runID uui
 		resp.onDisconnect = h.cancelInBackground(r)
 	}
 	return resp, nil
-}
-
-func boolKwarg(r storage.Run, key string) bool {
-	b, _ := r.Kwargs[key].(bool)
-	return b
 }
 
 // JoinThreadRunStream implements GET /threads/{thread_id}/runs/{run_id}/stream.

@@ -253,7 +253,7 @@ func (s *Service) endPending(r storage.Run, erased bool) {
 	done, _ := json.Marshal(map[string]any{"run_id": r.RunID.String(), "status": r.Status})
 	s.watchers.publish(r.ThreadID, "run_done", done)
 	s.settle(r, nil)
-	if hook, ok := r.Kwargs["webhook"].(string); ok && hook != "" && !erased {
+	if hook := r.Kwargs.Webhook; hook != "" && !erased {
 		s.sendWebhook(hook, r, nil)
 	}
 }

@@ -325,14 +325,17 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 		configurable[k] = v
 	}
 	config["configurable"] = configurable
-	run.Kwargs = map[string]any{
-		"input": p.Input, "command": nilIfEmpty(p.Command), "config": config, "context": jsonx.Merge(asst.Context, p.Context),
-		"stream_mode": modes, "subgraphs": p.StreamSubgraphs, "resumable": p.StreamResumable,
-		"interrupt_before": nonNilStrings(p.InterruptBefore), "interrupt_after": nonNilStrings(p.InterruptAfter),
-		"webhook": nilIfEmptyString(p.Webhook), "feedback_keys": nonNilStrings(p.FeedbackKeys), "temporary": run.Temporary,
+	run.Kwargs = storage.RunOptions{
+		Input: p.Input, Config: config, Context: jsonx.Merge(asst.Context, p.Context),
+		StreamModes: modes, Subgraphs: p.StreamSubgraphs, Resumable: p.StreamResumable,
+		InterruptBefore: p.InterruptBefore, InterruptAfter: p.InterruptAfter,
+		Webhook: p.Webhook, FeedbackKeys: p.FeedbackKeys, Temporary: run.Temporary,
+	}
+	if len(p.Command) > 0 {
+		run.Kwargs.Command = p.Command
 	}
 	if p.CheckpointID != nil {
-		run.Kwargs["checkpoint_id"] = p.CheckpointID.String()
+		run.Kwargs.CheckpointID = p.CheckpointID.String()
 	}
 	if run.Temporary && s.shared != nil {
 		// Its outcome is kept only in this process's memory for the
@@ -507,7 +510,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	for _, r := range active {
-		s.broker.Open(r.RunID, boolOf(r.Kwargs["resumable"]))
+		s.broker.Open(r.RunID, r.Kwargs.Resumable)
 		s.track(r.RunID, false, true)
 		s.sched.enqueue(r)
 	}
@@ -608,7 +611,7 @@ func (s *Service) settle(r storage.Run, values map[string]any) {
 	delete(s.live, r.RunID)
 	now := s.now()
 	slim := r
-	slim.Kwargs = nil // the record is in storage; keep only what Wait needs
+	slim.Kwargs = storage.RunOptions{} // the record is in storage; keep only what Wait needs
 	s.results[r.RunID] = &outcome{run: slim, values: values, at: now}
 	s.order = append(s.order, r.RunID)
 	s.pruneResultsLocked(now)
@@ -653,30 +656,4 @@ func metadataEvent(runID, threadID uuid.UUID, attempt int) json.RawMessage {
 func mapOf(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
-}
-
-func boolOf(v any) bool {
-	b, _ := v.(bool)
-	return b
-}
-
-func nilIfEmpty(m map[string]any) any {
-	if len(m) == 0 {
-		return nil
-	}
-	return m
-}
-
-func nilIfEmptyString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

@@ -528,7 +528,7 @@ func (s *Service) startHere(r storage.Run, release func()) {
 	lr.here = true
 	lr.streamed = lr.streamed || r.Joined
 	s.mu.Unlock()
-	s.broker.Open(r.RunID, boolOf(r.Kwargs["resumable"]))
+	s.broker.Open(r.RunID, r.Kwargs.Resumable)
 	s.spawnRun(r, release)
 }
 

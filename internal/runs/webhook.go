@@ -20,7 +20,7 @@ func (s *Service) sendWebhook(url string, run storage.Run, values map[string]any
 	payload := map[string]any{
 		"run_id": run.RunID, "thread_id": run.ThreadID, "assistant_id": run.AssistantID,
 		"created_at": run.CreatedAt, "updated_at": run.UpdatedAt, "status": run.Status,
-		"metadata": run.Metadata, "kwargs": run.Kwargs, "multitask_strategy": run.MultitaskStrategy,
+		"metadata": run.Metadata, "kwargs": run.Kwargs.Map(), "multitask_strategy": run.MultitaskStrategy,
 		"run_started_at": run.StartedAt, "run_ended_at": run.EndedAt, "webhook_sent_at": s.now(),
 		"values": values,
 	}

@@ -76,7 +76,7 @@ func (s *Service) execute(queued storage.Run, started bool, release func()) {
 	}
 	ctx, span := startRunSpan(ctx, run)
 	defer span.End()
-	log := s.broker.Open(run.RunID, boolOf(run.Kwargs["resumable"]))
+	log := s.broker.Open(run.RunID, run.Kwargs.Resumable)
 	sink := newRunSink(s, run, log)
 	sink.span = span
 	sink.streamed = lr.streamed
@@ -97,18 +97,26 @@ func (s *Service) execute(queued storage.Run, started bool, release func()) {
 		log.Append("metadata", metadataEvent(run.RunID, run.ThreadID, run.Attempt))
 	}
 
-	def, ok := s.graphs.Get(run.GraphID)
 	var res graph.Result
-	var err error
-	if !ok || def.Graph == nil {
-		err = fmt.Errorf("graph %q is not served by this server", run.GraphID)
-	} else {
+	runner, err := s.runner(run.GraphID)
+	if err == nil {
+		sink.repair, _ = runner.(graph.CancelRepairer)
 		var in graph.Input
 		if in, err = s.input(run); err == nil {
-			res, err = s.exec.Run(ctx, def.Graph, in, sink)
+			res, err = runner.Run(ctx, in, sink)
 		}
 	}
 	s.finish(ctx, run, sink, res, err)
+}
+
+// runner returns what runs the current definition of a graph.
+func (s *Service) runner(graphID string) (graph.Runner, error) {
+	if def, ok := s.graphs.Get(graphID); ok {
+		if r := def.Runner(s.exec); r != nil {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("graph %q is not served by this server", graphID)
 }
 
 // markRunning moves a pending run to running and counts the attempt. It
@@ -151,9 +159,9 @@ func markStarted(r *storage.Run, now time.Time, replica string) {
 func (s *Service) input(run storage.Run) (graph.Input, error) {
 	kw := run.Kwargs
 	in := graph.Input{
-		RunID: run.RunID, ThreadID: run.ThreadID, Values: kw["input"], Command: mapOf(kw["command"]),
-		InterruptBefore: stringList(kw["interrupt_before"]), InterruptAfter: stringList(kw["interrupt_after"]),
-		Config: mapOf(kw["config"]), Context: mapOf(kw["context"]),
+		RunID: run.RunID, ThreadID: run.ThreadID, Values: kw.Input, Command: kw.Command,
+		InterruptBefore: kw.InterruptBefore, InterruptAfter: kw.InterruptAfter,
+		Config: kw.Config, Context: kw.Context,
 		Metadata: map[string]any{"graph_id": run.GraphID, "assistant_id": run.AssistantID.String()},
 	}
 	for k, v := range run.Metadata {
@@ -171,11 +179,12 @@ func (s *Service) input(run storage.Run) (graph.Input, error) {
 		if run.Restarted {
 			own, lerr := tx.ListCheckpoints(run.ThreadID, nil, 1, func(cp storage.Checkpoint) bool { return cp.RunID != nil && *cp.RunID == run.RunID })
 			if lerr == nil && len(own) == 1 {
-				in.From, in.Retry = &own[0], true
+				from := threads.ExecutorCheckpoint(own[0])
+				in.From, in.Retry = &from, true
 				return nil
 			}
 		}
-		if id, ok := kw["checkpoint_id"].(string); ok {
+		if id := kw.CheckpointID; id != "" {
 			cid, perr := uuid.Parse(id)
 			if perr != nil {
 				return fmt.Errorf("checkpoint_id %q: %w", id, errdefs.ErrInvalid)
@@ -190,7 +199,8 @@ func (s *Service) input(run storage.Run) (graph.Input, error) {
 		if err != nil {
 			return err
 		}
-		in.From = &from
+		executed := threads.ExecutorCheckpoint(from)
+		in.From = &executed
 		return nil
 	})
 	return in, err
@@ -262,6 +272,8 @@ type ending struct {
 	finalCheckpoint    *storage.Checkpoint
 	// values are the run's final values when it succeeded.
 	values map[string]any
+	// repair is the graph's cancel repair (nil: none).
+	repair graph.CancelRepairer
 }
 
 // endingOf maps how a run stopped (its context's cause and the executor's
@@ -301,6 +313,7 @@ func (s *Service) endRun(run storage.Run, sink *runSink, e ending) {
 		metrics.RunEnded(run.Status, now.Sub(*run.StartedAt))
 	}
 	endRunSpan(sink.span, run)
+	e.repair = sink.repair
 	values, fenced, err := s.commitEnd(run, e)
 	if err != nil {
 		s.log.Error("finish run", "run_id", run.RunID, "thread_id", run.ThreadID, "err", err)
@@ -320,7 +333,7 @@ func (s *Service) endRun(run storage.Run, sink *runSink, e ending) {
 	}
 	s.watchers.publish(run.ThreadID, "run_done", done)
 	s.settle(run, values)
-	if hook, ok := run.Kwargs["webhook"].(string); ok && hook != "" && !e.rollback && !fenced {
+	if hook := run.Kwargs.Webhook; hook != "" && !e.rollback && !fenced {
 		s.sendWebhook(hook, run, values)
 	}
 }
@@ -384,7 +397,7 @@ func (s *Service) writeEnd(tx *storage.Tx, run storage.Run, e ending) error {
 		return err
 	}
 	if run.Status == storage.RunInterrupted || run.Status == storage.RunTimeout {
-		if err := s.closeDanglingToolCalls(tx, run); err != nil {
+		if err := s.repairCancelled(tx, run, e.repair); err != nil {
 			return err
 		}
 	}
@@ -434,53 +447,23 @@ func (s *Service) abandon(run storage.Run, sink *runSink, cause error, release f
 	release()
 }
 
-// closeDanglingToolCalls answers the tool calls a cancelled run left
-// without results, in a last checkpoint, so that no history ends on an
-// unanswered tool call (a model would reject it) and the paused node is not
-// resumed by accident.
-func (s *Service) closeDanglingToolCalls(tx *storage.Tx, run storage.Run) error {
+// repairCancelled writes, after a cancelled run's last checkpoint, the
+// closing checkpoint its graph asks for (graph.CancelRepairer: an agent's
+// unanswered tool calls get error results), so that the thread does not
+// end half-way through a step.
+func (s *Service) repairCancelled(tx *storage.Tx, run storage.Run, repair graph.CancelRepairer) error {
+	if repair == nil {
+		return nil
+	}
 	cp, err := tx.LatestCheckpoint(run.ThreadID)
 	if err != nil {
 		return nil
 	}
-	msgs, _ := cp.Values[channels.MessagesChannel].([]any)
-	answered := map[string]bool{}
-	var open []map[string]any
-	for _, m := range msgs {
-		msg, _ := m.(map[string]any)
-		if msg["type"] == "tool" {
-			id, _ := msg["tool_call_id"].(string)
-			answered[id] = true
-		}
-	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		msg, _ := msgs[i].(map[string]any)
-		if msg["type"] != "ai" {
-			continue
-		}
-		calls, _ := msg["tool_calls"].([]any)
-		for _, c := range calls {
-			call, _ := c.(map[string]any)
-			if id, _ := call["id"].(string); id != "" && !answered[id] {
-				open = append(open, call)
-			}
-		}
-		break
-	}
-	if len(open) == 0 {
+	writes := repair.CancelWrites(cp.Values)
+	if len(writes) == 0 {
 		return nil
 	}
-	var replies []any
-	for _, call := range open {
-		name, _ := call["name"].(string)
-		text := "Cancelled: the run was interrupted before this call finished."
-		if name == "task" {
-			text = "Task cancelled by user. Error: the parent run was cancelled"
-		}
-		replies = append(replies, map[string]any{"type": "tool", "id": uuid.NewString(), "tool_call_id": call["id"], "name": name,
-			"content": text, "status": "error", "additional_kwargs": map[string]any{}, "response_metadata": map[string]any{}})
-	}
-	values, err := s.exec.Reducers.Apply(cp.Values, map[string]any{channels.MessagesChannel: replies})
+	values, err := s.exec.Reducers.Apply(cp.Values, writes)
 	if err != nil {
 		return err
 	}
@@ -488,7 +471,7 @@ func (s *Service) closeDanglingToolCalls(tx *storage.Tx, run storage.Run) error 
 	parent := cp.CheckpointID
 	closing := storage.Checkpoint{
 		ThreadID: run.ThreadID, CheckpointID: uuid.Must(uuid.NewV7()), ParentID: &parent, CreatedAt: s.now(), Values: values,
-		Metadata: map[string]any{"source": "update", "step": step + 1, "writes": map[string]any{"__cancel__": map[string]any{"messages": replies}}, "parents": map[string]any{}, "run_id": run.RunID.String()},
+		Metadata: map[string]any{"source": "update", "step": step + 1, "writes": map[string]any{"__cancel__": writes}, "parents": map[string]any{}, "run_id": run.RunID.String()},
 		Next:     []string{}, Tasks: []storage.CheckpointTask{}, RunID: &run.RunID,
 	}
 	return tx.PutCheckpoint(closing)
@@ -610,24 +593,6 @@ func errorName(err error) string {
 	return "GraphError"
 }
 
-func stringList(v any) []string {
-	switch t := v.(type) {
-	case []string:
-		return t
-	case []any:
-		out := make([]string, 0, len(t))
-		for _, e := range t {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	case string:
-		return []string{t}
-	}
-	return nil
-}
-
 // runSink turns executor output into checkpoints and stream events.
 type runSink struct {
 	s     *Service
@@ -644,6 +609,8 @@ type runSink struct {
 	legacy  map[string]map[string]any // legacy "messages" mode: accumulated message per id
 	// streamed is set when the creating request streams the run.
 	streamed bool
+	// repair is the cancel repair of the run's graph (nil: none).
+	repair graph.CancelRepairer
 
 	mu    sync.Mutex // guards usage, notes and pending
 	usage *usageTotals
@@ -735,7 +702,7 @@ func (k *runSink) outcomeMetadata() map[string]any {
 
 func newRunSink(s *Service, run storage.Run, log *events.Log) *runSink {
 	modes := map[string]bool{}
-	for _, m := range stringList(run.Kwargs["stream_mode"]) {
+	for _, m := range run.Kwargs.StreamModes {
 		modes[m] = true
 	}
 	return &runSink{s: s, run: run, log: log, modes: modes, legacy: map[string]map[string]any{}, checkpoints: checkpointWriter{db: s.db, run: run.RunID, token: run.Token}}
@@ -743,7 +710,8 @@ func newRunSink(s *Service, run storage.Run, log *events.Log) *runSink {
 
 // Checkpoint hands intermediate checkpoints to the background writer; the final one is kept
 // and written in the same transaction as the run's end.
-func (k *runSink) Checkpoint(ctx context.Context, cp storage.Checkpoint, final bool) error {
+func (k *runSink) Checkpoint(ctx context.Context, executed graph.Checkpoint, final bool) error {
+	cp := threads.StoredCheckpoint(executed)
 	if final {
 		c := cp
 		k.final = &c
@@ -786,7 +754,7 @@ func (k *runSink) ownWants(mode string) bool {
 		return false
 	}
 	if mode == graph.SubgraphsMode {
-		return boolOf(k.run.Kwargs["subgraphs"])
+		return k.run.Kwargs.Subgraphs
 	}
 	if mode == "messages" {
 		return k.modes["messages-tuple"] || k.modes["messages"] || k.modes["events"]

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -26,6 +27,9 @@ type Checkpoint struct {
 	Tasks []CheckpointTask `json:"tasks"`
 	// RunID is the run that wrote the checkpoint, if any.
 	RunID *uuid.UUID `json:"run_id,omitempty"`
+	// Native is a graph worker's own serialized form of the checkpoint,
+	// kept as it is (nil for graphs the Go executor runs).
+	Native json.RawMessage `json:"native,omitempty"`
 }
 
 // CheckpointTask is a task pending at a checkpoint.

@@ -26,6 +26,54 @@ func RunActive(status string) bool {
 	return status == RunPending || status == RunRunning
 }
 
+// RunOptions are what a run was created with. They are stored, and shown
+// to clients, under the name LangGraph's run records give them: "kwargs".
+type RunOptions struct {
+	Input   any            `json:"input"`
+	Command map[string]any `json:"command"`
+	// Config is the assistant's config merged with the run's, with the
+	// run's ids in config.configurable.
+	Config  map[string]any `json:"config"`
+	Context map[string]any `json:"context"`
+	// StreamModes are the stream modes the run was created with.
+	StreamModes     []string `json:"stream_mode"`
+	Subgraphs       bool     `json:"subgraphs"`
+	Resumable       bool     `json:"resumable"`
+	InterruptBefore []string `json:"interrupt_before"`
+	InterruptAfter  []string `json:"interrupt_after"`
+	Webhook         string   `json:"webhook"`
+	FeedbackKeys    []string `json:"feedback_keys"`
+	Temporary       bool     `json:"temporary"`
+	// CheckpointID is the checkpoint the run starts from ("" for the
+	// thread's newest).
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+}
+
+// Map returns the options as clients see a run's kwargs: empty lists as
+// [], a missing command and webhook as null, checkpoint_id only when set.
+func (o RunOptions) Map() map[string]any {
+	m := map[string]any{
+		"input": o.Input, "command": nilIfEmpty(o.Command), "config": o.Config, "context": o.Context,
+		"stream_mode": nonNil(o.StreamModes), "subgraphs": o.Subgraphs, "resumable": o.Resumable,
+		"interrupt_before": nonNil(o.InterruptBefore), "interrupt_after": nonNil(o.InterruptAfter),
+		"webhook": nil, "feedback_keys": nonNil(o.FeedbackKeys), "temporary": o.Temporary,
+	}
+	if o.Webhook != "" {
+		m["webhook"] = o.Webhook
+	}
+	if o.CheckpointID != "" {
+		m["checkpoint_id"] = o.CheckpointID
+	}
+	return m
+}
+
+func nilIfEmpty(m map[string]any) any {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
 // Run is the stored form of a run.
 type Run struct {
 	RunID             uuid.UUID      `json:"run_id"`
@@ -36,7 +84,7 @@ type Run struct {
 	UpdatedAt         time.Time      `json:"updated_at"`
 	Status            string         `json:"status"`
 	Metadata          map[string]any `json:"metadata"`
-	Kwargs            map[string]any `json:"kwargs"`
+	Kwargs            RunOptions     `json:"kwargs"`
 	MultitaskStrategy string         `json:"multitask_strategy"`
 	// Error is the failure text when Status is error or timeout.
 	Error string `json:"error,omitempty"`

@@ -66,9 +66,6 @@ func salvageRun(id uuid.UUID, raw []byte) Run {
 	if r.Metadata == nil {
 		r.Metadata = map[string]any{}
 	}
-	if r.Kwargs == nil {
-		r.Kwargs = map[string]any{}
-	}
 	return r
 }
 

@@ -38,7 +38,7 @@ type childSink struct {
 	stop   string
 }
 
-func (k *childSink) Checkpoint(context.Context, storage.Checkpoint, bool) error { return nil }
+func (k *childSink) Checkpoint(context.Context, graph.Checkpoint, bool) error { return nil }
 
 // Wants asks only for node updates: they carry the subagent's messages.
 func (k *childSink) Wants(mode string) bool {

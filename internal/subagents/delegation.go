@@ -182,6 +182,12 @@ func runContextOf(ctx context.Context) map[string]any {
 
 type taskTool struct{ d *Delegation }
 
+// CancelledAnswer is the task tool's answer to a call whose parent run was
+// cancelled before the subagent finished.
+func (t *taskTool) CancelledAnswer() string {
+	return "Task cancelled by user. Error: the parent run was cancelled"
+}
+
 func (t *taskTool) Spec() llm.ToolSpec {
 	d := t.d
 	return llm.ToolSpec{

@@ -150,7 +150,9 @@ func (s *Service) applySuperstep(tx *storage.Tx, threadID uuid.UUID, parent *sto
 		source = "input"
 	}
 	cp := s.newCheckpoint(threadID, parent, values, map[string]any{"source": source, "writes": writes})
-	cp.Next, cp.Tasks = graph.CheckpointTasks(next)
+	var tasks []graph.CheckpointTask
+	cp.Next, tasks = graph.CheckpointTasks(next)
+	cp.Tasks = StoredTasks(tasks)
 	return cp, tx.PutCheckpoint(cp)
 }
 

@@ -46,6 +46,17 @@ type Tool interface {
 	Call(ctx context.Context, call Call) (Result, error)
 }
 
+// CancelAnswerer is implemented by tools that answer a call their run was
+// cancelled in the middle of with their own text (the default is
+// CancelledText).
+type CancelAnswerer interface {
+	CancelledAnswer() string
+}
+
+// CancelledText answers a tool call whose run was cancelled before it
+// finished.
+const CancelledText = "Cancelled: the run was interrupted before this call finished."
+
 // WorkspaceUser is implemented by tools that work in the thread's
 // workspace directory (the file tools and bash).
 type WorkspaceUser interface {
