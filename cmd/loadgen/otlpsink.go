@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -76,7 +77,8 @@ func startTracingSink(ctx context.Context, inProcess bool) (stop func(), err err
 	}
 	stopTracing := func(context.Context) error { return nil }
 	if inProcess {
-		if stopTracing, err = tracing.Setup(ctx, os.Getenv); err != nil {
+		// The in-process server logs nothing either (server.go).
+		if stopTracing, err = tracing.Setup(ctx, slog.New(slog.DiscardHandler)); err != nil {
 			return nil, errors.Join(err, sink.close())
 		}
 	}

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"os"
+	"log/slog"
 	"testing"
 
 	"agentserver/internal/tracing"
@@ -19,7 +19,7 @@ func TestOTLPSinkReceivesTheServersSpans(t *testing.T) {
 	ctx := context.Background()
 	// The exporter reads the process environment itself.
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.url)
-	stop, err := tracing.Setup(ctx, os.Getenv)
+	stop, err := tracing.Setup(ctx, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

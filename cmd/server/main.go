@@ -62,7 +62,7 @@ func serve(cfg config.Config, stderr io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-	stopTracing, err := tracing.Setup(context.Background(), os.Getenv)
+	stopTracing, err := tracing.Setup(context.Background(), log)
 	if err != nil {
 		return err
 	}

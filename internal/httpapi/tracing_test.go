@@ -5,9 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -148,7 +148,7 @@ func TestTracingAcrossServers(t *testing.T) {
 	collector := httptest.NewServer(receiver)
 	t.Cleanup(collector.Close)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
-	stop, err := tracing.Setup(context.Background(), os.Getenv)
+	stop, err := tracing.Setup(context.Background(), slog.New(slog.NewTextHandler(t.Output(), nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,13 @@
 // in run records and HTTP headers, and a log handler that stamps log
 // records with the active span's trace_id and span_id.
 //
-// It implements the OpenTelemetry trace API (provider.go, span.go) rather
-// than using the OpenTelemetry SDK: a sampled span is one allocation that
-// holds its attributes inline, and End encodes it as OTLP protobuf
-// (otlp.go) straight into the batch being filled (exporter.go), which one
-// goroutine posts to the collector. That is what makes tracing every
-// request cheap; the SDK's span snapshots and intermediate protobuf
-// messages cost several times more per span.
+// Spans are recorded and exported by the OpenTelemetry SDK
+// (go.opentelemetry.io/otel/sdk with its batch span processor and the
+// OTLP/HTTP exporter otlptracehttp), configured by the standard OTEL_*
+// variables exactly as the SDK reads them (setup.go). The package adds
+// only what the SDK leaves to its user: it refuses at start what the SDK
+// would log and ignore (reports.go), and keeps span work off the paths
+// where tracing is off or the span is sampled out.
 //
 // The span tree of a run:
 //
@@ -36,10 +36,12 @@
 //   - The provider is process-wide (Setup, once, in the command); servers
 //     embedded in one process share it.
 //   - Only the W3C trace context is propagated; baggage is not.
-//   - A span is mutable until End and never after: the exporter reads an
-//     ended span's fields without its lock.
-//   - Ending a span never blocks on the collector: spans beyond the queue
-//     size waiting to be sent are dropped (and counted in a warning).
+//   - Setup turns every report the SDK makes while it reads the
+//     environment (a value it logs as unusable and replaces by its
+//     default) into an error naming the variable, so a misconfigured
+//     server stops at start; later reports go to the server's log.
+//   - Ending a span never blocks on the collector: the SDK's batch span
+//     processor drops spans beyond OTEL_BSP_MAX_QUEUE_SIZE.
 //   - The bytes sent decode with the reference OTLP protobuf definitions
 //     (TestExportIsOTLP decodes them with go.opentelemetry.io/proto/otlp).
 package tracing

@@ -4,15 +4,16 @@ import (
 	"context"
 	"encoding/hex"
 	"net/http"
-	"strings"
+	"slices"
 	"sync/atomic"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"agentserver/internal/version"
 )
 
 // ServiceName is the service.name of the spans unless OTEL_SERVICE_NAME
@@ -30,69 +31,11 @@ func init() { use(noop.NewTracerProvider()) }
 
 // use makes tp the provider of every span opened from now on.
 func use(tp trace.TracerProvider) {
-	t := tp.Tracer("agentserver")
+	t := tp.Tracer(ServiceName, trace.WithInstrumentationVersion(version.Get().Version))
 	current.Store(&t)
 }
 
 func tracer() trace.Tracer { return *current.Load() }
-
-// Enabled reports whether the environment asks for traces: an OTLP
-// endpoint is set (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
-// OTEL_EXPORTER_OTLP_ENDPOINT), OTEL_SDK_DISABLED is not true and
-// OTEL_TRACES_EXPORTER is not none.
-func Enabled(getenv func(string) string) bool {
-	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") || strings.EqualFold(getenv("OTEL_TRACES_EXPORTER"), "none") {
-		return false
-	}
-	return getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
-}
-
-// Setup installs the process-wide tracer provider when the environment
-// asks for traces (Enabled): sampled spans are encoded as OTLP protobuf
-// when they end and sent in batches to the OTLP/HTTP endpoint, configured
-// by the standard OTEL_EXPORTER_OTLP_*, OTEL_BSP_*, OTEL_TRACES_SAMPLER*,
-// OTEL_SPAN_*/OTEL_ATTRIBUTE_* limits, OTEL_SERVICE_NAME and
-// OTEL_RESOURCE_ATTRIBUTES variables; a variable set to something unusable
-// is an error. The returned function sends the spans not yet sent and
-// stops tracing; with tracing off it does nothing.
-func Setup(ctx context.Context, getenv func(string) string) (shutdown func(context.Context) error, err error) {
-	if !Enabled(getenv) {
-		return func(context.Context) error { return nil }, nil
-	}
-	cfg, err := loadExportConfig(getenv)
-	if err != nil {
-		return nil, err
-	}
-	smp, err := loadSampler(getenv)
-	if err != nil {
-		return nil, err
-	}
-	lim, err := loadLimits(getenv)
-	if err != nil {
-		return nil, err
-	}
-	res, err := resourceAttributes(getenv)
-	if err != nil {
-		return nil, err
-	}
-	exp := newExporter(cfg, encodeResource(res), encodeScope())
-	tp := newProvider(smp, lim, exp)
-	otel.SetTracerProvider(tp)
-	use(tp)
-	return func(ctx context.Context) error {
-		use(noop.NewTracerProvider())
-		return exp.shutdown(ctx)
-	}, nil
-}
-
-// Flush sends the spans ended so far and waits until they are sent (or
-// ctx ends); with tracing off it does nothing.
-func Flush(ctx context.Context) error {
-	if t, ok := (*current.Load()).(*spanTracer); ok {
-		return t.p.exp.flush(ctx)
-	}
-	return nil
-}
 
 // Start opens a span named name below the span of ctx. The attributes
 // are set only on a span that records (tracing on and the span sampled):
@@ -120,15 +63,16 @@ var serverKind = trace.WithSpanKind(trace.SpanKindServer)
 const traceparentHeader = "traceparent"
 
 // SetAttributes sets attrs on sp when it records. Prefer it to
-// sp.SetAttributes on hot paths: the attributes then need no allocation.
+// sp.SetAttributes on hot paths: the caller's attributes then stay on its
+// stack unless the span records.
 func SetAttributes(sp trace.Span, attrs ...attribute.KeyValue) { setIfRecording(sp, attrs) }
 
 func setIfRecording(sp trace.Span, attrs []attribute.KeyValue) {
-	// Only this package's spans record (a no-op or sampled-out span does
-	// not); calling the concrete method lets the caller's attribute slice
-	// stay on its stack.
-	if s, ok := sp.(*span); ok && len(attrs) > 0 {
-		s.SetAttributes(attrs...)
+	// Handing attrs to the span's interface method would make every
+	// caller's attribute slice escape to the heap, tracing on or off; a
+	// copy is made only for a span that records.
+	if len(attrs) > 0 && sp.IsRecording() {
+		sp.SetAttributes(slices.Clone(attrs)...)
 	}
 }
 
