@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"agentserver/internal/llm/scripted"
 	"agentserver/internal/testutil"
 	"agentserver/internal/tracing"
 )
@@ -69,4 +71,76 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkAgentRunTracing measures what tracing costs an agent run whose
+// model call takes 50 ms: one op is a stateless POST /runs/wait of the
+// agent of benchAgentServer, answered in one model call that the scripted
+// server holds 50 ms before its first byte, with 8 clients at once (2 per
+// CPU on 2 CPUs: enough runs per second for the CPU figure, few enough
+// that the CPUs stay mostly idle while the model "thinks"). "off" against
+// "on" (every trace sampled: the request, run, node and chat spans,
+// exported by the SDK over OTLP/HTTP to a local endpoint that discards
+// them). wall-ms/run is the mean time from sending a request to reading
+// its answer; cpu-µs/run is the whole process's user + system CPU (server,
+// model, client and exporter) divided by the runs. Tracing's cost per run
+// is the difference between the two.
+func BenchmarkAgentRunTracing(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
+			var exported atomic.Int64
+			if on {
+				sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					n, _ := io.Copy(io.Discard, r.Body)
+					exported.Add(n)
+				}))
+				defer sink.Close()
+				b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
+				stop, err := tracing.Setup(context.Background(), slog.New(slog.DiscardHandler))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() {
+					if err := stop(context.Background()); err != nil {
+						b.Error(err)
+					}
+					if exported.Load() == 0 {
+						b.Error("no span reached the OTLP endpoint")
+					}
+				}()
+			}
+			s, model := benchAgentServer(b, testutil.Options{NoSync: true})
+			steps := make([]scripted.Step, b.N)
+			for i := range steps {
+				steps[i] = scripted.Text("Done.").WithLatency(50*time.Millisecond, 0).WithUsage(12, 2)
+			}
+			model.Script(steps...)
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+			body := []byte(`{"assistant_id":"agent","input":{"messages":[{"role":"user","content":"hi"}]}}`)
+			var wall atomic.Int64
+			b.SetParallelism(4)
+			cpu0 := processCPU()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					start := time.Now()
+					resp, err := client.Post(s.URL()+"/runs/wait", "application/json", bytes.NewReader(body))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					wall.Add(int64(time.Since(start)))
+					if resp.StatusCode != http.StatusOK {
+						b.Errorf("POST /runs/wait: %s", resp.Status)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/run")
+			b.ReportMetric(float64(wall.Load())/float64(b.N)/1e6, "wall-ms/run")
+		})
+	}
 }

@@ -18,7 +18,7 @@ func observed(ctx context.Context, name string, call func(context.Context) (Resp
 	ctx, span := tracing.Start(ctx, "chat "+name, attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", name))
 	resp, err := call(ctx)
 	metrics.ModelCall(name, time.Since(start), resp.Usage.InputTokens, resp.Usage.OutputTokens, err != nil && ctx.Err() == nil)
-	span.SetAttributes(
+	tracing.SetAttributes(span,
 		attribute.String("gen_ai.response.model", resp.Model),
 		attribute.Int("gen_ai.usage.input_tokens", resp.Usage.InputTokens),
 		attribute.Int("gen_ai.usage.output_tokens", resp.Usage.OutputTokens))

@@ -13,39 +13,61 @@ import (
 	"agentserver/internal/tracing"
 )
 
-// BenchmarkRunSpans measures the spans of one POST /runs/wait of a
-// one-node graph with tracing on: the request's server span, the
-// traceparent stored on the run and read back by the worker, the run span
-// and the node span, exported in batches over OTLP/HTTP to a local
-// endpoint that discards them.
+// BenchmarkRunSpans measures the spans of one run with tracing on, every
+// trace sampled, exported by the SDK in batches over OTLP/HTTP to a local
+// endpoint that discards them: "runs-wait" is a POST /runs/wait of a
+// one-node graph (the request's server span, the traceparent stored on the
+// run and read back by the worker, the run span and the node span);
+// "agent" is the same run of an agent answering in one model call, which
+// adds the chat span with its gen_ai attributes. Run it with -cpu 1 so
+// that the exporter's goroutine and the garbage collector are in the
+// figure.
 func BenchmarkRunSpans(b *testing.B) {
-	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-	}))
-	defer sink.Close()
-	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
-	ctx := context.Background()
-	stop, err := tracing.Setup(ctx, slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
+	for _, agent := range []bool{false, true} {
+		b.Run(map[bool]string{false: "runs-wait", true: "agent"}[agent], func(b *testing.B) {
+			sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+			}))
+			defer sink.Close()
+			b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
+			ctx := context.Background()
+			stop, err := tracing.Setup(ctx, slog.New(slog.DiscardHandler))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer stop(ctx)
+			b.ReportAllocs()
+			for b.Loop() {
+				runSpans(ctx, agent)
+			}
+		})
 	}
-	defer stop(ctx)
-	h := http.Header{}
-	b.ReportAllocs()
-	for b.Loop() {
-		rctx, req := tracing.StartServer(ctx, h, "POST /runs/wait",
-			attribute.String("http.request.method", "POST"), attribute.String("http.route", "/runs/wait"))
-		stored := tracing.Traceparent(rctx)
-		wctx, run := tracing.Start(tracing.WithTraceparent(ctx, stored), "run",
-			attribute.String("langgraph.run_id", "1f0c6a4e-9b7d-6d1e-8e2f-3a4b5c6d7e8f"),
-			attribute.String("langgraph.thread_id", "1f0c6a4e-9b7d-6d1e-8e2f-3a4b5c6d7e90"),
-			attribute.String("langgraph.assistant_id", "1f0c6a4e-9b7d-6d1e-8e2f-3a4b5c6d7e91"),
-			attribute.String("langgraph.graph_id", "echo"), attribute.Int("langgraph.run.attempt", 1))
-		_, node := tracing.Start(wctx, "node echo", attribute.String("langgraph.node", "echo"), attribute.Int("langgraph.step", 1))
-		tracing.End(node, nil)
-		run.SetAttributes(attribute.String("langgraph.run.status", "success"))
-		tracing.End(run, nil)
-		req.SetAttributes(attribute.Int("http.response.status_code", 200))
-		tracing.End(req, nil)
+}
+
+// runSpans opens and ends the spans of one run as the server does.
+func runSpans(ctx context.Context, agent bool) {
+	route, node := "/runs/wait", "echo"
+	if agent {
+		node = "model"
 	}
+	rctx, req := tracing.StartServer(ctx, http.Header{}, "POST "+route,
+		attribute.String("http.request.method", "POST"), attribute.String("http.route", route))
+	stored := tracing.Traceparent(rctx)
+	wctx, run := tracing.Start(tracing.WithTraceparent(ctx, stored), "run",
+		attribute.String("langgraph.run_id", "1f0c6a4e-9b7d-6d1e-8e2f-3a4b5c6d7e8f"),
+		attribute.String("langgraph.thread_id", "1f0c6a4e-9b7d-6d1e-8e2f-3a4b5c6d7e90"),
+		attribute.String("langgraph.assistant_id", "1f0c6a4e-9b7d-6d1e-8e2f-3a4b5c6d7e91"),
+		attribute.String("langgraph.graph_id", node), attribute.Int("langgraph.run.attempt", 1))
+	nctx, n := tracing.Start(wctx, "node "+node, attribute.String("langgraph.node", node), attribute.Int("langgraph.step", 1))
+	if agent {
+		_, chat := tracing.Start(nctx, "chat gpt-4o-mini", attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", "gpt-4o-mini"))
+		tracing.SetAttributes(chat, attribute.String("gen_ai.response.model", "gpt-4o-mini-2024-07-18"),
+			attribute.Int("gen_ai.usage.input_tokens", 12), attribute.Int("gen_ai.usage.output_tokens", 2))
+		tracing.End(chat, nil)
+	}
+	tracing.End(n, nil)
+	tracing.SetAttributes(run, attribute.String("langgraph.run.status", "success"))
+	tracing.End(run, nil)
+	tracing.SetAttributes(req, attribute.Int("http.response.status_code", 200))
+	tracing.End(req, nil)
 }
