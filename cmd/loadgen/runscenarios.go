@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"agentserver/internal/retry"
 )
 
 // Targets of the run scenarios.
@@ -538,15 +539,15 @@ func (r *runner) rss10kRuns() error {
 	// Idle CPU: let the tail of the load settle, then count the CPU ticks
 	// the process spends in a window with no requests.
 	fmt.Printf("[%s] idle: settling %s, then measuring CPU over %s\n", s, o.idleSettle, o.idleWindow)
-	if err := sleepCtx(r.ctx, o.idleSettle); err != nil {
-		return err
+	if err := retry.Wait(r.ctx, o.idleSettle); err != nil {
+		return fmt.Errorf("interrupted while idle: %w", err)
 	}
 	c0, err := procCPUTicks(t.pid)
 	if err != nil {
 		return err
 	}
-	if err := sleepCtx(r.ctx, o.idleWindow); err != nil {
-		return err
+	if err := retry.Wait(r.ctx, o.idleWindow); err != nil {
+		return fmt.Errorf("interrupted while idle: %w", err)
 	}
 	c1, err := procCPUTicks(t.pid)
 	if err != nil {
@@ -558,14 +559,3 @@ func (r *runner) rss10kRuns() error {
 	return nil
 }
 
-// sleepCtx sleeps for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return errors.Join(errors.New("interrupted while idle"), ctx.Err())
-	}
-}

@@ -19,6 +19,7 @@ import (
 
 	"agentserver/internal/a2a"
 	"agentserver/internal/errdefs"
+	"agentserver/internal/retry"
 )
 
 // A2A is the transport that drives an async subagent through the
@@ -119,7 +120,7 @@ func (x *A2A) call(ctx context.Context, method string, params any, idempotent bo
 		if err == nil || !idempotent || !errors.Is(err, ErrUnavailable) || attempt >= x.maxRetries || ctx.Err() != nil {
 			return result, err
 		}
-		if err := sleep(ctx, backoff(attempt, 0)); err != nil {
+		if err := retry.Wait(ctx, retryPolicy.Delay(attempt, 0)); err != nil {
 			return nil, err
 		}
 	}
@@ -339,28 +340,25 @@ func (x *A2A) Wait(ctx context.Context, threadID, runID string) (RunInfo, error)
 		if !errors.Is(err, ErrUnavailable) || failures >= x.maxRetries {
 			return RunInfo{}, err
 		}
-		if err := sleep(ctx, backoff(failures, 0)); err != nil {
+		if err := retry.Wait(ctx, retryPolicy.Delay(failures, 0)); err != nil {
 			return RunInfo{}, err
 		}
 		failures++
 	}
 }
 
-// Polling bounds: the first tasks/get of poll comes at once, the next
-// after pollFirst, the delay doubling up to pollCap.
-const (
-	pollFirst = 50 * time.Millisecond
-	pollCap   = 2 * time.Second
-)
+// pollPolicy spaces the tasks/get of poll: the first comes at once, the
+// next after 50 ms, the delay doubling up to 2 s.
+var pollPolicy = retry.Policy{Base: 50 * time.Millisecond, Max: 2 * time.Second}
 
 // poll reads the task with tasks/get until it has ended.
 func (x *A2A) poll(ctx context.Context, threadID, runID string) (RunInfo, error) {
-	for delay := pollFirst; ; delay = min(2*delay, pollCap) {
+	for attempt := 0; ; attempt++ {
 		info, err := x.Run(ctx, threadID, runID)
 		if err != nil || Terminal(info.Status) {
 			return info, err
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := retry.Wait(ctx, pollPolicy.Delay(attempt, 0)); err != nil {
 			return RunInfo{}, err
 		}
 	}

@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,6 +20,7 @@ import (
 
 	"agentserver/api"
 	"agentserver/internal/errdefs"
+	"agentserver/internal/retry"
 	"agentserver/internal/tracing"
 )
 
@@ -32,13 +31,11 @@ const (
 
 	// maxBody bounds every response body read into memory.
 	maxBody = 64 << 20
-	// retryBase is the first retry delay; it doubles per attempt up to
-	// retryCap, with jitter in [d/2, d).
-	retryBase = 200 * time.Millisecond
-	retryCap  = 5 * time.Second
-	// retryAfterCap bounds a server's Retry-After.
-	retryAfterCap = 30 * time.Second
 )
+
+// retryPolicy spaces the attempts of a request: 200 ms doubling up to 5 s,
+// less up to half at random, or the server's Retry-After up to 30 s.
+var retryPolicy = retry.Policy{Base: 200 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5, MaxAfter: 30 * time.Second}
 
 // HTTPConfig configures an HTTP transport.
 type HTTPConfig struct {
@@ -235,21 +232,21 @@ type call func(ctx context.Context, c *api.Client) (*http.Response, error)
 // before the request was handed to a connection.
 func (h *HTTP) do(ctx context.Context, idempotent bool, send call) ([]byte, error) {
 	for attempt := 0; ; attempt++ {
-		body, retry, after, err := h.attempt(ctx, idempotent, send)
+		body, again, after, err := h.attempt(ctx, idempotent, send)
 		if err == nil {
 			return body, nil
 		}
-		if !retry || attempt >= h.maxRetries || ctx.Err() != nil {
+		if !again || attempt >= h.maxRetries || ctx.Err() != nil {
 			return nil, err
 		}
-		if err := sleep(ctx, backoff(attempt, after)); err != nil {
+		if err := retry.Wait(ctx, retryPolicy.Delay(attempt, after)); err != nil {
 			return nil, err
 		}
 	}
 }
 
 // attempt sends the request once, within the per-request timeout.
-func (h *HTTP) attempt(ctx context.Context, idempotent bool, send call) (body []byte, retry bool, after time.Duration, err error) {
+func (h *HTTP) attempt(ctx context.Context, idempotent bool, send call) (body []byte, again bool, after time.Duration, err error) {
 	actx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	var connected atomic.Bool
@@ -272,8 +269,8 @@ func (h *HTTP) attempt(ctx context.Context, idempotent bool, send call) (body []
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return body, false, 0, nil
 	}
-	retry = idempotent && (resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests)
-	return nil, retry, retryAfter(resp.Header.Get("Retry-After")), newHTTPError(resp.StatusCode, body)
+	again = idempotent && (resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests)
+	return nil, again, retryAfter(resp), newHTTPError(resp.StatusCode, body)
 }
 
 func readBody(r io.Reader) ([]byte, error) {
@@ -284,40 +281,9 @@ func readBody(r io.Reader) ([]byte, error) {
 	return b, err
 }
 
-// backoff is the delay before retry number attempt+1: the server's
-// Retry-After when it gave one, else exponential with jitter.
-func backoff(attempt int, after time.Duration) time.Duration {
-	if after > 0 {
-		return min(after, retryAfterCap)
-	}
-	d := retryBase << min(attempt, 10)
-	d = min(d, retryCap)
-	return d/2 + rand.N(d/2)
-}
-
-// retryAfter parses a Retry-After header (seconds or an HTTP date).
-func retryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return time.Until(t)
-	}
-	return 0
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+// retryAfter is the Retry-After hint of resp, 0 without one.
+func retryAfter(resp *http.Response) time.Duration {
+	return retry.After(resp.Header.Get("Retry-After"), time.Now())
 }
 
 func decode(body []byte, v any, what string) error {
@@ -499,7 +465,7 @@ func (h *HTTP) Wait(ctx context.Context, threadID, runID string) (RunInfo, error
 		return RunInfo{}, err
 	}
 	for failures := 0; ; {
-		progressed, retry, after, err := h.join(ctx, tid, rid)
+		progressed, again, after, err := h.join(ctx, tid, rid)
 		if err == nil {
 			break
 		}
@@ -509,10 +475,10 @@ func (h *HTTP) Wait(ctx context.Context, threadID, runID string) (RunInfo, error
 		if progressed {
 			failures = 0
 		}
-		if !retry || failures >= h.maxRetries {
+		if !again || failures >= h.maxRetries {
 			return RunInfo{}, err
 		}
-		if err := sleep(ctx, backoff(failures, after)); err != nil {
+		if err := retry.Wait(ctx, retryPolicy.Delay(failures, after)); err != nil {
 			return RunInfo{}, err
 		}
 		failures++
@@ -523,7 +489,7 @@ func (h *HTTP) Wait(ctx context.Context, threadID, runID string) (RunInfo, error
 // join sends one join request and reads its body to the end. It succeeds
 // when the body is a complete JSON value (the final values or an
 // {"__error__": …}); progressed reports whether the server sent anything.
-func (h *HTTP) join(ctx context.Context, tid, rid uuid.UUID) (progressed, retry bool, after time.Duration, err error) {
+func (h *HTTP) join(ctx context.Context, tid, rid uuid.UUID) (progressed, again bool, after time.Duration, err error) {
 	resp, err := h.waiter.JoinThreadRun(ctx, tid, rid, nil)
 	if err != nil {
 		return false, true, 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -533,8 +499,8 @@ func (h *HTTP) join(ctx context.Context, tid, rid uuid.UUID) (progressed, retry 
 	body, err := readBody(cr)
 	progressed = cr.n > 0
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		retry = resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
-		return false, retry, retryAfter(resp.Header.Get("Retry-After")), newHTTPError(resp.StatusCode, body)
+		again = resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
+		return false, again, retryAfter(resp), newHTTPError(resp.StatusCode, body)
 	}
 	if err != nil {
 		return progressed, true, 0, fmt.Errorf("%w: join of run %s dropped: %w", ErrUnavailable, rid, err)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"agentserver/internal/retry"
 )
 
 const (
@@ -19,12 +21,14 @@ const (
 	maxFlushBatch = 2048
 	// maxParallelFlush bounds the logs written concurrently by one flush.
 	maxParallelFlush = 16
-	// maxFlushBackoff bounds the pause between retries of a failing store.
-	maxFlushBackoff = 5 * time.Second
 	// deleteRetry is the pause before deleting persisted events again after
 	// the store refused.
 	deleteRetry = 30 * time.Second
 )
+
+// flushPolicy spaces the writes of a failing store: 100 ms doubling up to
+// 5 s.
+var flushPolicy = retry.Policy{Base: 100 * time.Millisecond, Max: 5 * time.Second}
 
 // BrokerOptions tune a Broker. Zero values select the defaults.
 type BrokerOptions struct {
@@ -216,7 +220,7 @@ func (b *Broker) Run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var flushDue time.Time // zero: no flush scheduled
-	var backoff time.Duration
+	failures := 0          // flushes failed in a row
 	for {
 		now := time.Now()
 		b.mu.Lock()
@@ -234,10 +238,10 @@ func (b *Broker) Run(ctx context.Context) {
 			if urgent || !now.Before(flushDue) {
 				if err := b.flushAll(ctx); err != nil {
 					b.log.Error("persist run events", "err", err)
-					backoff = min(max(2*backoff, 100*time.Millisecond), maxFlushBackoff)
-					flushDue = now.Add(backoff)
+					flushDue = now.Add(flushPolicy.Delay(failures, 0))
+					failures++
 				} else {
-					backoff = 0
+					failures = 0
 					flushDue = time.Time{}
 				}
 				continue

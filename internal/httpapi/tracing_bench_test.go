@@ -26,51 +26,16 @@ import (
 // the allocations are per run too.
 func BenchmarkRunsWaitTracing(b *testing.B) {
 	for _, on := range []bool{false, true} {
-		name := map[bool]string{false: "off", true: "on"}[on]
-		b.Run(name, func(b *testing.B) {
+		b.Run(onOff(on), func(b *testing.B) {
 			if on {
-				sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
-				defer sink.Close()
-				b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
-				stop, err := tracing.Setup(context.Background(), slog.New(slog.DiscardHandler))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer stop(context.Background())
+				traceToSink(b)
 			}
 			s := testutil.StartServer(b, testutil.Options{NoSync: true})
-			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
-			body := []byte(`{"assistant_id":"echo","input":{"messages":[{"role":"user","content":"hi"}]}}`)
 			b.SetParallelism(25) // 50 clients on 2 CPUs
 			b.ReportAllocs()
-			cpu0 := processCPU()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					resp, err := client.Post(s.URL()+"/runs/wait", "application/json", bytes.NewReader(body))
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusOK {
-						b.Errorf("POST /runs/wait: %s", resp.Status)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/run")
+			postRunsWait(b, s, `{"assistant_id":"echo","input":{"messages":[{"role":"user","content":"hi"}]}}`)
 		})
 	}
-}
-
-// processCPU is the process's user + system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkAgentRunTracing measures what tracing costs an agent run whose
@@ -87,27 +52,9 @@ func processCPU() time.Duration {
 // is the difference between the two.
 func BenchmarkAgentRunTracing(b *testing.B) {
 	for _, on := range []bool{false, true} {
-		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
-			var exported atomic.Int64
+		b.Run(onOff(on), func(b *testing.B) {
 			if on {
-				sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					n, _ := io.Copy(io.Discard, r.Body)
-					exported.Add(n)
-				}))
-				defer sink.Close()
-				b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
-				stop, err := tracing.Setup(context.Background(), slog.New(slog.DiscardHandler))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer func() {
-					if err := stop(context.Background()); err != nil {
-						b.Error(err)
-					}
-					if exported.Load() == 0 {
-						b.Error("no span reached the OTLP endpoint")
-					}
-				}()
+				traceToSink(b)
 			}
 			s, model := benchAgentServer(b, testutil.Options{NoSync: true})
 			steps := make([]scripted.Step, b.N)
@@ -115,32 +62,74 @@ func BenchmarkAgentRunTracing(b *testing.B) {
 				steps[i] = scripted.Text("Done.").WithLatency(50*time.Millisecond, 0).WithUsage(12, 2)
 			}
 			model.Script(steps...)
-			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
-			body := []byte(`{"assistant_id":"agent","input":{"messages":[{"role":"user","content":"hi"}]}}`)
-			var wall atomic.Int64
 			b.SetParallelism(4)
-			cpu0 := processCPU()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					start := time.Now()
-					resp, err := client.Post(s.URL()+"/runs/wait", "application/json", bytes.NewReader(body))
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					wall.Add(int64(time.Since(start)))
-					if resp.StatusCode != http.StatusOK {
-						b.Errorf("POST /runs/wait: %s", resp.Status)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/run")
-			b.ReportMetric(float64(wall.Load())/float64(b.N)/1e6, "wall-ms/run")
+			postRunsWait(b, s, `{"assistant_id":"agent","input":{"messages":[{"role":"user","content":"hi"}]}}`)
 		})
 	}
+}
+
+func onOff(on bool) string { return map[bool]string{false: "off", true: "on"}[on] }
+
+// traceToSink turns tracing on for the rest of the benchmark, exporting to
+// a local OTLP/HTTP endpoint that discards the spans; the benchmark fails
+// if none reached it.
+func traceToSink(b *testing.B) {
+	var received atomic.Int64
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		received.Add(n)
+	}))
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
+	stop, err := tracing.Setup(context.Background(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		defer sink.Close()
+		if err := stop(context.Background()); err != nil {
+			b.Error(err)
+		}
+		if received.Load() == 0 {
+			b.Error("no span reached the OTLP endpoint")
+		}
+	})
+}
+
+// postRunsWait is the timed loop of the benchmarks: body posted to
+// /runs/wait by the parallel clients until b.N runs answered 200. It
+// reports cpu-µs/run (the process's CPU over the loop) and wall-ms/run
+// (the mean time of one request).
+func postRunsWait(b *testing.B, s *testutil.Server, body string) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	raw := []byte(body)
+	var wall atomic.Int64
+	cpu0 := processCPU()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			start := time.Now()
+			resp, err := client.Post(s.URL()+"/runs/wait", "application/json", bytes.NewReader(raw))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			wall.Add(int64(time.Since(start)))
+			if resp.StatusCode != http.StatusOK {
+				b.Errorf("POST /runs/wait: %s", resp.Status)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/run")
+	b.ReportMetric(float64(wall.Load())/float64(b.N)/1e6, "wall-ms/run")
+}
+
+// processCPU is the process's user + system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/google/uuid"
 	openai "github.com/sashabaranov/go-openai"
+
+	"agentserver/internal/retry"
 )
 
 // OpenAI is a Model speaking the OpenAI chat completions API (OpenAI itself
@@ -27,6 +28,10 @@ type OpenAI struct {
 	cfg    Config
 	client *openai.Client
 	log    *slog.Logger
+	// policy spaces retries: RetryBaseDelay doubling up to RetryMaxDelay,
+	// less up to a quarter at random, or the server's hint up to
+	// MaxRetryAfter.
+	policy retry.Policy
 }
 
 var _ Model = (*OpenAI)(nil)
@@ -40,7 +45,8 @@ func NewOpenAI(cfg Config, log *slog.Logger) *OpenAI {
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = cfg.BaseURL
 	oc.HTTPClient = recordingDoer{cfg.HTTPClient}
-	return &OpenAI{cfg: cfg, client: openai.NewClientWithConfig(oc), log: log}
+	policy := retry.Policy{Base: cfg.RetryBaseDelay, Max: cfg.RetryMaxDelay, Jitter: 0.25, MaxAfter: cfg.MaxRetryAfter}
+	return &OpenAI{cfg: cfg, client: openai.NewClientWithConfig(oc), log: log, policy: policy}
 }
 
 // Generate streams one chat completion, delivering every content and
@@ -69,18 +75,14 @@ func (o *OpenAI) generate(ctx context.Context, req Request, onChunk ChunkFunc) (
 		if delivered > 0 {
 			return Response{}, fmt.Errorf("llm: %w after %d chunks: %w", ErrStreamInterrupted, delivered, err)
 		}
-		hint, retry := retryable(err)
-		if !retry || attempt >= o.cfg.MaxRetries {
+		hint, again := retryable(err)
+		if !again || attempt >= o.cfg.MaxRetries {
 			return Response{}, fmt.Errorf("llm: chat completion (attempt %d of %d): %w", attempt+1, o.cfg.MaxRetries+1, err)
 		}
 		delay := o.backoff(attempt, hint)
 		o.log.Warn("model call failed; retrying", "attempt", attempt+1, "delay", delay, "error", err)
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if retry.Wait(ctx, delay) != nil {
 			return Response{}, canceled(ctx)
-		case <-t.C:
 		}
 	}
 }
@@ -232,17 +234,7 @@ func retryable(err error) (time.Duration, bool) {
 // capped at MaxRetryAfter, else base·2^attempt capped at RetryMaxDelay, less
 // up to 25% jitter.
 func (o *OpenAI) backoff(attempt int, hint time.Duration) time.Duration {
-	if hint > 0 {
-		return min(hint, o.cfg.MaxRetryAfter)
-	}
-	d := o.cfg.RetryMaxDelay
-	if attempt < 30 {
-		d = min(o.cfg.RetryBaseDelay<<attempt, o.cfg.RetryMaxDelay)
-	}
-	if d <= 0 {
-		return 0
-	}
-	return d - time.Duration(rand.Int64N(int64(d)/4+1))
+	return o.policy.Delay(attempt, hint)
 }
 
 // attemptInfo carries what the HTTP layer saw of one attempt back past
@@ -298,18 +290,5 @@ func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 			return time.Duration(min(ms, 1e9) * float64(time.Millisecond))
 		}
 	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 && !math.IsInf(s, 0) {
-			return time.Duration(min(s, 1e6) * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return 0
+	return retry.After(h.Get("Retry-After"), now)
 }

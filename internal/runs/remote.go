@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"agentserver/internal/events"
+	"agentserver/internal/retry"
 	"agentserver/internal/sse"
 	"agentserver/internal/storage"
 )
@@ -393,9 +394,6 @@ func (s *Service) followThread(ctx context.Context, rep storage.Replica, threadI
 			}
 			resp.Body.Close()
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(peerRetry):
-		}
+		_ = retry.Wait(ctx, peerRetry) // the loop ends with ctx
 	}
 }

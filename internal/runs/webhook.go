@@ -8,11 +8,15 @@ import (
 	"net/http"
 	"time"
 
+	"agentserver/internal/retry"
 	"agentserver/internal/storage"
 )
 
 // webhookAttempts bounds deliveries of one webhook.
 const webhookAttempts = 3
+
+// webhookPolicy spaces the deliveries of one webhook: 200 ms, then 800 ms.
+var webhookPolicy = retry.Policy{Base: 200 * time.Millisecond, Factor: 4}
 
 // sendWebhook POSTs the finished run and its final values to url in the
 // background, retrying 5xx answers and network errors with backoff.
@@ -35,7 +39,6 @@ func (s *Service) sendWebhook(url string, run storage.Run, values map[string]any
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		backoff := 200 * time.Millisecond
 		for attempt := 1; ; attempt++ {
 			err := s.postWebhook(url, body)
 			if err == nil {
@@ -45,10 +48,7 @@ func (s *Service) sendWebhook(url string, run storage.Run, values map[string]any
 				s.log.Warn("webhook failed", "run_id", run.RunID, "url", url, "attempts", attempt, "err", err)
 				return
 			}
-			select {
-			case <-time.After(backoff):
-				backoff *= 4
-			case <-s.ctx.Done():
+			if retry.Wait(s.ctx, webhookPolicy.Delay(attempt-1, 0)) != nil {
 				return
 			}
 		}

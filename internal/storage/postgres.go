@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"agentserver/internal/retry"
 )
 
 // writerLockSQL serializes read-write transactions of every process using
@@ -306,10 +308,7 @@ func (be *pgBackend) listen(fn func(Notice)) {
 				return
 			}
 			slog.Warn("database notices: listener failed, reconnecting", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(pgListenRetry):
-			}
+			_ = retry.Wait(ctx, pgListenRetry) // the loop ends with ctx
 		}
 	}()
 	<-ready
