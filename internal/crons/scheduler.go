@@ -37,12 +37,6 @@ func (s *Service) Run(ctx context.Context) {
 		case <-s.wake:
 		case <-timer.C:
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
 	}
 }
 

@@ -420,12 +420,6 @@ func (q *sharedScheduler) loop() {
 			q.takeOver()
 			q.watchLapse(lapse)
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
 	}
 }
 
@@ -583,13 +577,7 @@ func (q *sharedScheduler) watchLapse(t *time.Timer) {
 	if at, ok, err := q.s.db.NextLapse(q.s.opts.ReplicaID); err == nil && ok {
 		wait = max(time.Until(at)+lapseMargin, 100*time.Millisecond)
 	}
-	if !t.Stop() {
-		select {
-		case <-t.C:
-		default:
-		}
-	}
-	t.Reset(wait)
+	t.Reset(wait) // since Go 1.23 a Reset timer delivers no stale tick
 }
 
 // takeOver requeues the runs whose leases lapsed (their replica died).
