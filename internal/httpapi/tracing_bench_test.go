@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -39,53 +40,115 @@ func BenchmarkRunsWaitTracing(b *testing.B) {
 }
 
 // BenchmarkAgentRunTracing measures what tracing costs an agent run whose
-// model call takes 50 ms: one op is a stateless POST /runs/wait of the
+// model call takes 50 ms: a run is a stateless POST /runs/wait of the
 // agent of benchAgentServer, answered in one model call that the scripted
-// server holds 50 ms before its first byte, with 8 clients at once (2 per
-// CPU on 2 CPUs: enough runs per second for the CPU figure, few enough
-// that the CPUs stay mostly idle while the model "thinks"). "off" against
-// "on" (every trace sampled: the request, run, node and chat spans,
+// server holds 50 ms before its first byte, by 8 clients at once (enough
+// runs per second for the CPU figure, few enough that the 2 CPUs stay
+// mostly idle while the model "thinks"). The runs go in blocks of 32,
+// tracing off and on in turn, so that both see the same machine (other
+// processes' load drifts far more than tracing costs). An "on" block sets
+// tracing up (every trace sampled: the request, run, node and chat spans,
 // exported by the SDK over OTLP/HTTP to a local endpoint that discards
-// them). wall-ms/run is the mean time from sending a request to reading
-// its answer; cpu-µs/run is the whole process's user + system CPU (server,
-// model, client and exporter) divided by the runs. Tracing's cost per run
-// is the difference between the two.
+// them) and shuts it down at its end, which sends the block's spans: the
+// export and the set-up are inside the block's figures. cpu-µs/run is the
+// whole process's user + system CPU (server, model, client, exporter) over
+// a mode's blocks divided by its runs; wall-ms/run is the mean time from
+// sending a request to reading its answer; tracing-cpu-µs/run and
+// tracing-wall-% are on less off.
 func BenchmarkAgentRunTracing(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		b.Run(onOff(on), func(b *testing.B) {
-			if on {
-				traceToSink(b)
+	const clients, block = 8, 32
+	received := otlpSink(b)
+	s, model := benchAgentServer(b, testutil.Options{NoSync: true})
+	steps := make([]scripted.Step, b.N)
+	for i := range steps {
+		steps[i] = scripted.Text("Done.").WithLatency(50*time.Millisecond, 0).WithUsage(12, 2)
+	}
+	model.Script(steps...)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	body := []byte(`{"assistant_id":"agent","input":{"messages":[{"role":"user","content":"hi"}]}}`)
+	var cpu, wall [2]time.Duration // by mode: 0 off, 1 on
+	var runs [2]int
+	b.ResetTimer()
+	for done, on := 0, 0; done < b.N; on = 1 - on {
+		n := min(block, b.N-done)
+		c, w := agentRunBlock(b, on == 1, n, clients, func() { postOnce(b, client, s.URL()+"/runs/wait", body) })
+		cpu[on], wall[on], runs[on] = cpu[on]+c, wall[on]+w, runs[on]+n
+		done += n
+	}
+	b.StopTimer()
+	if runs[0] == 0 || runs[1] == 0 {
+		return // too few runs for both modes (go test's first, one-run round)
+	}
+	if received.Load() == 0 {
+		b.Fatal("no span reached the OTLP endpoint")
+	}
+	perRun := func(d time.Duration, n int) float64 { return float64(d) / float64(n) }
+	offCPU, onCPU := perRun(cpu[0], runs[0])/1e3, perRun(cpu[1], runs[1])/1e3
+	offWall, onWall := perRun(wall[0], runs[0])/1e6, perRun(wall[1], runs[1])/1e6
+	b.ReportMetric(offCPU, "off-cpu-µs/run")
+	b.ReportMetric(onCPU, "on-cpu-µs/run")
+	b.ReportMetric(onCPU-offCPU, "tracing-cpu-µs/run")
+	b.ReportMetric(offWall, "off-wall-ms/run")
+	b.ReportMetric(onWall, "on-wall-ms/run")
+	b.ReportMetric(100*(onWall-offWall)/offWall, "tracing-wall-%")
+}
+
+// agentRunBlock runs post n times from clients goroutines, with tracing on
+// (set up before, shut down after: the block's spans are sent within it)
+// or off, and returns the process's CPU over the block and the sum of the
+// posts' wall times.
+func agentRunBlock(b *testing.B, on bool, n, clients int, post func()) (cpu, wall time.Duration) {
+	cpu0 := processCPU()
+	stop := func(context.Context) error { return nil }
+	if on {
+		var err error
+		if stop, err = tracing.Setup(context.Background(), slog.New(slog.DiscardHandler)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next, total atomic.Int64
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				start := time.Now()
+				post()
+				total.Add(int64(time.Since(start)))
 			}
-			s, model := benchAgentServer(b, testutil.Options{NoSync: true})
-			steps := make([]scripted.Step, b.N)
-			for i := range steps {
-				steps[i] = scripted.Text("Done.").WithLatency(50*time.Millisecond, 0).WithUsage(12, 2)
-			}
-			model.Script(steps...)
-			b.SetParallelism(4)
-			postRunsWait(b, s, `{"assistant_id":"agent","input":{"messages":[{"role":"user","content":"hi"}]}}`)
 		})
 	}
+	wg.Wait()
+	if err := stop(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return processCPU() - cpu0, time.Duration(total.Load())
 }
 
 func onOff(on bool) string { return map[bool]string{false: "off", true: "on"}[on] }
 
-// traceToSink turns tracing on for the rest of the benchmark, exporting to
-// a local OTLP/HTTP endpoint that discards the spans; the benchmark fails
-// if none reached it.
-func traceToSink(b *testing.B) {
+// otlpSink serves a local OTLP/HTTP endpoint that discards what it
+// receives, names it in OTEL_EXPORTER_OTLP_ENDPOINT for the rest of the
+// benchmark, and counts the bytes received.
+func otlpSink(b *testing.B) *atomic.Int64 {
 	var received atomic.Int64
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
 		received.Add(n)
 	}))
+	b.Cleanup(sink.Close)
 	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
+	return &received
+}
+
+// traceToSink turns tracing on for the rest of the benchmark, exporting to
+// an otlpSink; the benchmark fails if no span reached it.
+func traceToSink(b *testing.B) {
+	received := otlpSink(b)
 	stop, err := tracing.Setup(context.Background(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		defer sink.Close()
 		if err := stop(context.Background()); err != nil {
 			b.Error(err)
 		}
@@ -108,23 +171,27 @@ func postRunsWait(b *testing.B, s *testutil.Server, body string) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			start := time.Now()
-			resp, err := client.Post(s.URL()+"/runs/wait", "application/json", bytes.NewReader(raw))
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			postOnce(b, client, s.URL()+"/runs/wait", raw)
 			wall.Add(int64(time.Since(start)))
-			if resp.StatusCode != http.StatusOK {
-				b.Errorf("POST /runs/wait: %s", resp.Status)
-				return
-			}
 		}
 	})
 	b.StopTimer()
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/run")
 	b.ReportMetric(float64(wall.Load())/float64(b.N)/1e6, "wall-ms/run")
+}
+
+// postOnce posts body to url and reads the answer, which must be 200.
+func postOnce(b *testing.B, client *http.Client, url string, body []byte) {
+	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Errorf("POST %s: %s", url, resp.Status)
+	}
 }
 
 // processCPU is the process's user + system CPU time so far.

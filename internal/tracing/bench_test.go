@@ -19,9 +19,11 @@ import (
 // one-node graph (the request's server span, the traceparent stored on the
 // run and read back by the worker, the run span and the node span);
 // "agent" is the same run of an agent answering in one model call, which
-// adds the chat span with its gen_ai attributes. Run it with -cpu 1 so
-// that the exporter's goroutine and the garbage collector are in the
-// figure.
+// adds the chat span with its gen_ai attributes. Every 256 runs it waits
+// until the spans are sent (tracing.Flush), so that none is dropped for a
+// full queue and every export is in the figure. Run it with -cpu 1 so that
+// the exporter's goroutine and the garbage collector are in the figure
+// too.
 func BenchmarkRunSpans(b *testing.B) {
 	for _, agent := range []bool{false, true} {
 		b.Run(map[bool]string{false: "runs-wait", true: "agent"}[agent], func(b *testing.B) {
@@ -37,8 +39,14 @@ func BenchmarkRunSpans(b *testing.B) {
 			}
 			defer stop(ctx)
 			b.ReportAllocs()
+			n := 0
 			for b.Loop() {
 				runSpans(ctx, agent)
+				if n++; n%256 == 0 {
+					if err := tracing.Flush(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
 		})
 	}
