@@ -15,6 +15,7 @@ import (
 
 	"agentserver/internal/llm/scripted"
 	"agentserver/internal/testutil"
+	"agentserver/internal/testutil/stats"
 	"agentserver/internal/tracing"
 )
 
@@ -44,19 +45,21 @@ func BenchmarkRunsWaitTracing(b *testing.B) {
 // agent of benchAgentServer, answered in one model call that the scripted
 // server holds 50 ms before its first byte, by 8 clients at once (enough
 // runs per second for the CPU figure, few enough that the 2 CPUs stay
-// mostly idle while the model "thinks"). The runs go in blocks of 32,
-// tracing off and on in turn, so that both see the same machine (other
-// processes' load drifts far more than tracing costs). An "on" block sets
-// tracing up (every trace sampled: the request, run, node and chat spans,
-// exported by the SDK over OTLP/HTTP to a local endpoint that discards
-// them) and shuts it down at its end, which sends the block's spans: the
-// export and the set-up are inside the block's figures. cpu-µs/run is the
-// whole process's user + system CPU (server, model, client, exporter) over
-// a mode's blocks divided by its runs; wall-ms/run is the mean time from
-// sending a request to reading its answer; tracing-cpu-µs/run and
-// tracing-wall-% are on less off.
+// mostly idle while the model "thinks"). The runs go in pairs of blocks of
+// 16, one with tracing off and one with it on, in turn, so that both see
+// the same machine: other processes' load drifts far more than tracing
+// costs. An "on" block sets tracing up (every trace sampled: the request,
+// run, node and chat spans, exported by the SDK over OTLP/HTTP to a local
+// endpoint that discards them) and shuts it down at its end, which sends
+// the block's spans: the export, and the set-up too, are inside its
+// figures. cpu-µs/run is the whole process's user + system CPU (server,
+// model, client, exporter) over a mode's blocks divided by its runs;
+// wall-ms/run is the mean time from sending a request to reading its
+// answer. tracing-cpu-µs/run and tracing-wall-% are the mean differences,
+// on less off, over the pairs, and their ±se the standard errors of those
+// means.
 func BenchmarkAgentRunTracing(b *testing.B) {
-	const clients, block = 8, 32
+	const clients, block = 8, 16
 	received := otlpSink(b)
 	s, model := benchAgentServer(b, testutil.Options{NoSync: true})
 	steps := make([]scripted.Step, b.N)
@@ -66,31 +69,35 @@ func BenchmarkAgentRunTracing(b *testing.B) {
 	model.Script(steps...)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	body := []byte(`{"assistant_id":"agent","input":{"messages":[{"role":"user","content":"hi"}]}}`)
-	var cpu, wall [2]time.Duration // by mode: 0 off, 1 on
-	var runs [2]int
+	post := func() { postOnce(b, client, s.URL()+"/runs/wait", body) }
+	var cpu, wall [2]time.Duration  // per run, by mode: 0 off, 1 on
+	var cpuDiff, wallDiff []float64 // per pair: on less off, µs and %
 	b.ResetTimer()
-	for done, on := 0, 0; done < b.N; on = 1 - on {
-		n := min(block, b.N-done)
-		c, w := agentRunBlock(b, on == 1, n, clients, func() { postOnce(b, client, s.URL()+"/runs/wait", body) })
-		cpu[on], wall[on], runs[on] = cpu[on]+c, wall[on]+w, runs[on]+n
-		done += n
+	for pair := 0; (pair+1)*2*block <= b.N; pair++ {
+		var c, w [2]time.Duration
+		for _, on := range []int{pair % 2, 1 - pair%2} { // which goes first alternates too
+			c[on], w[on] = agentRunBlock(b, on == 1, block, clients, post)
+			cpu[on], wall[on] = cpu[on]+c[on], wall[on]+w[on]
+		}
+		cpuDiff = append(cpuDiff, float64(c[1]-c[0])/block/1e3)
+		wallDiff = append(wallDiff, 100*float64(w[1]-w[0])/float64(w[0]))
 	}
 	b.StopTimer()
-	if runs[0] == 0 || runs[1] == 0 {
-		return // too few runs for both modes (go test's first, one-run round)
+	if len(cpuDiff) < 2 {
+		return // too few runs for two pairs (go test's first, one-run round)
 	}
 	if received.Load() == 0 {
 		b.Fatal("no span reached the OTLP endpoint")
 	}
-	perRun := func(d time.Duration, n int) float64 { return float64(d) / float64(n) }
-	offCPU, onCPU := perRun(cpu[0], runs[0])/1e3, perRun(cpu[1], runs[1])/1e3
-	offWall, onWall := perRun(wall[0], runs[0])/1e6, perRun(wall[1], runs[1])/1e6
-	b.ReportMetric(offCPU, "off-cpu-µs/run")
-	b.ReportMetric(onCPU, "on-cpu-µs/run")
-	b.ReportMetric(onCPU-offCPU, "tracing-cpu-µs/run")
-	b.ReportMetric(offWall, "off-wall-ms/run")
-	b.ReportMetric(onWall, "on-wall-ms/run")
-	b.ReportMetric(100*(onWall-offWall)/offWall, "tracing-wall-%")
+	runs := float64(len(cpuDiff) * block)
+	b.ReportMetric(float64(cpu[0])/runs/1e3, "off-cpu-µs/run")
+	b.ReportMetric(float64(cpu[1])/runs/1e3, "on-cpu-µs/run")
+	b.ReportMetric(float64(wall[0])/runs/1e6, "off-wall-ms/run")
+	b.ReportMetric(float64(wall[1])/runs/1e6, "on-wall-ms/run")
+	b.ReportMetric(stats.MeanFloat(cpuDiff), "tracing-cpu-µs/run")
+	b.ReportMetric(stats.StdErr(cpuDiff), "±se-cpu-µs/run")
+	b.ReportMetric(stats.MeanFloat(wallDiff), "tracing-wall-%")
+	b.ReportMetric(stats.StdErr(wallDiff), "±se-wall-%")
 }
 
 // agentRunBlock runs post n times from clients goroutines, with tracing on

@@ -3,7 +3,10 @@
 // use it.
 package stats
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Quantile returns the q-quantile (0..1) of sorted durations: the element
 // at index q·n, clamped to the last one; 0 for no samples.
@@ -26,4 +29,28 @@ func Mean(d []time.Duration) time.Duration {
 		sum += x
 	}
 	return sum / time.Duration(max(len(d), 1))
+}
+
+// MeanFloat returns the mean of x (0 for no samples).
+func MeanFloat(x []float64) float64 {
+	var sum float64
+	for _, v := range x {
+		sum += v
+	}
+	return sum / float64(max(len(x), 1))
+}
+
+// StdErr returns the standard error of the mean of x: the samples'
+// standard deviation over √n (0 for fewer than two samples).
+func StdErr(x []float64) float64 {
+	n := float64(len(x))
+	if n < 2 {
+		return 0
+	}
+	m := MeanFloat(x)
+	var ss float64
+	for _, v := range x {
+		ss += (v - m) * (v - m)
+	}
+	return math.Sqrt(ss/(n-1)) / math.Sqrt(n)
 }
