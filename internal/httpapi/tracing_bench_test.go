@@ -45,22 +45,25 @@ func BenchmarkRunsWaitTracing(b *testing.B) {
 // agent of benchAgentServer, answered in one model call that the scripted
 // server holds 50 ms before its first byte, by 8 clients at once (enough
 // runs per second for the CPU figure, few enough that the 2 CPUs stay
-// mostly idle while the model "thinks"). The runs go in pairs of blocks of
-// 16, one with tracing off and one with it on, in turn, so that both see
-// the same machine: other processes' load drifts far more than tracing
-// costs. An "on" block sets tracing up (every trace sampled: the request,
-// run, node and chat spans, exported by the SDK over OTLP/HTTP to a local
-// endpoint that discards them) and shuts it down at its end, which sends
-// the block's spans: the export, and the set-up too, are inside its
-// figures. cpu-µs/run is the whole process's user + system CPU (server,
-// model, client, exporter) over a mode's blocks divided by its runs;
-// wall-ms/run is the mean time from sending a request to reading its
-// answer. tracing-cpu-µs/run and tracing-wall-% are the mean differences,
-// on less off, over the pairs, and their ±se the standard errors of those
-// means.
+// mostly idle while the model "thinks"). Tracing is set up once, exporting
+// to a local OTLP/HTTP endpoint that discards the spans, and the runs go
+// in pairs of blocks of 16: in an "on" block every trace is sampled (the
+// request, run, node and chat spans are recorded and exported), in an
+// "off" block each request carries a traceparent whose sampled flag is
+// clear, so the default parent-based sampler records nothing of its run.
+// Which block of a pair goes first alternates, so both modes see the same
+// machine: other processes' load drifts far more than tracing costs. Each
+// block ends by waiting for the spans to be sent (tracing.Flush), so an
+// "on" block's export is inside its figures. cpu-µs/run is the whole
+// process's user + system CPU (server, model, client, exporter) over a
+// mode's blocks divided by its runs; wall-ms/run is the mean time from
+// sending a request to reading its answer. tracing-cpu-µs/run and
+// tracing-wall-% are the mean differences, on less off, over the pairs,
+// ±se the standard errors of those means, and p50- their medians. What a
+// sampled-out run costs against tracing off is in BenchmarkRunSpans.
 func BenchmarkAgentRunTracing(b *testing.B) {
 	const clients, block = 8, 16
-	received := otlpSink(b)
+	traceToSink(b)
 	s, model := benchAgentServer(b, testutil.Options{NoSync: true})
 	steps := make([]scripted.Step, b.N)
 	for i := range steps {
@@ -69,14 +72,18 @@ func BenchmarkAgentRunTracing(b *testing.B) {
 	model.Script(steps...)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	body := []byte(`{"assistant_id":"agent","input":{"messages":[{"role":"user","content":"hi"}]}}`)
-	post := func() { postOnce(b, client, s.URL()+"/runs/wait", body) }
-	var cpu, wall [2]time.Duration  // per run, by mode: 0 off, 1 on
+	sampledOut := http.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"}}
+	var cpu, wall [2]time.Duration  // by mode: 0 off, 1 on
 	var cpuDiff, wallDiff []float64 // per pair: on less off, µs and %
 	b.ResetTimer()
 	for pair := 0; (pair+1)*2*block <= b.N; pair++ {
 		var c, w [2]time.Duration
-		for _, on := range []int{pair % 2, 1 - pair%2} { // which goes first alternates too
-			c[on], w[on] = agentRunBlock(b, on == 1, block, clients, post)
+		for _, on := range []int{pair % 2, 1 - pair%2} { // which goes first alternates
+			h := sampledOut
+			if on == 1 {
+				h = nil
+			}
+			c[on], w[on] = runBlock(b, block, clients, func() { postOnce(b, client, s.URL()+"/runs/wait", body, h) })
 			cpu[on], wall[on] = cpu[on]+c[on], wall[on]+w[on]
 		}
 		cpuDiff = append(cpuDiff, float64(c[1]-c[0])/block/1e3)
@@ -86,9 +93,6 @@ func BenchmarkAgentRunTracing(b *testing.B) {
 	if len(cpuDiff) < 2 {
 		return // too few runs for two pairs (go test's first, one-run round)
 	}
-	if received.Load() == 0 {
-		b.Fatal("no span reached the OTLP endpoint")
-	}
 	runs := float64(len(cpuDiff) * block)
 	b.ReportMetric(float64(cpu[0])/runs/1e3, "off-cpu-µs/run")
 	b.ReportMetric(float64(cpu[1])/runs/1e3, "on-cpu-µs/run")
@@ -96,23 +100,17 @@ func BenchmarkAgentRunTracing(b *testing.B) {
 	b.ReportMetric(float64(wall[1])/runs/1e6, "on-wall-ms/run")
 	b.ReportMetric(stats.MeanFloat(cpuDiff), "tracing-cpu-µs/run")
 	b.ReportMetric(stats.StdErr(cpuDiff), "±se-cpu-µs/run")
+	b.ReportMetric(stats.MedianFloat(cpuDiff), "p50-tracing-cpu-µs/run")
 	b.ReportMetric(stats.MeanFloat(wallDiff), "tracing-wall-%")
 	b.ReportMetric(stats.StdErr(wallDiff), "±se-wall-%")
+	b.ReportMetric(stats.MedianFloat(wallDiff), "p50-tracing-wall-%")
 }
 
-// agentRunBlock runs post n times from clients goroutines, with tracing on
-// (set up before, shut down after: the block's spans are sent within it)
-// or off, and returns the process's CPU over the block and the sum of the
-// posts' wall times.
-func agentRunBlock(b *testing.B, on bool, n, clients int, post func()) (cpu, wall time.Duration) {
+// runBlock runs post n times from clients goroutines, then waits until
+// the spans are sent, and returns the process's CPU over the block and the
+// sum of the posts' wall times.
+func runBlock(b *testing.B, n, clients int, post func()) (cpu, wall time.Duration) {
 	cpu0 := processCPU()
-	stop := func(context.Context) error { return nil }
-	if on {
-		var err error
-		if stop, err = tracing.Setup(context.Background(), slog.New(slog.DiscardHandler)); err != nil {
-			b.Fatal(err)
-		}
-	}
 	var next, total atomic.Int64
 	var wg sync.WaitGroup
 	for range clients {
@@ -125,7 +123,7 @@ func agentRunBlock(b *testing.B, on bool, n, clients int, post func()) (cpu, wal
 		})
 	}
 	wg.Wait()
-	if err := stop(context.Background()); err != nil {
+	if err := tracing.Flush(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	return processCPU() - cpu0, time.Duration(total.Load())
@@ -133,29 +131,22 @@ func agentRunBlock(b *testing.B, on bool, n, clients int, post func()) (cpu, wal
 
 func onOff(on bool) string { return map[bool]string{false: "off", true: "on"}[on] }
 
-// otlpSink serves a local OTLP/HTTP endpoint that discards what it
-// receives, names it in OTEL_EXPORTER_OTLP_ENDPOINT for the rest of the
-// benchmark, and counts the bytes received.
-func otlpSink(b *testing.B) *atomic.Int64 {
+// traceToSink turns tracing on for the rest of the benchmark, exporting to
+// a local OTLP/HTTP endpoint that discards the spans; the benchmark fails
+// if none reached it.
+func traceToSink(b *testing.B) {
 	var received atomic.Int64
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
 		received.Add(n)
 	}))
-	b.Cleanup(sink.Close)
 	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
-	return &received
-}
-
-// traceToSink turns tracing on for the rest of the benchmark, exporting to
-// an otlpSink; the benchmark fails if no span reached it.
-func traceToSink(b *testing.B) {
-	received := otlpSink(b)
 	stop, err := tracing.Setup(context.Background(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
+		defer sink.Close()
 		if err := stop(context.Background()); err != nil {
 			b.Error(err)
 		}
@@ -178,7 +169,7 @@ func postRunsWait(b *testing.B, s *testutil.Server, body string) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			start := time.Now()
-			postOnce(b, client, s.URL()+"/runs/wait", raw)
+			postOnce(b, client, s.URL()+"/runs/wait", raw, nil)
 			wall.Add(int64(time.Since(start)))
 		}
 	})
@@ -187,9 +178,18 @@ func postRunsWait(b *testing.B, s *testutil.Server, body string) {
 	b.ReportMetric(float64(wall.Load())/float64(b.N)/1e6, "wall-ms/run")
 }
 
-// postOnce posts body to url and reads the answer, which must be 200.
-func postOnce(b *testing.B, client *http.Client, url string, body []byte) {
-	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+// postOnce posts body to url with the headers h and reads the answer,
+// which must be 200.
+func postOnce(b *testing.B, client *http.Client, url string, body []byte, h http.Header) {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
 	if err != nil {
 		b.Error(err)
 		return

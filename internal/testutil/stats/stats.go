@@ -5,6 +5,7 @@ package stats
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -53,4 +54,17 @@ func StdErr(x []float64) float64 {
 		ss += (v - m) * (v - m)
 	}
 	return math.Sqrt(ss/(n-1)) / math.Sqrt(n)
+}
+
+// MedianFloat returns the median of x (0 for no samples); x is not
+// changed.
+func MedianFloat(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(x))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }
