@@ -29,13 +29,17 @@ import (
 func BenchmarkRunsWaitTracing(b *testing.B) {
 	for _, on := range []bool{false, true} {
 		b.Run(onOff(on), func(b *testing.B) {
+			var received *atomic.Int64
 			if on {
-				traceToSink(b)
+				received = traceToSink(b)
 			}
 			s := testutil.StartServer(b, testutil.Options{NoSync: true})
 			b.SetParallelism(25) // 50 clients on 2 CPUs
 			b.ReportAllocs()
 			postRunsWait(b, s, `{"assistant_id":"echo","input":{"messages":[{"role":"user","content":"hi"}]}}`)
+			if on {
+				mustHaveExported(b, received)
+			}
 		})
 	}
 }
@@ -63,7 +67,7 @@ func BenchmarkRunsWaitTracing(b *testing.B) {
 // sampled-out run costs against tracing off is in BenchmarkRunSpans.
 func BenchmarkAgentRunTracing(b *testing.B) {
 	const clients, block = 8, 16
-	traceToSink(b)
+	received := traceToSink(b)
 	s, model := benchAgentServer(b, testutil.Options{NoSync: true})
 	steps := make([]scripted.Step, b.N)
 	for i := range steps {
@@ -93,6 +97,7 @@ func BenchmarkAgentRunTracing(b *testing.B) {
 	if len(cpuDiff) < 2 {
 		return // too few runs for two pairs (go test's first, one-run round)
 	}
+	mustHaveExported(b, received)
 	runs := float64(len(cpuDiff) * block)
 	b.ReportMetric(float64(cpu[0])/runs/1e3, "off-cpu-µs/run")
 	b.ReportMetric(float64(cpu[1])/runs/1e3, "on-cpu-µs/run")
@@ -132,9 +137,9 @@ func runBlock(b *testing.B, n, clients int, post func()) (cpu, wall time.Duratio
 func onOff(on bool) string { return map[bool]string{false: "off", true: "on"}[on] }
 
 // traceToSink turns tracing on for the rest of the benchmark, exporting to
-// a local OTLP/HTTP endpoint that discards the spans; the benchmark fails
-// if none reached it.
-func traceToSink(b *testing.B) {
+// a local OTLP/HTTP endpoint that discards the spans; it returns the count
+// of bytes the endpoint received.
+func traceToSink(b *testing.B) *atomic.Int64 {
 	var received atomic.Int64
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
@@ -150,10 +155,19 @@ func traceToSink(b *testing.B) {
 		if err := stop(context.Background()); err != nil {
 			b.Error(err)
 		}
-		if received.Load() == 0 {
-			b.Error("no span reached the OTLP endpoint")
-		}
 	})
+	return &received
+}
+
+// mustHaveExported fails the benchmark unless spans reached the endpoint
+// of traceToSink once they are flushed.
+func mustHaveExported(b *testing.B, received *atomic.Int64) {
+	if err := tracing.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if received.Load() == 0 {
+		b.Fatal("no span reached the OTLP endpoint")
+	}
 }
 
 // postRunsWait is the timed loop of the benchmarks: body posted to
