@@ -72,6 +72,12 @@ type Config struct {
 	// AdvertiseURL is where the other replicas reach this one's API
 	// (PostgreSQL); empty: http:// and the listen address.
 	AdvertiseURL string
+
+	// JSWorkers is the number of Node graph worker processes started when
+	// langgraph.json has JavaScript graphs.
+	JSWorkers int
+	// JSWorkerConcurrency bounds the runs one graph worker runs at once.
+	JSWorkerConcurrency int
 }
 
 // Default returns the configuration used when nothing is set.
@@ -91,6 +97,9 @@ func Default() Config {
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		WorkspaceQuota:  DefaultWorkspaceQuota,
 		MaxCrons:        1000,
+
+		JSWorkers:           1,
+		JSWorkerConcurrency: 64,
 	}
 }
 
@@ -131,6 +140,8 @@ const (
 	EnvMetricsAddr     = "AGENTSERVER_METRICS_ADDR"
 	EnvRunLease        = "AGENTSERVER_RUN_LEASE"
 	EnvAdvertiseURL    = "AGENTSERVER_ADVERTISE_URL"
+	EnvJSWorkers       = "AGENTSERVER_JS_WORKERS"
+	EnvJSConcurrency   = "AGENTSERVER_JS_WORKER_CONCURRENCY"
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
 	EnvBGJobTimeout = "BG_JOB_TIMEOUT_SECS"
@@ -180,6 +191,8 @@ var options = []option{
 	{"max-crons", EnvMaxCrons, "n", "crons that may exist at once; 0: no bound", func(c *Config) flag.Value { return (*intValue)(&c.MaxCrons) }},
 	{"metrics-addr", EnvMetricsAddr, "host:port", "serve GET /metrics (Prometheus) on this address without the API key; unset: on --addr, behind the key", func(c *Config) flag.Value { return (*stringValue)(&c.MetricsAddr) }},
 	{"max-body-size", EnvMaxBody, "bytes", "largest request body in bytes; larger ones get 413", func(c *Config) flag.Value { return (*intValue)(&c.MaxBodyBytes) }},
+	{"js-workers", EnvJSWorkers, "n", "Node graph worker processes for langgraph.json's JavaScript graphs", func(c *Config) flag.Value { return (*intValue)(&c.JSWorkers) }},
+	{"js-worker-concurrency", EnvJSConcurrency, "n", "runs one Node graph worker runs at once; more wait for a free one", func(c *Config) flag.Value { return (*intValue)(&c.JSWorkerConcurrency) }},
 	{"workspace-quota", EnvQuota, "bytes", "bytes of files the file tools may keep in one thread's workspace", func(c *Config) flag.Value { return (*intValue)(&c.WorkspaceQuota) }},
 }
 
@@ -383,6 +396,12 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown-timeout must be positive"))
+	}
+	if c.JSWorkers < 1 {
+		errs = append(errs, fmt.Errorf("js-workers must be at least 1, got %d", c.JSWorkers))
+	}
+	if c.JSWorkerConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("js-worker-concurrency must be at least 1, got %d", c.JSWorkerConcurrency))
 	}
 	if c.MaxSubagents < 1 {
 		errs = append(errs, errors.New("max-subagents must be at least 1"))

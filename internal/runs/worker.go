@@ -162,7 +162,8 @@ func (s *Service) input(run storage.Run) (graph.Input, error) {
 		RunID: run.RunID, ThreadID: run.ThreadID, Values: kw.Input, Command: kw.Command,
 		InterruptBefore: kw.InterruptBefore, InterruptAfter: kw.InterruptAfter,
 		Config: kw.Config, Context: kw.Context,
-		Metadata: map[string]any{"graph_id": run.GraphID, "assistant_id": run.AssistantID.String()},
+		Metadata:    map[string]any{"graph_id": run.GraphID, "assistant_id": run.AssistantID.String()},
+		Checkpoints: checkpointReader{s.db},
 	}
 	for k, v := range run.Metadata {
 		if _, taken := in.Metadata[k]; !taken {
@@ -582,7 +583,10 @@ func latestCheckpoint(tx *storage.Tx, threadID uuid.UUID, known *storage.Checkpo
 }
 
 func errorName(err error) string {
+	var named interface{ ErrorName() string }
 	switch {
+	case errors.As(err, &named):
+		return named.ErrorName()
 	case errors.Is(err, graph.ErrRecursionLimit):
 		return "GraphRecursionError"
 	case errors.Is(err, channels.ErrInvalidUpdate), errors.Is(err, errdefs.ErrInvalid):
