@@ -28,14 +28,12 @@ type message struct {
 type WireError struct {
 	Name    string `json:"name"`
 	Message string `json:"message"`
+	// State is the thread's state after a run failed (run errors only).
+	State *runResult `json:"state,omitempty"`
 }
 
-func (e *WireError) Error() string {
-	if e.Name == "" || e.Name == "Error" {
-		return e.Message
-	}
-	return e.Name + ": " + e.Message
-}
+// Error is the message alone: a failed run records the name apart.
+func (e *WireError) Error() string { return e.Message }
 
 // ErrorName is the error's name, which a failed run records.
 func (e *WireError) ErrorName() string {

@@ -84,8 +84,13 @@ func (r *runner) Run(ctx context.Context, in graph.Input, sink graph.Sink) (grap
 	if err != nil {
 		// What the run wrote before it failed (the failed task's error,
 		// the writes of the tasks that succeeded) is kept with its last
-		// checkpoint.
-		s.closeWith(nil, false)
+		// checkpoint, with the state the worker read after the failure.
+		var we *WireError
+		var state *runResult
+		if errors.As(err, &we) {
+			state, we.State = we.State, nil
+		}
+		s.closeWith(state, false)
 		return graph.Result{}, err
 	}
 	final, err := s.closeWith(&res, true)

@@ -106,19 +106,22 @@ function dispatch(msg) {
 }
 
 function errorOf(err) {
-  if (err instanceof Error) return { name: err.name || "Error", message: err.message };
+  if (err instanceof Error) return { name: err.name || "Error", message: err.message, ...(err.state ? { state: err.state } : {}) };
   return { name: "Error", message: String(err) };
 }
 
 // ---------------------------------------------------------------------------
 // Values as clients see them: LangChain messages become plain dicts
-// ({...data, type}), as LangGraph Platform's API shows them.
+// ({...data, type}), as LangGraph Platform's API shows them; a streamed
+// chunk's type is its class ("AIMessageChunk"), as the Python server and
+// the Go executor write it.
 
 function plainReplacer(key, value) {
   const raw = this[key];
   if (raw != null && typeof raw === "object" && typeof raw.toDict === "function" && typeof raw._getType === "function") {
     const { type, data } = raw.toDict();
-    return { ...data, type };
+    const chunk = typeof raw.concat === "function" && raw.constructor?.lc_name?.();
+    return { ...data, type: typeof chunk === "string" && chunk.endsWith("MessageChunk") ? chunk : type };
   }
   return value;
 }
@@ -371,17 +374,35 @@ async function runGraph(entry, p, signal) {
     interruptBefore: p.interrupt_before?.length ? p.interrupt_before : undefined,
     interruptAfter: p.interrupt_after?.length ? p.interrupt_after : undefined,
   });
-  for await (const [mode, chunk] of stream) {
-    if (mode === "checkpoints") {
-      notify("snapshot", snapshotOf(p.run_id, chunk, writes));
-      writes = {};
-      continue;
+  try {
+    for await (const [mode, chunk] of stream) {
+      if (mode === "checkpoints") {
+        notify("snapshot", snapshotOf(p.run_id, chunk, writes));
+        writes = {};
+        continue;
+      }
+      if (mode === "updates") {
+        for (const [node, update] of Object.entries(chunk ?? {})) if (node !== "__interrupt__") writes[node] = update;
+      }
+      notify("event", { run_id: p.run_id, mode, payload: new Raw(plainJSON(chunk)) });
     }
-    if (mode === "updates") {
-      for (const [node, update] of Object.entries(chunk ?? {})) if (node !== "__interrupt__") writes[node] = update;
+  } catch (err) {
+    // The thread's state after the failure (the failed task and its error
+    // among the tasks) goes with the error, unless the run was cancelled.
+    if (!signal.aborted) {
+      try {
+        err.state = await finalState(graph, p);
+      } catch {
+        // the error itself is what the run reports
+      }
     }
-    notify("event", { run_id: p.run_id, mode, payload: new Raw(plainJSON(chunk)) });
+    throw err;
   }
+  return finalState(graph, p);
+}
+
+/** finalState is the thread's state at the end of a run, as the server keeps it. */
+async function finalState(graph, p) {
   const state = await graph.getState({ configurable: { thread_id: p.thread_id, checkpoint_ns: "" } });
   return {
     checkpoint_id: state.config?.configurable?.checkpoint_id ?? null,

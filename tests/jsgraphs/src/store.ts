@@ -1,11 +1,12 @@
 // A graph that keeps a memory in the server's store: it reads the user's
-// counter, increments it and lists the user's namespaces.
+// counter, increments it and searches the users' counters. (LangGraph.js
+// wraps a graph's store in its AsyncBatchedStore, which has no
+// listNamespaces: a node cannot list namespaces, whatever the store.)
 import { Annotation, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
 
 const State = Annotation.Root({
   user: Annotation<string>(),
   visits: Annotation<number>(),
-  namespaces: Annotation<string[][]>(),
   found: Annotation<number>(),
 });
 
@@ -16,9 +17,8 @@ export const graph = new StateGraph(State)
     const item = await store.get(ns, "counter");
     const visits = ((item?.value?.visits as number | undefined) ?? 0) + 1;
     await store.put(ns, "counter", { visits });
-    const namespaces = await store.listNamespaces({ prefix: ["visits"] });
     const found = (await store.search(["visits"], { filter: { visits } })).length;
-    return { visits, namespaces, found };
+    return { visits, found };
   })
   .addEdge("__start__", "remember")
   .compile();
