@@ -329,3 +329,103 @@ func TestJSGraphWorkerKilled(t *testing.T) {
 		t.Errorf("run on the new worker = %v", out)
 	}
 }
+
+// project writes a LangGraph.js project in a temporary folder: files, a
+// langgraph.json with graphs, and node_modules linked to the fixture's
+// packages named in modules (all of them when modules is nil).
+func project(t *testing.T, graphs string, files map[string]string, modules []string) string {
+	t.Helper()
+	fixtureDir, _ := fixture(t)
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"type": "module"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(fixtureDir, "node_modules")
+	if modules == nil {
+		if err := os.Symlink(src, filepath.Join(dir, "node_modules")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range modules {
+		target := filepath.Join(dir, "node_modules", m)
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(src, m), target); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "langgraph.json")
+	if err := os.WriteFile(file, []byte(graphs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestJSGraphBadConfigs: each project the server cannot serve is refused
+// at start with one line naming the graph, its file and the cause.
+func TestJSGraphBadConfigs(t *testing.T) {
+	const good = "import { graph as g } from './ok.mjs';\n"
+	okGraph := map[string]string{"ok.mjs": `import { Annotation, StateGraph } from "@langchain/langgraph";
+export const graph = new StateGraph(Annotation.Root({ x: Annotation() })).addNode("n", () => ({ x: 1 })).addEdge("__start__", "n").compile();
+`}
+	with := func(extra map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range okGraph {
+			out[k] = v
+		}
+		for k, v := range extra {
+			out[k] = v
+		}
+		return out
+	}
+	// Node finds a linked package's own dependencies from its real path.
+	langchain := []string{"@langchain/langgraph"}
+	cases := []struct {
+		name, graphs string
+		files        map[string]string
+		modules      []string
+		want         []string
+	}{
+		{"python file", `{"graphs": {"py": "./agent.py:graph"}}`, nil, nil, []string{`graphs.py`, "Python graphs are not served yet"}},
+		{"python module", `{"graphs": {"py": "my_pkg.agent:graph"}}`, nil, nil, []string{"Python graphs are not served yet"}},
+		{"missing export", `{"graphs": {"g": "./ok.mjs:nope"}}`, okGraph, nil, []string{`graph "g" (`, "ok.mjs", `has no export named "nope" (it exports: graph)`}},
+		{"not a graph", `{"graphs": {"g": "./bad.mjs:value"}}`, with(map[string]string{"bad.mjs": good + "export const value = 42;\n"}), nil, []string{`graph "g"`, "bad.mjs", "is not a graph, a StateGraph or a factory function (it is number)"}},
+		{"syntax error", `{"graphs": {"g": "./broken.mjs:graph"}}`, with(map[string]string{"broken.mjs": "export const graph = {;\n"}), nil, []string{`graph "g"`, "broken.mjs", "cannot import", "SyntaxError"}},
+		{"missing file", `{"graphs": {"g": "./absent.mjs:graph"}}`, okGraph, nil, []string{`graph "g"`, "absent.mjs", "cannot import", "Cannot find module"}},
+		{"two problems, a line each", `{"graphs": {"a": "./ok.mjs:nope", "b": "./absent.js:graph"}}`, okGraph, nil, []string{"\ngraph \"a\"", "\ngraph \"b\""}},
+		{"no langgraph", `{"graphs": {"g": "./ok.mjs:graph"}}`, okGraph, []string{}, []string{`graph "g"`, "@langchain/langgraph is not installed in"}},
+		{"typescript without a transpiler", `{"graphs": {"g": "./g.ts:graph"}}`, with(map[string]string{"g.ts": "export { graph } from './ok.mjs';\n"}), langchain, []string{`graph "g"`, "g.ts", "no TypeScript transpiler", "npm install --save-dev tsx"}},
+		{"node too old for node_version", `{"node_version": "99", "graphs": {"g": "./ok.mjs:graph"}}`, okGraph, nil, []string{`older than langgraph.json's node_version "99"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			file := project(t, c.graphs, c.files, c.modules)
+			err := testutil.BuildErr(t, testutil.Options{GraphsFile: file})
+			if err == nil {
+				t.Fatal("the server started")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+	t.Run("node missing", func(t *testing.T) {
+		file := project(t, `{"graphs": {"g": "./ok.mjs:graph"}}`, okGraph, nil)
+		t.Setenv("PATH", t.TempDir())
+		err := testutil.BuildErr(t, testutil.Options{GraphsFile: file})
+		if err == nil || !strings.Contains(err.Error(), "node (node) is not installed or not on PATH") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
