@@ -28,7 +28,13 @@ type runParams struct {
 	Metadata        map[string]any `json:"metadata,omitempty"`
 	InterruptBefore []string       `json:"interrupt_before,omitempty"`
 	InterruptAfter  []string       `json:"interrupt_after,omitempty"`
+	// StreamModes are the modes someone wants when the run starts; the
+	// worker sends events of those only.
+	StreamModes []string `json:"stream_modes"`
 }
+
+// streamModes are the stream modes a worker can send events of.
+var streamModes = []string{"values", "updates", "messages", "custom"}
 
 // runResult is a worker's answer to run: the thread's state when the run
 // ended (the graph's getState).
@@ -57,6 +63,11 @@ func (r *runner) Run(ctx context.Context, in graph.Input, sink graph.Sink) (grap
 	params := runParams{
 		RunID: in.RunID.String(), ThreadID: in.ThreadID.String(), GraphID: r.graphID, Input: in.Values, Command: in.Command,
 		Config: in.Config, Context: in.Context, Metadata: in.Metadata, InterruptBefore: in.InterruptBefore, InterruptAfter: in.InterruptAfter,
+	}
+	for _, m := range streamModes {
+		if sink.Wants(m) {
+			params.StreamModes = append(params.StreamModes, m)
+		}
 	}
 	if in.Retry {
 		params.Input, params.Command = nil, nil

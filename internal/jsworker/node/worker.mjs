@@ -90,7 +90,8 @@ function dispatch(msg) {
   }
   const handler = handlers[msg.method];
   if (msg.id === undefined) {
-    handler?.(msg.params ?? {});
+    // Deferred like requests, so that a cancel sent after a run finds it.
+    Promise.resolve().then(() => handler?.(msg.params ?? {}));
     return;
   }
   if (handler === undefined) {
@@ -359,7 +360,7 @@ function withCheckpointer(graph, runID) {
   return g;
 }
 
-const streamed = ["values", "updates", "messages", "custom"];
+const streamable = new Set(["values", "updates", "messages", "custom"]);
 
 async function runGraph(entry, p, signal) {
   const config = runConfig(p, signal);
@@ -368,9 +369,11 @@ async function runGraph(entry, p, signal) {
   if (p.command != null) input = new lg.Command(p.command);
   let writes = p.command == null && input != null ? { __start__: input } : {};
   if (p.command?.update != null) writes = { __start__: p.command.update };
+  // updates are always streamed: they are the checkpoints' metadata.writes.
+  const wanted = new Set((p.stream_modes ?? []).filter((m) => streamable.has(m)));
   const stream = await graph.stream(input, {
     ...config,
-    streamMode: [...streamed, "checkpoints"],
+    streamMode: [...new Set([...wanted, "updates", "checkpoints"])],
     interruptBefore: p.interrupt_before?.length ? p.interrupt_before : undefined,
     interruptAfter: p.interrupt_after?.length ? p.interrupt_after : undefined,
   });
@@ -383,6 +386,7 @@ async function runGraph(entry, p, signal) {
       }
       if (mode === "updates") {
         for (const [node, update] of Object.entries(chunk ?? {})) if (node !== "__interrupt__") writes[node] = update;
+        if (!wanted.has("updates")) continue;
       }
       notify("event", { run_id: p.run_id, mode, payload: new Raw(plainJSON(chunk)) });
     }
