@@ -33,6 +33,9 @@ type Config struct {
 	Jobs int
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
+	// LogFormat is text or json; empty picks text on a terminal and json
+	// otherwise.
+	LogFormat string
 	// ShutdownTimeout bounds the graceful shutdown.
 	ShutdownTimeout time.Duration
 	// EnableShell lets agent specs that list the bash tool use it.
@@ -129,6 +132,7 @@ const (
 	EnvAPIKey          = "AGENTSERVER_API_KEY"
 	EnvJobs            = "AGENTSERVER_N_JOBS"
 	EnvLogLevel        = "AGENTSERVER_LOG_LEVEL"
+	EnvLogFormat       = "AGENTSERVER_LOG_FORMAT"
 	EnvShell           = "AGENTSERVER_ENABLE_SHELL"
 	EnvMaxSub          = "AGENTSERVER_MAX_SUBAGENTS"
 	EnvShutdownTimeout = "AGENTSERVER_SHUTDOWN_TIMEOUT"
@@ -179,6 +183,7 @@ var options = []option{
 	{"api-key", EnvAPIKey, "key", "require this x-api-key on every route but /ok, /openapi.json, /docs and the console's files", func(c *Config) flag.Value { return (*stringValue)(&c.APIKey) }},
 	{"n-jobs", EnvJobs, "n", "number of run workers", func(c *Config) flag.Value { return (*intValue)(&c.Jobs) }},
 	{"log-level", EnvLogLevel, "level", "debug, info, warn or error", func(c *Config) flag.Value { return (*stringValue)(&c.LogLevel) }},
+	{"log-format", EnvLogFormat, "format", "text or json (default: text on a terminal, json otherwise)", func(c *Config) flag.Value { return (*stringValue)(&c.LogFormat) }},
 	{"enable-shell", EnvShell, "", "let agents whose spec lists bash run shell commands in their workspace", func(c *Config) flag.Value { return (*boolValue)(&c.EnableShell) }},
 	{"max-subagents", EnvMaxSub, "n", "task-tool subagents running at once; more wait in line", func(c *Config) flag.Value { return (*intValue)(&c.MaxSubagents) }},
 	{"shutdown-timeout", EnvShutdownTimeout, "duration", "how long a graceful shutdown may take (with a unit: 10s, 1m)", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout) }},
@@ -227,7 +232,17 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 	if err := applyEnv(fs, getenv); err != nil {
 		return c, err
 	}
+	c.Addr = withDefaultHost(c.Addr)
 	return c, c.Validate()
+}
+
+// withDefaultHost reads a bare port ("8080") as that port on the default
+// host, 127.0.0.1; anything else is left for Validate.
+func withDefaultHost(addr string) string {
+	if port, err := strconv.ParseUint(addr, 10, 16); err == nil {
+		return net.JoinHostPort("127.0.0.1", strconv.FormatUint(port, 10))
+	}
+	return addr
 }
 
 // doubleDash rewrites the flag package's messages, which name flags with
@@ -393,6 +408,11 @@ func (c Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	switch c.LogFormat {
+	case "", "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log-format %q: want text or json", c.LogFormat))
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown-timeout must be positive"))

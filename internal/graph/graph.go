@@ -1,25 +1,3 @@
-// Package graph executes graphs the way LangGraph's Pregel loop does: the
-// input is applied as a first checkpoint, then each super-step runs the
-// scheduled nodes (concurrently when several), folds their updates into the
-// state through the channel reducers, writes a checkpoint and decides the
-// next nodes. A run stopped at any point can continue from its last
-// checkpoint, whose Next lists what remains to run.
-//
-// Invariants:
-//   - Exactly one checkpoint is written per super-step (and one for the
-//     input); a checkpoint with a non-empty Next is a resumable point.
-//   - Node updates are applied in the order of the step's node list, so
-//     results do not depend on goroutine scheduling.
-//   - A checkpoint's Tasks parallel its Next; a task started by a Send keeps
-//     the Send's input there, so a run paused before it resumes it with the
-//     same input. End is never listed in Next.
-//   - Cancellation is the context: a cancelled run stops at once, leaving
-//     the last written checkpoint as its state.
-//   - State values are immutable: nodes, reducers and middlewares build new
-//     maps and lists instead of modifying what they were given, because a
-//     state is shared by the step's nodes, the checkpoints already handed to
-//     the sink, and the sink's encoder, which reuses the encoding of any
-//     message object it has seen before.
 package graph
 
 import (

@@ -1,6 +1,8 @@
 // Package graphs loads langgraph.json and describes the graphs it serves:
-// their ids, JSON Schemas (input, output, state, config, context) and the
-// node/edge drawing returned by GET /assistants/{id}/graph.
+// their ids, JSON Schemas (input, output, state, config, context), the
+// node/edge drawing returned by GET /assistants/{id}/graph, and what runs
+// each of them (Definition.Runner). Executing a graph is package graph's
+// job (no s).
 //
 // langgraph.json keeps LangGraph's format. Each entry of "graphs" maps a
 // graph id to a source; "builtin:NAME" names a graph compiled into the

@@ -74,7 +74,7 @@
 // # Replicas
 //
 // On a shared (PostgreSQL) database several processes execute the runs of
-// one queue (shared.go, remote.go):
+// one queue (sharedscheduler.go, remote.go):
 //
 //   - A run created on a replica with a free worker starts there in the
 //     creating transaction; otherwise it waits in the shared queue

@@ -15,9 +15,9 @@ import (
 type checkpointReader struct{ db *storage.DB }
 
 // ReadCheckpoint returns one stored checkpoint of a thread.
-func (r checkpointReader) ReadCheckpoint(_ context.Context, threadID, checkpointID uuid.UUID) (graph.Checkpoint, error) {
+func (r checkpointReader) ReadCheckpoint(ctx context.Context, threadID, checkpointID uuid.UUID) (graph.Checkpoint, error) {
 	var cp storage.Checkpoint
-	err := r.db.View(func(tx *storage.Tx) error {
+	err := r.db.View(ctx, func(tx *storage.Tx) error {
 		var err error
 		cp, err = tx.GetCheckpoint(threadID, checkpointID)
 		return err
@@ -26,9 +26,9 @@ func (r checkpointReader) ReadCheckpoint(_ context.Context, threadID, checkpoint
 }
 
 // ListCheckpoints returns a thread's stored checkpoints newest first.
-func (r checkpointReader) ListCheckpoints(_ context.Context, threadID uuid.UUID, before *uuid.UUID, limit int) ([]graph.Checkpoint, error) {
+func (r checkpointReader) ListCheckpoints(ctx context.Context, threadID uuid.UUID, before *uuid.UUID, limit int) ([]graph.Checkpoint, error) {
 	var cps []storage.Checkpoint
-	err := r.db.View(func(tx *storage.Tx) error {
+	err := r.db.View(ctx, func(tx *storage.Tx) error {
 		var err error
 		cps, err = tx.ListCheckpoints(threadID, before, limit, nil)
 		return err

@@ -15,6 +15,7 @@ import (
 	"agentserver/internal/assistants"
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
+	"agentserver/internal/console"
 	"agentserver/internal/crons"
 	"agentserver/internal/events"
 	"agentserver/internal/graphs"
@@ -311,7 +312,8 @@ func (s *Server) Start() error {
 		}
 		s.serveErr <- err
 	}()
-	attrs := []any{"addr", ln.Addr().String(), "data_dir", s.cfg.DataDir}
+	base := baseURL(ln.Addr())
+	attrs := []any{"addr", ln.Addr().String(), "api", base, "docs", base + "/docs", "console", base + console.Prefix + "/", "data_dir", s.cfg.DataDir}
 	if s.cfg.DatabaseURL != "" {
 		attrs = append(attrs, "database", s.db.Describe()) // without the password
 	}
@@ -419,4 +421,17 @@ const (
 // DB is the server's database, for tests and offline checks.
 func (s *Server) DB() *storage.DB {
 	return s.db
+}
+
+// baseURL is the URL a person opens for a listener: an unspecified host
+// (all interfaces) reads as localhost.
+func baseURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

@@ -1,6 +1,8 @@
 // Package store is the LangGraph long-term memory store: JSON objects kept
 // under a namespace (a path of labels) and a key, with optional
-// time-to-live, searched by namespace prefix and value filters.
+// time-to-live, searched by namespace prefix and value filters. (It is a
+// service like threads or runs; package storage, which it writes through,
+// owns the database itself.)
 //
 // # Invariants
 //

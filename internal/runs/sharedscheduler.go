@@ -163,11 +163,7 @@ func (s *Service) dropTakenOver(run storage.Run, sink *runSink) {
 // ends, or nil when it has ended (or does not exist).
 func (s *Service) remoteDone(id uuid.UUID) <-chan struct{} {
 	ch := s.shared.next(s.shared.ended, id)
-	var active bool
-	err := s.db.View(func(tx *storage.Tx) error {
-		active = tx.RunIsActive(id)
-		return nil
-	})
+	active, err := storage.Read(s.ctx, s.db, func(tx *storage.Tx) (bool, error) { return tx.RunIsActive(id), nil })
 	if err != nil || !active {
 		s.shared.fire(s.shared.ended, id)
 		return nil
@@ -420,12 +416,6 @@ func (q *sharedScheduler) loop() {
 			q.takeOver()
 			q.watchLapse(lapse)
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
 	}
 }
 
@@ -583,13 +573,7 @@ func (q *sharedScheduler) watchLapse(t *time.Timer) {
 	if at, ok, err := q.s.db.NextLapse(q.s.opts.ReplicaID); err == nil && ok {
 		wait = max(time.Until(at)+lapseMargin, 100*time.Millisecond)
 	}
-	if !t.Stop() {
-		select {
-		case <-t.C:
-		default:
-		}
-	}
-	t.Reset(wait)
+	t.Reset(wait) // since Go 1.23 a Reset timer delivers no stale tick
 }
 
 // takeOver requeues the runs whose leases lapsed (their replica died).
