@@ -220,13 +220,23 @@ func TestStartupErrorsNameTheirCause(t *testing.T) {
 		expect(t, start(t, dataDir, echo), "open database "+path+": ")
 	})
 
-	for lang, src := range map[string]string{"Python": "./agent.py:graph", "JavaScript": "./src/agent.ts:graph"} {
-		t.Run(lang+" graph code", func(t *testing.T) {
-			graphs := writeGraphs(t, `{"graphs": {"agent": "`+src+`"}}`, nil)
+	// Python graphs are refused in one line that points at the worker
+	// protocol; a JavaScript project without its packages installed gets a
+	// heading and one line per graph saying what to do.
+	for _, c := range []struct {
+		lang, src string
+		lines     int
+		want      []string
+	}{
+		{"Python", "./agent.py:graph", 1, []string{`"./agent.py:graph" points to Python graph code`, "Python graphs are not served yet", "docs/js-graphs.md#worker-protocol"}},
+		{"JavaScript", "./src/agent.ts:graph", 2, []string{"cannot serve the JavaScript graphs", `graph "agent"`, "@langchain/langgraph is not installed", "run npm install"}},
+	} {
+		t.Run(c.lang+" graph code", func(t *testing.T) {
+			graphs := writeGraphs(t, `{"graphs": {"agent": "`+c.src+`"}}`, nil)
 			r := start(t, t.TempDir(), graphs)
-			expect(t, r, `"`+src+`" points to `+lang+` graph code`, "agent specs (YAML or JSON files)", "docs/configuration.md")
-			if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 {
-				t.Errorf("want one line, got:\n%s", r.stderr)
+			expect(t, r, c.want...)
+			if n := strings.Count(strings.TrimSpace(r.stderr), "\n") + 1; n != c.lines {
+				t.Errorf("want %d lines, got:\n%s", c.lines, r.stderr)
 			}
 		})
 	}

@@ -97,6 +97,12 @@ func TestAccessLogAndStartupWarnings(t *testing.T) {
 			requests[l["method"].(string)+" "+l["route"].(string)] = append(requests[l["method"].(string)+" "+l["route"].(string)], l)
 		}
 	}
+	if s := lines[serving]; s["console"] != p.url+"/ui/" || s["docs"] != p.url+"/docs" || s["api"] != p.url {
+		t.Errorf("the serving line does not give the URLs of the API, /docs and the console: %v", s)
+	}
+	if l := requests["GET (no route)"]; len(l) != 1 || l[0]["path"] != "/no/such/route" {
+		t.Errorf("the access line of an unknown route does not name its path: %v", l)
+	}
 	for route, status := range map[string]float64{"POST /threads": 200, "POST /threads/search": 200, "GET (no route)": 404} {
 		got := requests[route]
 		if len(got) != 1 {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"agentserver/internal/config"
+	"agentserver/internal/logging"
 	"agentserver/internal/server"
 	"agentserver/internal/tracing"
 	"agentserver/internal/version"
@@ -61,7 +62,10 @@ func serve(cfg config.Config, stderr io.Writer) error {
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log, err := logging.New(stderr, cfg.LogFormat, level)
+	if err != nil {
+		return err
+	}
 	stopTracing, err := tracing.Setup(context.Background(), log)
 	if err != nil {
 		return err

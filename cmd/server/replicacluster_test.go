@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -107,7 +108,7 @@ func (c *replicaCluster) modelCalls() map[string]int {
 func (c *replicaCluster) record(tb testing.TB, id string) storage.Run {
 	tb.Helper()
 	var r storage.Run
-	err := c.db.View(func(tx *storage.Tx) error {
+	err := c.db.View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		r, err = tx.GetRun(uuid.MustParse(id))
 		return err

@@ -56,12 +56,7 @@ func (s *Service) agentOf(a Assistant) Agent {
 
 // GetAgent returns the agent view of an assistant, named by UUID or graph id.
 func (s *Service) GetAgent(ctx context.Context, ref string) (Agent, error) {
-	var a Assistant
-	err := s.db.View(func(tx *storage.Tx) error {
-		var err error
-		a, err = s.get(tx, ref)
-		return err
-	})
+	a, err := storage.Read(ctx, s.db, func(tx *storage.Tx) (Assistant, error) { return s.get(tx, ref) })
 	if err != nil {
 		return Agent{}, err
 	}
@@ -84,7 +79,7 @@ func (s *Service) SearchAgents(ctx context.Context, q AgentQuery) ([]Agent, int,
 
 // AgentSchemas returns the JSON Schemas of an agent's graph.
 func (s *Service) AgentSchemas(ctx context.Context, ref string) (AgentSchema, error) {
-	a, d, err := s.definition(ref)
+	a, d, err := s.definition(ctx, ref)
 	if err != nil {
 		return AgentSchema{}, err
 	}

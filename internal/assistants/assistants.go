@@ -182,13 +182,8 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Assistant, error)
 
 // Get returns the current record of an assistant, named by UUID or graph id.
 func (s *Service) Get(ctx context.Context, ref string) (Assistant, error) {
-	var out Assistant
 	// One record: no snapshot to share between reads.
-	err := s.db.ViewLatest(func(tx *storage.Tx) error {
-		var err error
-		out, err = s.get(tx, ref)
-		return err
-	})
+	out, err := storage.ReadLatest(ctx, s.db, func(tx *storage.Tx) (Assistant, error) { return s.get(tx, ref) })
 	return out, err
 }
 
@@ -299,7 +294,7 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Assistant, int, error)
 	if err != nil {
 		return nil, 0, err
 	}
-	matched, err := s.match(q)
+	matched, err := s.match(ctx, q)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -310,17 +305,12 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Assistant, int, error)
 // Count returns how many assistants match q's filters; sorting and paging
 // fields are ignored.
 func (s *Service) Count(ctx context.Context, q Query) (int, error) {
-	matched, err := s.match(q)
+	matched, err := s.match(ctx, q)
 	return len(matched), err
 }
 
-func (s *Service) match(q Query) ([]Assistant, error) {
-	var all []Assistant
-	err := s.db.View(func(tx *storage.Tx) error {
-		var err error
-		all, err = tx.ListAssistants()
-		return err
-	})
+func (s *Service) match(ctx context.Context, q Query) ([]Assistant, error) {
+	all, err := storage.Read(ctx, s.db, func(tx *storage.Tx) ([]Assistant, error) { return tx.ListAssistants() })
 	if err != nil {
 		return nil, err
 	}
@@ -413,7 +403,7 @@ func (s *Service) Versions(ctx context.Context, ref string, metadata map[string]
 	}
 	var out []Assistant
 	var total int
-	err = s.db.View(func(tx *storage.Tx) error {
+	err = s.db.View(ctx, func(tx *storage.Tx) error {
 		a, err := s.get(tx, ref)
 		if err != nil {
 			return err

@@ -25,13 +25,8 @@ type GraphSchema struct {
 }
 
 // definition returns the assistant ref names and the definition of its graph.
-func (s *Service) definition(ref string) (Assistant, *graphs.Definition, error) {
-	var a Assistant
-	err := s.db.View(func(tx *storage.Tx) error {
-		var err error
-		a, err = s.get(tx, ref)
-		return err
-	})
+func (s *Service) definition(ctx context.Context, ref string) (Assistant, *graphs.Definition, error) {
+	a, err := storage.Read(ctx, s.db, func(tx *storage.Tx) (Assistant, error) { return s.get(tx, ref) })
 	if err != nil {
 		return Assistant{}, nil, err
 	}
@@ -46,7 +41,7 @@ func (s *Service) definition(ref string) (Assistant, *graphs.Definition, error) 
 // depth to which subgraphs are expanded (0: none, negative: all); no served
 // graph has subgraphs yet, so it changes nothing.
 func (s *Service) Graph(ctx context.Context, ref string, xray int) (Graph, error) {
-	_, d, err := s.definition(ref)
+	_, d, err := s.definition(ctx, ref)
 	if err != nil {
 		return Graph{}, err
 	}
@@ -58,7 +53,7 @@ func (s *Service) Graph(ctx context.Context, ref string, xray int) (Graph, error
 
 // Schemas returns the JSON Schemas of an assistant's graph.
 func (s *Service) Schemas(ctx context.Context, ref string) (GraphSchema, error) {
-	_, d, err := s.definition(ref)
+	_, d, err := s.definition(ctx, ref)
 	if err != nil {
 		return GraphSchema{}, err
 	}
@@ -81,7 +76,7 @@ func schemaOf(d *graphs.Definition) GraphSchema {
 // descending through nested subgraphs when recurse is set. No served graph
 // has subgraphs yet, so the map is empty (also for an unknown namespace).
 func (s *Service) Subgraphs(ctx context.Context, ref, namespace string, recurse bool) (map[string]GraphSchema, error) {
-	if _, _, err := s.definition(ref); err != nil {
+	if _, _, err := s.definition(ctx, ref); err != nil {
 		return nil, err
 	}
 	return map[string]GraphSchema{}, nil

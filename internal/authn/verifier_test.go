@@ -142,6 +142,15 @@ func claimsFor(is string, mods map[string]any) map[string]any {
 	return c
 }
 
+// rsaIssuer starts an issuer publishing one RSA key ("r1") and a verifier
+// that trusts it.
+func rsaIssuer(t *testing.T) (keys, *issuer, *Verifier) {
+	k := testKeys()
+	is := newIssuer(t)
+	is.publish(rsaJWK("r1", k.rsa))
+	return k, is, oidcVerifier(t, is)
+}
+
 func oidcVerifier(t *testing.T, is *issuer) *Verifier {
 	t.Helper()
 	v, err := NewVerifier(context.Background(), Config{Issuer: is.srv.URL, Audience: []string{"agentserver"}})
@@ -177,10 +186,7 @@ func TestVerifyAcceptsEachAlgorithmFromTheIssuersJWKS(t *testing.T) {
 
 // Each kind of bad token is refused with an ErrInvalidToken that says why.
 func TestVerifyRefusesBadTokens(t *testing.T) {
-	k := testKeys()
-	is := newIssuer(t)
-	is.publish(rsaJWK("r1", k.rsa))
-	v := oidcVerifier(t, is)
+	k, is, v := rsaIssuer(t)
 	good := claimsFor(is.srv.URL, nil)
 	forged := sign(t, RS256, "r1", k.rsa2, good)
 	cases := map[string]struct {
@@ -239,10 +245,7 @@ func critToken(t *testing.T, k *rsa.PrivateKey, claims map[string]any) string {
 // started is accepted after one fetch of the key set (rotation); a second
 // unknown key id right after does not fetch again.
 func TestVerifyFollowsKeyRotation(t *testing.T) {
-	k := testKeys()
-	is := newIssuer(t)
-	is.publish(rsaJWK("r1", k.rsa))
-	v := oidcVerifier(t, is)
+	k, is, v := rsaIssuer(t)
 	start := is.fetches.Load()
 	is.publish(rsaJWK("r1", k.rsa), rsaJWK("r2", k.rsa2))
 	if _, err := v.Verify(context.Background(), sign(t, RS256, "r2", k.rsa2, claimsFor(is.srv.URL, nil))); err != nil {
@@ -262,10 +265,7 @@ func TestVerifyFollowsKeyRotation(t *testing.T) {
 // With the issuer unreachable, tokens of cached keys keep working and a
 // new key id is refused with a clear error.
 func TestVerifyKeepsCachedKeysWhenTheIssuerIsDown(t *testing.T) {
-	k := testKeys()
-	is := newIssuer(t)
-	is.publish(rsaJWK("r1", k.rsa))
-	v := oidcVerifier(t, is)
+	k, is, v := rsaIssuer(t)
 	is.down.Store(true)
 	v.lastAttempt = time.Time{}
 	if err := v.refresh(context.Background()); err == nil {
@@ -330,10 +330,7 @@ func TestVerifyWithLocalKeyFiles(t *testing.T) {
 
 // A verified token is served from the cache, but not past its expiry.
 func TestVerifyCachesUntilExpiry(t *testing.T) {
-	k := testKeys()
-	is := newIssuer(t)
-	is.publish(rsaJWK("r1", k.rsa))
-	v := oidcVerifier(t, is)
+	k, is, v := rsaIssuer(t)
 	now := time.Now()
 	v.now = func() time.Time { return now }
 	tok := sign(t, RS256, "r1", k.rsa, claimsFor(is.srv.URL, map[string]any{"exp": now.Add(time.Minute).Unix()}))

@@ -33,6 +33,9 @@ type Config struct {
 	Jobs int
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
+	// LogFormat is text or json; empty picks text on a terminal and json
+	// otherwise.
+	LogFormat string
 	// ShutdownTimeout bounds the graceful shutdown.
 	ShutdownTimeout time.Duration
 	// EnableShell lets agent specs that list the bash tool use it.
@@ -72,6 +75,12 @@ type Config struct {
 	// AdvertiseURL is where the other replicas reach this one's API
 	// (PostgreSQL); empty: http:// and the listen address.
 	AdvertiseURL string
+
+	// JSWorkers is the number of Node graph worker processes started when
+	// langgraph.json has JavaScript graphs.
+	JSWorkers int
+	// JSWorkerConcurrency bounds the runs one graph worker runs at once.
+	JSWorkerConcurrency int
 }
 
 // Default returns the configuration used when nothing is set.
@@ -91,6 +100,9 @@ func Default() Config {
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		WorkspaceQuota:  DefaultWorkspaceQuota,
 		MaxCrons:        1000,
+
+		JSWorkers:           1,
+		JSWorkerConcurrency: 64,
 	}
 }
 
@@ -120,6 +132,7 @@ const (
 	EnvAPIKey          = "AGENTSERVER_API_KEY"
 	EnvJobs            = "AGENTSERVER_N_JOBS"
 	EnvLogLevel        = "AGENTSERVER_LOG_LEVEL"
+	EnvLogFormat       = "AGENTSERVER_LOG_FORMAT"
 	EnvShell           = "AGENTSERVER_ENABLE_SHELL"
 	EnvMaxSub          = "AGENTSERVER_MAX_SUBAGENTS"
 	EnvShutdownTimeout = "AGENTSERVER_SHUTDOWN_TIMEOUT"
@@ -131,6 +144,8 @@ const (
 	EnvMetricsAddr     = "AGENTSERVER_METRICS_ADDR"
 	EnvRunLease        = "AGENTSERVER_RUN_LEASE"
 	EnvAdvertiseURL    = "AGENTSERVER_ADVERTISE_URL"
+	EnvJSWorkers       = "AGENTSERVER_JS_WORKERS"
+	EnvJSConcurrency   = "AGENTSERVER_JS_WORKER_CONCURRENCY"
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
 	EnvBGJobTimeout = "BG_JOB_TIMEOUT_SECS"
@@ -168,6 +183,7 @@ var options = []option{
 	{"api-key", EnvAPIKey, "key", "require this x-api-key on every route but /ok, /openapi.json, /docs and the console's files", func(c *Config) flag.Value { return (*stringValue)(&c.APIKey) }},
 	{"n-jobs", EnvJobs, "n", "number of run workers", func(c *Config) flag.Value { return (*intValue)(&c.Jobs) }},
 	{"log-level", EnvLogLevel, "level", "debug, info, warn or error", func(c *Config) flag.Value { return (*stringValue)(&c.LogLevel) }},
+	{"log-format", EnvLogFormat, "format", "text or json (default: text on a terminal, json otherwise)", func(c *Config) flag.Value { return (*stringValue)(&c.LogFormat) }},
 	{"enable-shell", EnvShell, "", "let agents whose spec lists bash run shell commands in their workspace", func(c *Config) flag.Value { return (*boolValue)(&c.EnableShell) }},
 	{"max-subagents", EnvMaxSub, "n", "task-tool subagents running at once; more wait in line", func(c *Config) flag.Value { return (*intValue)(&c.MaxSubagents) }},
 	{"shutdown-timeout", EnvShutdownTimeout, "duration", "how long a graceful shutdown may take (with a unit: 10s, 1m)", func(c *Config) flag.Value { return (*durationValue)(&c.ShutdownTimeout) }},
@@ -180,6 +196,8 @@ var options = []option{
 	{"max-crons", EnvMaxCrons, "n", "crons that may exist at once; 0: no bound", func(c *Config) flag.Value { return (*intValue)(&c.MaxCrons) }},
 	{"metrics-addr", EnvMetricsAddr, "host:port", "serve GET /metrics (Prometheus) on this address without the API key; unset: on --addr, behind the key", func(c *Config) flag.Value { return (*stringValue)(&c.MetricsAddr) }},
 	{"max-body-size", EnvMaxBody, "bytes", "largest request body in bytes; larger ones get 413", func(c *Config) flag.Value { return (*intValue)(&c.MaxBodyBytes) }},
+	{"js-workers", EnvJSWorkers, "n", "Node graph worker processes for langgraph.json's JavaScript graphs", func(c *Config) flag.Value { return (*intValue)(&c.JSWorkers) }},
+	{"js-worker-concurrency", EnvJSConcurrency, "n", "runs one Node graph worker runs at once; more wait for a free one", func(c *Config) flag.Value { return (*intValue)(&c.JSWorkerConcurrency) }},
 	{"workspace-quota", EnvQuota, "bytes", "bytes of files the file tools may keep in one thread's workspace", func(c *Config) flag.Value { return (*intValue)(&c.WorkspaceQuota) }},
 }
 
@@ -214,7 +232,17 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 	if err := applyEnv(fs, getenv); err != nil {
 		return c, err
 	}
+	c.Addr = withDefaultHost(c.Addr)
 	return c, c.Validate()
+}
+
+// withDefaultHost reads a bare port ("8080") as that port on the default
+// host, 127.0.0.1; anything else is left for Validate.
+func withDefaultHost(addr string) string {
+	if port, err := strconv.ParseUint(addr, 10, 16); err == nil {
+		return net.JoinHostPort("127.0.0.1", strconv.FormatUint(port, 10))
+	}
+	return addr
 }
 
 // doubleDash rewrites the flag package's messages, which name flags with
@@ -381,8 +409,19 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel))
 	}
+	switch c.LogFormat {
+	case "", "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log-format %q: want text or json", c.LogFormat))
+	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown-timeout must be positive"))
+	}
+	if c.JSWorkers < 1 {
+		errs = append(errs, fmt.Errorf("js-workers must be at least 1, got %d", c.JSWorkers))
+	}
+	if c.JSWorkerConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("js-worker-concurrency must be at least 1, got %d", c.JSWorkerConcurrency))
 	}
 	if c.MaxSubagents < 1 {
 		errs = append(errs, errors.New("max-subagents must be at least 1"))

@@ -41,12 +41,27 @@ func TestParseRejects(t *testing.T) {
 		{"--addr", "nope"},
 		{"--n-jobs", "0"},
 		{"--log-level", "loud"},
+		{"--log-format", "xml"},
 		{"--max-crons", "-1"},
 		{"extra"},
 	} {
 		if _, err := Parse(args, noEnv); err == nil {
 			t.Errorf("%s: accepted", strings.Join(args, " "))
 		}
+	}
+}
+
+// A bare port is that port on the default host; host:port and :port stay
+// as written.
+func TestParseAddrReadsABarePort(t *testing.T) {
+	for in, want := range map[string]string{"8080": "127.0.0.1:8080", "0.0.0.0:9000": "0.0.0.0:9000", ":7000": ":7000"} {
+		c, err := Parse([]string{"--addr", in}, noEnv)
+		if err != nil || c.Addr != want {
+			t.Errorf("--addr %s: %q, %v; want %q", in, c.Addr, err, want)
+		}
+	}
+	if _, err := Parse([]string{"--addr", "70000"}, noEnv); err == nil {
+		t.Error("--addr 70000 (no such port) accepted")
 	}
 }
 

@@ -37,9 +37,12 @@ var securityHeaders = map[string]string{
 	"Cache-Control": "no-cache",
 }
 
-// Register adds GET (and HEAD) /ui and /ui/* to e. /ui redirects to /ui/,
-// where the pages' relative asset paths resolve under the prefix.
+// Register adds GET (and HEAD) /, /ui and /ui/* to e. / and /ui redirect
+// to /ui/, where the pages' relative asset paths resolve under the prefix
+// (/ with 302: what the root shows may change; /ui with 301).
 func Register(e *echo.Echo) {
+	e.GET("/", toConsole)
+	e.HEAD("/", toConsole)
 	e.GET(Prefix, toSlash)
 	e.HEAD(Prefix, toSlash)
 	e.GET(Prefix+"/*", serve)
@@ -55,12 +58,17 @@ func toSlash(c echo.Context) error {
 	return c.Redirect(http.StatusMovedPermanently, target)
 }
 
+// toConsole sends a browser opening the server's root to the console.
+func toConsole(c echo.Context) error {
+	return c.Redirect(http.StatusFound, Prefix+"/")
+}
+
 // Public reports whether r reads a console asset, which needs no API key.
 func Public(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
-	return r.URL.Path == Prefix || strings.HasPrefix(r.URL.Path, Prefix+"/")
+	return r.URL.Path == "/" || r.URL.Path == Prefix || strings.HasPrefix(r.URL.Path, Prefix+"/")
 }
 
 // serve answers one console path: the asset it names, index.html for a page

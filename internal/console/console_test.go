@@ -42,17 +42,24 @@ func TestConsoleServesIndexAndAssetsWithTheirTypes(t *testing.T) {
 	}
 }
 
-func TestConsoleRedirectsItsRootToTheSlashedPath(t *testing.T) {
-	s := testutil.StartServer(t, testutil.Options{})
+// /ui redirects to /ui/ (301, keeping the query), and the server's root to
+// the console (302), without a key.
+func TestConsoleRedirects(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{APIKey: "k"})
 	noFollow := *s.Client
 	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := noFollow.Get(s.URL() + "/ui?x=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/ui/?x=1" {
-		t.Fatalf("GET /ui: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	for _, c := range []struct {
+		path, location string
+		status         int
+	}{{"/ui?x=1", "/ui/?x=1", http.StatusMovedPermanently}, {"/", "/ui/", http.StatusFound}} {
+		resp, err := noFollow.Get(s.URL() + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status || resp.Header.Get("Location") != c.location {
+			t.Fatalf("GET %s: %d, Location %q", c.path, resp.StatusCode, resp.Header.Get("Location"))
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package crons_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"syscall"
@@ -82,7 +83,7 @@ func createCrons(b *testing.B, s *testutil.Server, n int, body map[string]any) m
 
 func anyDue(b *testing.B, s *testutil.Server, now time.Time) bool {
 	var due []uuid.UUID
-	if err := s.DB().View(func(tx *storage.Tx) error {
+	if err := s.DB().View(context.Background(), func(tx *storage.Tx) error {
 		due = tx.DueCrons(now, 1)
 		return nil
 	}); err != nil {
@@ -106,7 +107,7 @@ func cpuTime(b *testing.B) time.Duration {
 func checkOneRunEach(b *testing.B, s *testutil.Server, ids map[string]bool) {
 	b.Helper()
 	var all []storage.Run
-	if err := s.DB().View(func(tx *storage.Tx) error {
+	if err := s.DB().View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		all, _, err = tx.SearchRuns(storage.RunQuery{}, nil)
 		return err

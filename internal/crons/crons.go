@@ -129,12 +129,7 @@ func (s *Service) Create(ctx context.Context, sp Spec) (storage.Cron, error) {
 
 // Get returns a cron, or an error wrapping errdefs.ErrNotFound.
 func (s *Service) Get(ctx context.Context, id uuid.UUID) (storage.Cron, error) {
-	var c storage.Cron
-	err := s.db.View(func(tx *storage.Tx) error {
-		var err error
-		c, err = tx.GetCron(id)
-		return err
-	})
+	c, err := storage.Read(ctx, s.db, func(tx *storage.Tx) (storage.Cron, error) { return tx.GetCron(id) })
 	return c, err
 }
 
@@ -234,7 +229,7 @@ func (s *Service) Delete(ctx context.Context, id uuid.UUID) error {
 func (s *Service) Search(ctx context.Context, q storage.CronQuery) ([]storage.Cron, int, error) {
 	var out []storage.Cron
 	var total int
-	err := s.db.View(func(tx *storage.Tx) error {
+	err := s.db.View(ctx, func(tx *storage.Tx) error {
 		var err error
 		out, total, err = tx.SearchCrons(q, jsonx.Contains)
 		return err

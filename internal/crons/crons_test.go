@@ -57,7 +57,7 @@ func checkIndexes(t *testing.T, s *testutil.Server) {
 	t.Helper()
 	// The database is reached through a fresh read: a cron's indexes must
 	// hold exactly its records.
-	if err := s.DB().View(func(tx *storage.Tx) error { return tx.CheckCronIndexes() }); err != nil {
+	if err := s.DB().View(context.Background(), func(tx *storage.Tx) error { return tx.CheckCronIndexes() }); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -30,7 +30,7 @@ func (s *Service) Run(ctx context.Context) {
 		if _, err := s.FireDue(ctx); err != nil && ctx.Err() == nil {
 			s.opts.Log.Warn("cron firing failed", "err", err)
 		}
-		timer.Reset(s.untilNext())
+		timer.Reset(s.untilNext(ctx))
 		select {
 		case <-ctx.Done():
 			return
@@ -43,10 +43,10 @@ func (s *Service) Run(ctx context.Context) {
 // untilNext is how long to sleep before the next due date: a day at most
 // (the timer is then simply set again), retryDelay when a due cron is
 // still waiting because its firing failed.
-func (s *Service) untilNext() time.Duration {
+func (s *Service) untilNext(ctx context.Context) time.Duration {
 	var next time.Time
 	var ok bool
-	_ = s.db.View(func(tx *storage.Tx) error {
+	_ = s.db.View(ctx, func(tx *storage.Tx) error {
 		next, ok = tx.NextCronDue()
 		return nil
 	})
@@ -67,7 +67,7 @@ func (s *Service) FireDue(ctx context.Context) (int, error) {
 	fired := 0
 	for {
 		var ids []uuid.UUID
-		if err := s.db.View(func(tx *storage.Tx) error {
+		if err := s.db.View(ctx, func(tx *storage.Tx) error {
 			ids = tx.DueCrons(now, fireBatch)
 			return nil
 		}); err != nil {

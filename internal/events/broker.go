@@ -118,7 +118,7 @@ func (b *Broker) Open(runID uuid.UUID, resumable bool) *Log {
 	var seed []Event
 	if resumable && b.store != nil {
 		var err error
-		if seed, err = b.store.LoadEvents(runID, 0); err != nil {
+		if seed, err = b.store.LoadEvents(context.Background(), runID, 0); err != nil {
 			// The run starts a fresh sequence; a replay may then mix attempts.
 			b.log.Error("load persisted run events", "run_id", runID, "err", err)
 			seed = nil
@@ -178,14 +178,14 @@ func (b *Broker) Get(runID uuid.UUID) (*Log, bool) {
 // replays the persisted events of a resumable run (then io.EOF). It returns
 // ErrNoLog when neither exists — including when after is past the last
 // persisted event.
-func (b *Broker) Subscribe(runID uuid.UUID, after int64) (*Subscription, error) {
+func (b *Broker) Subscribe(ctx context.Context, runID uuid.UUID, after int64) (*Subscription, error) {
 	if l, ok := b.Get(runID); ok {
 		return l.Subscribe(after), nil
 	}
 	if b.store == nil {
 		return nil, ErrNoLog
 	}
-	evs, err := b.store.LoadEvents(runID, after)
+	evs, err := b.store.LoadEvents(ctx, runID, after)
 	if err != nil {
 		return nil, fmt.Errorf("load events of run %s: %w", runID, err)
 	}
@@ -194,7 +194,7 @@ func (b *Broker) Subscribe(runID uuid.UUID, after int64) (*Subscription, error) 
 			return nil, ErrNoLog
 		}
 		// Is event `after` itself stored? Then the replay is merely empty.
-		last, err := b.store.LoadEvents(runID, after-1)
+		last, err := b.store.LoadEvents(ctx, runID, after-1)
 		if err != nil {
 			return nil, fmt.Errorf("load events of run %s: %w", runID, err)
 		}
@@ -216,7 +216,7 @@ func (b *Broker) Flush(ctx context.Context) error {
 // more and returns. Events reach the store at most FlushInterval after they
 // were appended, or at once when their log closes. Call Run once.
 func (b *Broker) Run(ctx context.Context) {
-	b.adoptPersisted()
+	b.adoptPersisted(ctx)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var flushDue time.Time // zero: no flush scheduled
@@ -349,12 +349,12 @@ func enqueue[E any](q []E, e E, deadline func(E) time.Time) []E {
 
 // adoptPersisted schedules the deletion of events persisted by an earlier
 // process for runs that are not open.
-func (b *Broker) adoptPersisted() {
+func (b *Broker) adoptPersisted(ctx context.Context) {
 	lister, ok := b.store.(Lister)
 	if !ok {
 		return
 	}
-	ids, err := lister.RunsWithEvents()
+	ids, err := lister.RunsWithEvents(ctx)
 	if err != nil {
 		b.log.Error("list persisted run events", "err", err)
 		return

@@ -82,7 +82,7 @@ func runBroker(b *events.Broker) (stop func()) {
 
 func persistedSeqs(t *testing.T, db *storage.DB, runID uuid.UUID) []int64 {
 	t.Helper()
-	evs, err := db.LoadRunEvents(runID, 0)
+	evs, err := db.LoadRunEvents(context.Background(), runID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestBrokerReplaysAfterEvictionAndDeletesAfterRetention(t *testing.T) {
 			if _, ok := b.Get(l.RunID()); !ok {
 				t.Fatal("log evicted before MemoryRetention")
 			}
-			s, err := b.Subscribe(l.RunID(), 0)
+			s, err := b.Subscribe(context.Background(), l.RunID(), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -264,33 +264,33 @@ func TestBrokerReplaysAfterEvictionAndDeletesAfterRetention(t *testing.T) {
 				t.Fatal("log still in memory after MemoryRetention")
 			}
 		}
-		if _, err := b.Subscribe(plain.RunID(), 0); !errors.Is(err, events.ErrNoLog) {
+		if _, err := b.Subscribe(context.Background(), plain.RunID(), 0); !errors.Is(err, events.ErrNoLog) {
 			t.Fatalf("evicted non-resumable log: %v", err)
 		}
 		for _, after := range []int64{-1, 0, 7, 19} {
-			s, err := b.Subscribe(res.RunID(), after)
+			s, err := b.Subscribe(context.Background(), res.RunID(), after)
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkRange(t, drain(t, s), max(after, 0)+1, 20)
 		}
-		s, err := b.Subscribe(res.RunID(), 20) // caught up: empty replay
+		s, err := b.Subscribe(context.Background(), res.RunID(), 20) // caught up: empty replay
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Next(context.Background()); !errors.Is(err, io.EOF) {
 			t.Fatalf("caught-up replay: %v", err)
 		}
-		if _, err := b.Subscribe(res.RunID(), 25); !errors.Is(err, events.ErrNoLog) {
+		if _, err := b.Subscribe(context.Background(), res.RunID(), 25); !errors.Is(err, events.ErrNoLog) {
 			t.Fatalf("after past the end: %v", err)
 		}
-		if _, err := b.Subscribe(uuid.New(), -1); !errors.Is(err, events.ErrNoLog) {
+		if _, err := b.Subscribe(context.Background(), uuid.New(), -1); !errors.Is(err, events.ErrNoLog) {
 			t.Fatalf("unknown run: %v", err)
 		}
 
 		// A new broker on the same database (a restart) replays too.
 		b2 := events.NewBroker(store, events.BrokerOptions{})
-		s, err = b2.Subscribe(res.RunID(), -1)
+		s, err = b2.Subscribe(context.Background(), res.RunID(), -1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,7 +302,7 @@ func TestBrokerReplaysAfterEvictionAndDeletesAfterRetention(t *testing.T) {
 		if got := persistedSeqs(t, db, res.RunID()); len(got) != 0 {
 			t.Fatalf("%d events left after Retention", len(got))
 		}
-		if _, err := b.Subscribe(res.RunID(), -1); !errors.Is(err, events.ErrNoLog) {
+		if _, err := b.Subscribe(context.Background(), res.RunID(), -1); !errors.Is(err, events.ErrNoLog) {
 			t.Fatalf("after Retention: %v", err)
 		}
 	})
@@ -318,14 +318,14 @@ func TestBrokerKeepsResumableLogInMemoryWithoutStore(t *testing.T) {
 		l.Close()
 		time.Sleep(4 * time.Minute)
 		synctest.Wait()
-		s, err := b.Subscribe(l.RunID(), -1)
+		s, err := b.Subscribe(context.Background(), l.RunID(), -1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkRange(t, drain(t, s), 1, 1)
 		time.Sleep(2 * time.Minute)
 		synctest.Wait()
-		if _, err := b.Subscribe(l.RunID(), -1); !errors.Is(err, events.ErrNoLog) {
+		if _, err := b.Subscribe(context.Background(), l.RunID(), -1); !errors.Is(err, events.ErrNoLog) {
 			t.Fatalf("after Retention: %v", err)
 		}
 	})
@@ -362,7 +362,7 @@ func TestBrokerAfterRestart(t *testing.T) {
 		if ev := again.Append("metadata", data(6)); ev.Seq != 6 {
 			t.Fatalf("next seq %d, want 6", ev.Seq)
 		}
-		s, err := b2.Subscribe(crashed.RunID(), 3)
+		s, err := b2.Subscribe(context.Background(), crashed.RunID(), 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +371,7 @@ func TestBrokerAfterRestart(t *testing.T) {
 		}
 
 		// The orphan is replayable until Retention after the start.
-		s, err = b2.Subscribe(orphan.RunID(), -1)
+		s, err = b2.Subscribe(context.Background(), orphan.RunID(), -1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -454,7 +454,7 @@ func TestBrokerFlushRacesWithAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRange(t, persistedSeqs(t, db, l.RunID()), 1, n)
-	evs, err := db.LoadRunEvents(l.RunID(), n-1)
+	evs, err := db.LoadRunEvents(context.Background(), l.RunID(), n-1)
 	if err != nil || len(evs) != 1 || string(evs[0].Data) != string(data(n)) {
 		t.Fatalf("last persisted event %+v %v", evs, err)
 	}

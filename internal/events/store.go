@@ -15,7 +15,7 @@ type Store interface {
 	AppendEvents(ctx context.Context, runID uuid.UUID, evs []Event) error
 	// LoadEvents returns the stored events of a run with Seq > after, in
 	// order; none (and no error) for an unknown run.
-	LoadEvents(runID uuid.UUID, after int64) ([]Event, error)
+	LoadEvents(ctx context.Context, runID uuid.UUID, after int64) ([]Event, error)
 	// DeleteEvents removes every stored event of the given runs.
 	DeleteEvents(ctx context.Context, runIDs []uuid.UUID) error
 }
@@ -25,7 +25,7 @@ type Store interface {
 // that an earlier process persisted.
 type Lister interface {
 	// RunsWithEvents returns the runs that have stored events.
-	RunsWithEvents() ([]uuid.UUID, error)
+	RunsWithEvents(ctx context.Context) ([]uuid.UUID, error)
 }
 
 // StorageAdapter implements Store and Lister on the bbolt database.
@@ -43,8 +43,8 @@ func (a StorageAdapter) AppendEvents(ctx context.Context, runID uuid.UUID, evs [
 }
 
 // LoadEvents implements Store.
-func (a StorageAdapter) LoadEvents(runID uuid.UUID, after int64) ([]Event, error) {
-	stored, err := a.DB.LoadRunEvents(runID, after)
+func (a StorageAdapter) LoadEvents(ctx context.Context, runID uuid.UUID, after int64) ([]Event, error) {
+	stored, err := a.DB.LoadRunEvents(ctx, runID, after)
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +61,6 @@ func (a StorageAdapter) DeleteEvents(ctx context.Context, runIDs []uuid.UUID) er
 }
 
 // RunsWithEvents implements Lister.
-func (a StorageAdapter) RunsWithEvents() ([]uuid.UUID, error) {
-	return a.DB.RunsWithEvents()
+func (a StorageAdapter) RunsWithEvents(ctx context.Context) ([]uuid.UUID, error) {
+	return a.DB.RunsWithEvents(ctx)
 }

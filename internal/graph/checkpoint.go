@@ -57,6 +57,16 @@ type Runner interface {
 	Run(ctx context.Context, in Input, sink Sink) (Result, error)
 }
 
+// CheckpointReader reads a thread's stored checkpoints for an executor.
+type CheckpointReader interface {
+	// ReadCheckpoint returns one checkpoint of the thread; an error
+	// wrapping errdefs.ErrNotFound when it has none of that id.
+	ReadCheckpoint(ctx context.Context, threadID, checkpointID uuid.UUID) (Checkpoint, error)
+	// ListCheckpoints returns the thread's checkpoints newest first, only
+	// those older than before when it is set, at most limit (<= 0: all).
+	ListCheckpoints(ctx context.Context, threadID uuid.UUID, before *uuid.UUID, limit int) ([]Checkpoint, error)
+}
+
 // CancelRepairer is implemented by runners whose graphs leave a state that
 // must be repaired when a run is cancelled mid-step (an agent's tool calls
 // that never got their results). CancelWrites returns the channel writes of

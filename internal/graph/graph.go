@@ -124,6 +124,10 @@ type Input struct {
 	Context         map[string]any
 	// Metadata is copied into every checkpoint's metadata.
 	Metadata map[string]any
+	// Checkpoints reads the thread's stored checkpoints, for executors
+	// that look them up themselves (a graph worker's checkpointer); nil
+	// when the run has none to read (the Go executor never reads).
+	Checkpoints CheckpointReader
 }
 
 // Result is the end of a run.

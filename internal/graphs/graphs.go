@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -135,39 +136,64 @@ func (r *Registry) IDs() []string {
 	return append([]string(nil), r.ids...)
 }
 
-// File is the parsed langgraph.json.
+// File is the parsed langgraph.json. Each graph entry is a source string
+// or an object {"path": source, "description": text}.
 type File struct {
-	Graphs       map[string]string `json:"graphs"`
-	Env          any               `json:"env,omitempty"`
-	Dependencies []string          `json:"dependencies,omitempty"`
+	Graphs       map[string]json.RawMessage `json:"graphs"`
+	Env          any                        `json:"env,omitempty"`
+	Dependencies []string                   `json:"dependencies,omitempty"`
+	// NodeVersion is the Node version JavaScript graphs need.
+	NodeVersion string `json:"node_version,omitempty"`
 }
 
 // SourceResolver builds the graph of a source that is not built in (an agent
 // spec file); path is resolved against langgraph.json's directory.
 type SourceResolver func(id, path string) (*Definition, error)
 
+// Sources builds the graphs of langgraph.json that are not built in.
+type Sources struct {
+	// Spec compiles agent spec files (nil: refused).
+	Spec SourceResolver
+	// Code builds the definition of a JavaScript graph (nil: refused).
+	Code CodeResolver
+}
+
 // Load reads langgraph.json at path, loads its env file and returns the
 // registry of its graphs. resolve handles sources that are not built in; nil
 // accepts built-ins only.
 func Load(path string, resolve SourceResolver) (*Registry, error) {
-	stamp := stampOf(path)
+	return LoadWith(path, Sources{Spec: resolve})
+}
+
+// readFile reads and parses langgraph.json.
+func readFile(path string) (File, error) {
+	var f File
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return f, fmt.Errorf("read %s: %w", path, err)
 	}
-	var f File
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, path, err)
+		return f, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, path, err)
 	}
 	if len(f.Graphs) == 0 {
-		return nil, fmt.Errorf("%w: %s: \"graphs\" is empty", ErrInvalidConfig, path)
+		return f, fmt.Errorf("%w: %s: \"graphs\" is empty", ErrInvalidConfig, path)
+	}
+	return f, nil
+}
+
+// LoadWith is Load with a resolver for each kind of source.
+func LoadWith(path string, src Sources) (*Registry, error) {
+	stamp := stampOf(path)
+	f, err := readFile(path)
+	if err != nil {
+		return nil, err
 	}
 	if err := loadEnv(filepath.Dir(path), f.Env); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var defs []*Definition
-	for id, src := range f.Graphs {
-		d, err := resolveSource(filepath.Dir(path), id, src, resolve)
+	for id, raw := range f.Graphs {
+		d, err := resolveEntry(filepath.Dir(path), id, raw, src)
 		if err != nil {
 			return nil, fmt.Errorf("%s: graphs.%s: %w", path, id, err)
 		}
@@ -181,6 +207,33 @@ func Load(path string, resolve SourceResolver) (*Registry, error) {
 	return r, nil
 }
 
+// resolveEntry builds the definition of one graph entry.
+func resolveEntry(dir, id string, raw json.RawMessage, src Sources) (*Definition, error) {
+	source, description, err := parseEntry(raw)
+	if err != nil {
+		return nil, err
+	}
+	if codeLanguage(source) == "JavaScript" {
+		if src.Code == nil {
+			return nil, fmt.Errorf("%w: %q points to JavaScript graph code, which this server was built without", ErrInvalidConfig, source)
+		}
+		d, err := src.Code(codeEntry(dir, id, source, description))
+		if err != nil {
+			return nil, err
+		}
+		d.ID, d.Source = id, source
+		if description != "" {
+			d.Description = description
+		}
+		return d, nil
+	}
+	d, err := resolveSource(dir, id, source, src.Spec)
+	if err == nil && description != "" {
+		d.Description = description
+	}
+	return d, err
+}
+
 func resolveSource(dir, id, src string, resolve SourceResolver) (*Definition, error) {
 	if name, ok := strings.CutPrefix(src, BuiltinPrefix); ok {
 		build, known := builtins[name]
@@ -191,8 +244,8 @@ func resolveSource(dir, id, src string, resolve SourceResolver) (*Definition, er
 		d.ID, d.Source = id, src
 		return d, nil
 	}
-	if lang := codeLanguage(src); lang != "" {
-		return nil, fmt.Errorf("%w: %q points to %s graph code; this server runs agent specs (YAML or JSON files) and the built-in graphs, not Python or JavaScript code: see docs/configuration.md#langgraphjson", ErrInvalidConfig, src, lang)
+	if codeLanguage(src) == "Python" {
+		return nil, fmt.Errorf("%w: %q points to Python graph code: Python graphs are not served yet (a Python worker can be written against the worker protocol in docs/js-graphs.md#worker-protocol); this server runs LangGraph.js graphs, agent specs (YAML or JSON files) and the built-in graphs", ErrInvalidConfig, src)
 	}
 	if resolve == nil {
 		return nil, fmt.Errorf("%w: source %q is not a built-in graph (use %s<name>)", ErrInvalidConfig, src, BuiltinPrefix)
@@ -218,19 +271,37 @@ func compileSpec(id, src, path string, resolve SourceResolver) (*Definition, err
 }
 
 // codeLanguage names the language of a LangGraph graph-code source such as
-// "./agent.py:graph" or "./src/agent.ts:graph", or returns "".
+// "./agent.py:graph", "my_pkg.agent:graph" or "./src/agent.ts:graph", or
+// returns "".
 func codeLanguage(src string) string {
-	file := src
-	if i := strings.LastIndex(src, ":"); i > 0 {
-		file = src[:i]
-	}
+	file, _ := splitExport(src)
 	switch strings.ToLower(filepath.Ext(file)) {
 	case ".py":
 		return "Python"
 	case ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx":
 		return "JavaScript"
 	}
+	if pythonModule.MatchString(src) {
+		return "Python"
+	}
 	return ""
+}
+
+// pythonModule matches LangGraph's Python module form, "pkg.mod:graph".
+var pythonModule = regexp.MustCompile(`^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$`)
+
+// ApplyEnv loads the "env" entry of the langgraph.json at path into the
+// process environment (variables already set win), as Load does; the
+// server calls it before it starts graph workers, which inherit it.
+func ApplyEnv(path string) error {
+	f, err := readFile(path)
+	if err != nil {
+		return err
+	}
+	if err := loadEnv(filepath.Dir(path), f.Env); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // loadEnv applies the "env" entry: a .env file path or an inline object.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -55,15 +57,41 @@ func TestLoadRejects(t *testing.T) {
 	}
 }
 
-// TestLoadExplainsGraphCode checks that LangGraph's Python and JavaScript
-// graph sources get one message naming what this server runs instead.
+// TestLoadExplainsGraphCode checks that Python graph sources (file and
+// module forms) are refused with one message pointing at the worker
+// protocol, and that JavaScript sources go to the code resolver, with the
+// object form's description.
 func TestLoadExplainsGraphCode(t *testing.T) {
-	for src, lang := range map[string]string{"./agent.py:graph": "Python", "./src/agent.ts:graph": "JavaScript", "./graph.mjs": "JavaScript", "agent.PY:app": "Python"} {
+	for _, src := range []string{"./agent.py:graph", "agent.PY:app", "my_pkg.agent:graph"} {
 		dir := t.TempDir()
 		path := write(t, dir, "langgraph.json", `{"graphs": {"agent": "`+src+`"}}`)
 		_, err := Load(path, func(id, path string) (*Definition, error) { return nil, errors.New("resolver must not be called") })
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), lang+" graph code") || !strings.Contains(err.Error(), "agent specs (YAML or JSON files)") {
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "Python graphs are not served yet") || !strings.Contains(err.Error(), "docs/js-graphs.md#worker-protocol") {
 			t.Errorf("%s: %v", src, err)
 		}
+	}
+	dir := t.TempDir()
+	path := write(t, dir, "langgraph.json", `{"graphs": {"a": "./src/agent.ts:graph", "b": {"path": "./graph.mjs", "description": "B"}, "e": "builtin:echo"}}`)
+	var seen []CodeEntry
+	reg, err := LoadWith(path, Sources{Code: func(e CodeEntry) (*Definition, error) {
+		seen = append(seen, e)
+		return &Definition{}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(seen, func(i, j int) bool { return seen[i].ID < seen[j].ID })
+	want := []CodeEntry{
+		{ID: "a", Source: "./src/agent.ts:graph", Path: filepath.Join(dir, "src/agent.ts"), Export: "graph"},
+		{ID: "b", Source: "./graph.mjs", Path: filepath.Join(dir, "graph.mjs"), Export: "default", Description: "B"},
+	}
+	if !reflect.DeepEqual(seen, want) {
+		t.Errorf("code entries = %+v, want %+v", seen, want)
+	}
+	if b, _ := reg.Get("b"); b.Description != "B" {
+		t.Errorf("description of b = %q", b.Description)
+	}
+	if _, err := Load(path, nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("JavaScript entries without a code resolver: %v", err)
 	}
 }

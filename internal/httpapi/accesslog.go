@@ -15,8 +15,8 @@ import (
 var createdIDs = regexp.MustCompile(`^/threads/([0-9a-fA-F-]{36})(?:/runs/([0-9a-fA-F-]{36}))?`)
 
 // accessLog writes one info line per request once its response is complete:
-// method, route template, status, duration in milliseconds and, when known, the thread and
-// run ids. Bodies, query strings and headers (so keys) are never logged.
+// method, route template, path, status, duration in milliseconds and, when
+// known, the thread and run ids. Bodies, query strings and headers (so keys) are never logged.
 func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -27,6 +27,7 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 			attrs := []slog.Attr{
 				slog.String("method", c.Request().Method),
 				slog.String("route", routeTemplate(c)),
+				slog.String("path", c.Request().URL.Path),
 				slog.Int("status", c.Response().Status),
 				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
 			}

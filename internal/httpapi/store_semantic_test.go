@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -95,7 +96,7 @@ func TestStoreSemanticSearch(t *testing.T) {
 	if len(keys) != 1 || keys[0] != "elsewhere" {
 		t.Fatalf("other namespace = %v", keys)
 	}
-	if err := s.DB().View(func(tx *storage.Tx) error { return tx.CheckStoreVectors() }); err != nil {
+	if err := s.DB().View(context.Background(), func(tx *storage.Tx) error { return tx.CheckStoreVectors() }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -120,11 +121,11 @@ func TestStoreSemanticIndexOverride(t *testing.T) {
 		t.Fatalf("after index false: keys %v scores %v, want a last without score", keys, scores)
 	}
 	s.Must(204, "DELETE", "/store/items", map[string]any{"namespace": ns, "key": "b"})
-	if err := s.DB().View(func(tx *storage.Tx) error { return tx.CheckStoreVectors() }); err != nil {
+	if err := s.DB().View(context.Background(), func(tx *storage.Tx) error { return tx.CheckStoreVectors() }); err != nil {
 		t.Fatal(err)
 	}
 	var n int
-	_ = s.DB().View(func(tx *storage.Tx) error {
+	_ = s.DB().View(context.Background(), func(tx *storage.Tx) error {
 		n = tx.CountStoreVectors()
 		return nil
 	})

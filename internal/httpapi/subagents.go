@@ -43,12 +43,7 @@ func (h *Handler) runSubagents(ctx context.Context, threadID, runID uuid.UUID, r
 	if _, err := h.runs.Get(ctx, &threadID, runID); err != nil {
 		return nil, err
 	}
-	var out []storage.SubagentExecution
-	err := h.db.View(func(tx *storage.Tx) error {
-		var err error
-		out, err = read(tx)
-		return err
-	})
+	out, err := storage.Read(ctx, h.db, func(tx *storage.Tx) ([]storage.SubagentExecution, error) { return read(tx) })
 	return out, err
 }
 

@@ -123,7 +123,8 @@ func (h *Hub) Follow(threadID uuid.UUID) (*feed, error) {
 	if f := h.feed(threadID); f != nil {
 		return f, nil
 	}
-	last, err := h.db.LastThreadEventSeq(threadID)
+	// A one-key read; the feed outlives the request that made it.
+	last, err := h.db.LastThreadEventSeq(context.Background(), threadID)
 	if err != nil {
 		return nil, err
 	}

@@ -171,8 +171,8 @@ func (h *Hub) Subscribe(threadID uuid.UUID, filter Filter, since *int64) (*Subsc
 // readBack loads from the store the events between the cursor and oldest
 // (the oldest kept in memory); those the store no longer has either are
 // reported by a gap event first.
-func (s *Subscription) readBack(oldest int64) error {
-	stored, err := s.h.db.LoadThreadEvents(s.f.threadID, s.after)
+func (s *Subscription) readBack(ctx context.Context, oldest int64) error {
+	stored, err := s.h.db.LoadThreadEvents(ctx, s.f.threadID, s.after)
 	if err != nil {
 		return err
 	}
@@ -199,16 +199,18 @@ func (s *Subscription) readBack(oldest int64) error {
 // Next returns the next matching event, waiting for one. It returns
 // ctx.Err() when ctx ends and ErrClosed after Close.
 func (s *Subscription) Next(ctx context.Context) (Event, error) {
-	return events.Await(ctx, s.done, s.take)
+	return events.Await(ctx, s.done, func() (Event, bool, chan struct{}, error) { return s.take(ctx) })
 }
 
 // TryNext returns the next matching event if one is available now.
 func (s *Subscription) TryNext() (Event, bool, error) {
-	ev, ok, _, err := s.take()
+	ev, ok, _, err := s.take(context.Background())
 	return ev, ok, err
 }
 
-func (s *Subscription) take() (Event, bool, chan struct{}, error) {
+// take returns the next matching event, or the channel to wait on; ctx
+// bounds the store reads of a cursor behind what memory keeps.
+func (s *Subscription) take(ctx context.Context) (Event, bool, chan struct{}, error) {
 	for {
 		select {
 		case <-s.done:
@@ -228,7 +230,7 @@ func (s *Subscription) take() (Event, bool, chan struct{}, error) {
 			return ev, ok, wake, nil
 		}
 		// The cursor is behind what memory keeps: read the rest back.
-		if err := s.readBack(oldest); err != nil {
+		if err := s.readBack(ctx, oldest); err != nil {
 			return Event{}, false, nil, err
 		}
 	}

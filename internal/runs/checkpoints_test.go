@@ -40,7 +40,7 @@ func TestCheckpointWriterLosesNothing(t *testing.T) {
 	if err := w.settled(); err != nil {
 		t.Fatal(err)
 	}
-	err = db.View(func(tx *storage.Tx) error {
+	err = db.View(context.Background(), func(tx *storage.Tx) error {
 		all, err := tx.ListCheckpoints(thread, nil, 0, nil)
 		if err != nil {
 			return err
@@ -96,7 +96,7 @@ func TestCheckpointWriterFenced(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := db.View(func(tx *storage.Tx) error {
+	err := db.View(context.Background(), func(tx *storage.Tx) error {
 		all, err := tx.ListCheckpoints(thread, nil, 0, nil)
 		if len(all) != 0 {
 			t.Fatalf("%d checkpoints written by runs that lost their thread", len(all))

@@ -54,7 +54,7 @@ func runNotFound(id uuid.UUID) error {
 // Get returns a run. With threadID set, a run of another thread is not found.
 func (s *Service) Get(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID) (storage.Run, error) {
 	var run storage.Run
-	err := s.db.View(func(tx *storage.Tx) error {
+	err := s.db.View(ctx, func(tx *storage.Tx) error {
 		if threadID != nil && !tx.ThreadExists(*threadID) {
 			return fmt.Errorf("thread %s: %w", *threadID, errdefs.ErrNotFound)
 		}
@@ -84,7 +84,7 @@ func (s *Service) List(ctx context.Context, threadID uuid.UUID, status string, l
 func (s *Service) Search(ctx context.Context, q storage.RunQuery) ([]storage.Run, int, error) {
 	var out []storage.Run
 	var total int
-	err := s.db.View(func(tx *storage.Tx) error {
+	err := s.db.View(ctx, func(tx *storage.Tx) error {
 		if q.ThreadID != nil && !tx.ThreadExists(*q.ThreadID) {
 			return fmt.Errorf("thread %s: %w", *q.ThreadID, errdefs.ErrNotFound)
 		}
@@ -366,7 +366,7 @@ func (s *Service) Wait(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID
 	if err != nil {
 		return run, nil, err
 	}
-	values, err := s.finalValues(run)
+	values, err := s.finalValues(ctx, run)
 	return run, values, err
 }
 
@@ -374,9 +374,9 @@ func (s *Service) Wait(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID
 // this process does not hold (it ran on another replica, or long ago): its
 // own newest checkpoint (later runs may have moved the thread on), else
 // the thread's; a run that paused gets its interrupts, as at its end.
-func (s *Service) finalValues(run storage.Run) (map[string]any, error) {
+func (s *Service) finalValues(ctx context.Context, run storage.Run) (map[string]any, error) {
 	var values map[string]any
-	err := s.db.View(func(tx *storage.Tx) error {
+	err := s.db.View(ctx, func(tx *storage.Tx) error {
 		own, err := tx.ListCheckpoints(run.ThreadID, nil, 1, func(cp storage.Checkpoint) bool { return cp.RunID != nil && *cp.RunID == run.RunID })
 		if err == nil && len(own) == 1 {
 			values = own[0].Values
@@ -435,7 +435,7 @@ func (s *Service) Subscribe(ctx context.Context, run storage.Run, lastEventID st
 		}
 		after = 1 << 62 // nothing retained: an empty stream that ends
 	}
-	sub, err := s.broker.Subscribe(runID, after)
+	sub, err := s.broker.Subscribe(ctx, runID, after)
 	if errors.Is(err, events.ErrNoLog) {
 		return nil, nil
 	}

@@ -171,7 +171,7 @@ func (s *Service) relayRun(ctx context.Context, run storage.Run, after int64, w 
 		case !running:
 			var active bool
 			var stored storage.Run
-			err := s.db.View(func(tx *storage.Tx) error {
+			err := s.db.View(ctx, func(tx *storage.Tx) error {
 				active = tx.RunIsActive(run.RunID)
 				stored, _ = tx.GetRun(run.RunID)
 				return nil
@@ -184,7 +184,7 @@ func (s *Service) relayRun(ctx context.Context, run storage.Run, after int64, w 
 						after = last
 					}
 				}
-				s.replayEnded(run.RunID, max(after, w.log.LastSeq()), w)
+				s.replayEnded(ctx, run.RunID, max(after, w.log.LastSeq()), w)
 				return
 			}
 		}
@@ -216,11 +216,11 @@ func (s *Service) replicaURL(id string) string {
 
 // replayEnded appends the persisted events of an ended resumable run after
 // event after.
-func (s *Service) replayEnded(id uuid.UUID, after int64, w *mirrorWriter) {
+func (s *Service) replayEnded(ctx context.Context, id uuid.UUID, after int64, w *mirrorWriter) {
 	if after == onlyNew {
 		return
 	}
-	sub, err := s.broker.Subscribe(id, after)
+	sub, err := s.broker.Subscribe(ctx, id, after)
 	if err != nil {
 		return
 	}

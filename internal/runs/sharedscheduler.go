@@ -163,11 +163,7 @@ func (s *Service) dropTakenOver(run storage.Run, sink *runSink) {
 // ends, or nil when it has ended (or does not exist).
 func (s *Service) remoteDone(id uuid.UUID) <-chan struct{} {
 	ch := s.shared.next(s.shared.ended, id)
-	var active bool
-	err := s.db.View(func(tx *storage.Tx) error {
-		active = tx.RunIsActive(id)
-		return nil
-	})
+	active, err := storage.Read(s.ctx, s.db, func(tx *storage.Tx) (bool, error) { return tx.RunIsActive(id), nil })
 	if err != nil || !active {
 		s.shared.fire(s.shared.ended, id)
 		return nil

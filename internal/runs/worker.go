@@ -102,7 +102,7 @@ func (s *Service) execute(queued storage.Run, started bool, release func()) {
 	if err == nil {
 		sink.repair, _ = runner.(graph.CancelRepairer)
 		var in graph.Input
-		if in, err = s.input(run); err == nil {
+		if in, err = s.input(ctx, run); err == nil {
 			res, err = runner.Run(ctx, in, sink)
 		}
 	}
@@ -156,13 +156,14 @@ func markStarted(r *storage.Run, now time.Time, replica string) {
 // input builds the executor input: a retry continues from the run's own last
 // checkpoint; otherwise the run starts from the requested checkpoint (a
 // fork) or the thread's newest one.
-func (s *Service) input(run storage.Run) (graph.Input, error) {
+func (s *Service) input(ctx context.Context, run storage.Run) (graph.Input, error) {
 	kw := run.Kwargs
 	in := graph.Input{
 		RunID: run.RunID, ThreadID: run.ThreadID, Values: kw.Input, Command: kw.Command,
 		InterruptBefore: kw.InterruptBefore, InterruptAfter: kw.InterruptAfter,
 		Config: kw.Config, Context: kw.Context,
-		Metadata: map[string]any{"graph_id": run.GraphID, "assistant_id": run.AssistantID.String()},
+		Metadata:    map[string]any{"graph_id": run.GraphID, "assistant_id": run.AssistantID.String()},
+		Checkpoints: checkpointReader{s.db},
 	}
 	for k, v := range run.Metadata {
 		if _, taken := in.Metadata[k]; !taken {
@@ -173,7 +174,7 @@ func (s *Service) input(run storage.Run) (graph.Input, error) {
 		// Its thread was made with it: there is no checkpoint to read.
 		return in, nil
 	}
-	err := s.db.View(func(tx *storage.Tx) error {
+	err := s.db.View(ctx, func(tx *storage.Tx) error {
 		var from storage.Checkpoint
 		var err error
 		if run.Restarted {
@@ -582,7 +583,10 @@ func latestCheckpoint(tx *storage.Tx, threadID uuid.UUID, known *storage.Checkpo
 }
 
 func errorName(err error) string {
+	var named interface{ ErrorName() string }
 	switch {
+	case errors.As(err, &named):
+		return named.ErrorName()
 	case errors.Is(err, graph.ErrRecursionLimit):
 		return "GraphRecursionError"
 	case errors.Is(err, channels.ErrInvalidUpdate), errors.Is(err, errdefs.ErrInvalid):

@@ -47,8 +47,9 @@ type agentRuntime struct {
 }
 
 // loadGraphs reads langgraph.json, compiling agent specs (with their async
-// subagents) on the way, and checks that co-deployed subagent graphs exist.
-func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry, db *storage.DB) (*graphs.Registry, *agentRuntime, error) {
+// subagents) on the way and describing JavaScript graphs with code, and
+// checks that co-deployed subagent graphs exist.
+func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry, db *storage.DB, code graphs.CodeResolver) (*graphs.Registry, *agentRuntime, error) {
 	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]string{}, supervisors: map[string]*supervisor.Supervisor{}, mcp: mcptools.NewPool(log)}
 	workspaces := tools.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
 	models := agent.NewModelFactory(os.Getenv, log)
@@ -64,7 +65,7 @@ func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry
 		MCP:       rt.mcp,
 		Log:       log,
 	})
-	reg, err := graphs.Load(cfg.GraphsFile, rt.resolve)
+	reg, err := graphs.LoadWith(cfg.GraphsFile, graphs.Sources{Spec: rt.resolve, Code: code})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,10 +15,12 @@ import (
 	"agentserver/internal/assistants"
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
+	"agentserver/internal/console"
 	"agentserver/internal/crons"
 	"agentserver/internal/events"
 	"agentserver/internal/graphs"
 	"agentserver/internal/httpapi"
+	"agentserver/internal/jsworker"
 	"agentserver/internal/mcpserver"
 	"agentserver/internal/metrics"
 	"agentserver/internal/protostream"
@@ -55,6 +57,8 @@ type Server struct {
 
 	agents   *agentRuntime
 	reloader *graphs.Reloader
+	// jsGraphs runs the JavaScript graphs (nil: langgraph.json has none).
+	jsGraphs *jsworker.Pool
 	// reloadEvery is how often spec files are checked for changes.
 	reloadEvery time.Duration
 
@@ -145,7 +149,7 @@ func openDatabase(cfg config.Config, opts Options) (*storage.DB, error) {
 
 // build assembles the services over the data directory; ln is bound but
 // not yet served.
-func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (*Server, error) {
+func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (_ *Server, err error) {
 	var replicaID string
 	var releaseReplica func()
 	if cfg.DatabaseURL != "" {
@@ -165,7 +169,18 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		db.AfterClose(releaseReplica)
 	}
 	reducers := channels.NewRegistry()
-	reg, agents, err := loadGraphs(cfg, log, reducers, db)
+	st := store.New(db, log)
+	pool, err := startJSGraphs(cfg, log, st)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	defer func() {
+		if err != nil && pool != nil {
+			pool.Close(context.Background())
+		}
+	}()
+	reg, agents, err := loadGraphs(cfg, log, reducers, db, codeResolver(pool))
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -175,14 +190,14 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		db.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, db: db, ln: ln, Graphs: reg, Reducers: reducers, reloadEvery: opts.ReloadInterval}
+	s := &Server{cfg: cfg, log: log, db: db, ln: ln, Graphs: reg, Reducers: reducers, reloadEvery: opts.ReloadInterval, jsGraphs: pool}
 	if s.reloadEvery == 0 {
 		s.reloadEvery = DefaultReloadInterval
 	}
 	s.Threads = threads.New(db, s.Reducers)
 	s.Threads.Configure(threads.TTLConfig{Strategy: ttls.Threads.Strategy, DefaultTTL: ttls.Threads.DefaultTTL, SweepInterval: ttls.Threads.SweepInterval, SweepLimit: ttls.Threads.SweepLimit}, log, agents.threadDeleted)
 	s.Assistants = assistants.New(db, reg)
-	s.Store = store.New(db, log)
+	s.Store = st
 	db.OnNotice(s.Store.Notice)
 	if err := s.Store.Configure(store.TTLConfig{DefaultTTL: ttls.Store.DefaultTTL, RefreshOnRead: ttls.Store.RefreshOnRead, SweepInterval: ttls.Store.SweepInterval}); err != nil {
 		db.Close()
@@ -297,7 +312,8 @@ func (s *Server) Start() error {
 		}
 		s.serveErr <- err
 	}()
-	attrs := []any{"addr", ln.Addr().String(), "data_dir", s.cfg.DataDir}
+	base := baseURL(ln.Addr())
+	attrs := []any{"addr", ln.Addr().String(), "api", base, "docs", base + "/docs", "console", base + console.Prefix + "/", "data_dir", s.cfg.DataDir}
 	if s.cfg.DatabaseURL != "" {
 		attrs = append(attrs, "database", s.db.Describe()) // without the password
 	}
@@ -346,6 +362,12 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.agents.notifier.Close()
 	if err := s.Runs.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
+	}
+	if s.jsGraphs != nil {
+		// After the runs: each stopped run has been requeued.
+		if err := s.jsGraphs.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("graph workers: %w", err))
+		}
 	}
 	s.reqCancel()
 	if err := s.agents.mcp.Close(); err != nil {
@@ -399,4 +421,17 @@ const (
 // DB is the server's database, for tests and offline checks.
 func (s *Server) DB() *storage.DB {
 	return s.db
+}
+
+// baseURL is the URL a person opens for a listener: an unspecified host
+// (all interfaces) reads as localhost.
+func baseURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

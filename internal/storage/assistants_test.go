@@ -46,7 +46,7 @@ func testAssistantRecordAndVersions(t *testing.T, db *DB) {
 		t.Fatal(err)
 	}
 
-	err = db.View(func(tx *Tx) error {
+	err = db.View(context.Background(), func(tx *Tx) error {
 		a, err := tx.GetAssistant(id)
 		if err != nil {
 			return err
@@ -100,7 +100,7 @@ func testAssistantRecordAndVersions(t *testing.T, db *DB) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []Assistant
 			var total int
-			err := db.View(func(tx *Tx) error {
+			err := db.View(context.Background(), func(tx *Tx) error {
 				var err error
 				got, total, err = tx.ListAssistantVersions(id, tc.meta, tc.limit, tc.offset)
 				return err
@@ -135,7 +135,7 @@ func testAssistantRecordAndVersions(t *testing.T, db *DB) {
 	if err := db.Update(ctx, func(tx *Tx) error { return tx.DeleteAssistant(id) }); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second delete: err = %v, want ErrNotFound", err)
 	}
-	err = db.View(func(tx *Tx) error {
+	err = db.View(context.Background(), func(tx *Tx) error {
 		if tx.AssistantExists(id) {
 			t.Error("deleted assistant still exists")
 		}

@@ -147,7 +147,7 @@ func BenchmarkSearchThreads(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				err := db.View(func(tx *Tx) error {
+				err := db.View(context.Background(), func(tx *Tx) error {
 					page, total, err := tx.SearchThreads(c.q)
 					if err != nil {
 						return err
@@ -195,7 +195,7 @@ func BenchmarkPostgresPutThread(b *testing.B) {
 	b.Run("search-metadata-limit10", func(b *testing.B) {
 		q := ThreadQuery{Metadata: map[string]any{"user": "u42"}, Limit: 10, Desc: true}
 		for b.Loop() {
-			if err := db.View(func(tx *Tx) error { _, _, err := tx.SearchThreads(q); return err }); err != nil {
+			if err := db.View(context.Background(), func(tx *Tx) error { _, _, err := tx.SearchThreads(q); return err }); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -91,7 +92,12 @@ func createBuckets(b *bolt.DB) error {
 	})
 }
 
-func (be *boltBackend) view(fn func(kvTx) error) error {
+// view reads from the memory-mapped file, which needs no wait that a
+// context could cut short: a cancelled ctx only keeps it from starting.
+func (be *boltBackend) view(ctx context.Context, fn func(kvTx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	return be.db.View(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
 }
 

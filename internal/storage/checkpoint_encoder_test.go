@@ -74,7 +74,7 @@ func testPutEncodedCheckpointRoundTrip(t *testing.T, db *DB) {
 	}
 	var got Checkpoint
 	var latest uuid.UUID
-	err = db.View(func(tx *Tx) error {
+	err = db.View(context.Background(), func(tx *Tx) error {
 		var err error
 		if got, err = tx.GetCheckpoint(thread, cp.CheckpointID); err != nil {
 			return err

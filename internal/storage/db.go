@@ -219,9 +219,10 @@ func (db *DB) Describe() string {
 }
 
 // View runs fn in a read-only transaction that sees one consistent
-// snapshot.
-func (db *DB) View(fn func(*Tx) error) error {
-	return db.be.view(func(kv kvTx) error {
+// snapshot. Cancelling ctx stops its database reads (a read then fails and
+// View returns the context's error).
+func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
+	return db.be.view(ctx, func(kv kvTx) error {
 		return fn(&Tx{kv: kv})
 	})
 }
@@ -230,19 +231,42 @@ func (db *DB) View(fn func(*Tx) error) error {
 // one snapshot: each sees what was committed when it ran. For fn that reads
 // one record it is View at less cost: on PostgreSQL the read is a statement
 // of its own, without BEGIN and COMMIT (one round trip instead of two).
-func (db *DB) ViewLatest(fn func(*Tx) error) error {
+func (db *DB) ViewLatest(ctx context.Context, fn func(*Tx) error) error {
 	lv, ok := db.be.(latestViewer)
 	if !ok {
-		return db.View(fn)
+		return db.View(ctx, fn)
 	}
-	return lv.viewLatest(func(kv kvTx) error {
+	return lv.viewLatest(ctx, func(kv kvTx) error {
 		return fn(&Tx{kv: kv})
 	})
 }
 
+// Read runs fn in View and returns its result: the one-line form of the
+// usual "declare, read in a closure, return" pattern.
+func Read[T any](ctx context.Context, db *DB, fn func(*Tx) (T, error)) (T, error) {
+	var out T
+	err := db.View(ctx, func(tx *Tx) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	return out, err
+}
+
+// ReadLatest is Read through ViewLatest.
+func ReadLatest[T any](ctx context.Context, db *DB, fn func(*Tx) (T, error)) (T, error) {
+	var out T
+	err := db.ViewLatest(ctx, func(tx *Tx) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	return out, err
+}
+
 // latestViewer is a backend whose reads can go outside a transaction.
 type latestViewer interface {
-	viewLatest(fn func(kvTx) error) error
+	viewLatest(ctx context.Context, fn func(kvTx) error) error
 }
 
 // Update runs fn in a read-write transaction that commits durably before

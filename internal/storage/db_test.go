@@ -64,7 +64,7 @@ func testGroupCommitIsolatesFailingMember(t *testing.T, db *DB) {
 		if gotErr := errors.Is(errs[i], ErrConflict); gotErr != wantErr {
 			t.Fatalf("member %d: err = %v, want conflict %v", i, errs[i], wantErr)
 		}
-		err := db.View(func(tx *Tx) error {
+		err := db.View(context.Background(), func(tx *Tx) error {
 			if tx.ThreadExists(ids[i]) == wantErr {
 				return fmt.Errorf("member %d: exists = %v after err %v", i, !wantErr, errs[i])
 			}
@@ -121,7 +121,7 @@ func testReopenKeepsDataAndRejectsNewerSchema(t *testing.T, be testBackend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.View(func(tx *Tx) error {
+	err = db.View(context.Background(), func(tx *Tx) error {
 		got, err := tx.GetThread(th.ThreadID)
 		if err != nil {
 			return err
@@ -194,7 +194,7 @@ func testSearchThreadsIndexes(t *testing.T, db *DB) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := db.View(func(tx *Tx) error {
+			err := db.View(context.Background(), func(tx *Tx) error {
 				page, total, err := tx.SearchThreads(c.q)
 				if err != nil {
 					return err
@@ -245,7 +245,7 @@ func testCheckpointsNewestFirstAndDeleteThread(t *testing.T, db *DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.View(func(tx *Tx) error {
+	err = db.View(context.Background(), func(tx *Tx) error {
 		latest, err := tx.LatestCheckpoint(th.ThreadID)
 		if err != nil || latest.CheckpointID != ids[4] {
 			return fmt.Errorf("latest = %v, %v", latest.CheckpointID, err)
@@ -265,7 +265,7 @@ func testCheckpointsNewestFirstAndDeleteThread(t *testing.T, db *DB) {
 	if err := db.Update(context.Background(), func(tx *Tx) error { return tx.DeleteThread(th.ThreadID) }); err != nil {
 		t.Fatal(err)
 	}
-	err = db.View(func(tx *Tx) error {
+	err = db.View(context.Background(), func(tx *Tx) error {
 		if _, err := tx.LatestCheckpoint(th.ThreadID); !errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("checkpoints survive delete: %v", err)
 		}
@@ -349,7 +349,7 @@ func TestUpdatesWriteOnlyChangedIndexes(t *testing.T) {
 	}
 	// The entries are right: the thread is found by its new status only,
 	// and by its metadata.
-	err := db.View(func(tx *Tx) error {
+	err := db.View(context.Background(), func(tx *Tx) error {
 		for _, q := range []struct {
 			q    ThreadQuery
 			want int
@@ -396,7 +396,7 @@ func testActiveThreadRuns(t *testing.T, db *DB) {
 	active := func() []uuid.UUID {
 		t.Helper()
 		var ids []uuid.UUID
-		err := db.View(func(tx *Tx) error {
+		err := db.View(context.Background(), func(tx *Tx) error {
 			rs, err := tx.ActiveThreadRuns(th.ThreadID)
 			for _, r := range rs {
 				ids = append(ids, r.RunID)
@@ -506,4 +506,38 @@ func TestNewerFileIsLeftUntouched(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A read with a cancelled context does not run, on every backend; on
+// PostgreSQL a read that follows the cancellation inside a view fails too.
+func TestViewStopsWhenItsContextIsCancelled(t *testing.T) {
+	forEachBackendAt(t, func(t *testing.T, be testBackend) {
+		db := be.openNew(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		ran := false
+		err := db.View(ctx, func(tx *Tx) error { ran = true; return nil })
+		if !errors.Is(err, context.Canceled) || ran {
+			t.Fatalf("View with a cancelled context: err = %v, ran = %v", err, ran)
+		}
+		if _, err := Read(ctx, db, func(tx *Tx) (int, error) { return 1, nil }); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Read with a cancelled context: %v", err)
+		}
+		if be.name != "postgres" {
+			return
+		}
+		ctx, cancel = context.WithCancel(context.Background())
+		defer cancel()
+		err = db.View(ctx, func(tx *Tx) error {
+			if _, err := tx.ListAssistants(); err != nil {
+				return err
+			}
+			cancel()
+			_, err := tx.ListAssistants()
+			return err
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("a read after the cancel inside a view: %v", err)
+		}
+	})
 }

@@ -86,14 +86,8 @@ func (db *DB) putAll(ctx context.Context, bucket []byte, keys, vals [][]byte, wh
 // LoadRunEvents returns the stored events of run runID whose Seq is greater
 // than after, in Seq order. A negative after means from the start. A run
 // without stored events yields an empty slice and no error.
-func (db *DB) LoadRunEvents(runID uuid.UUID, after int64) ([]StoredEvent, error) {
-	var out []StoredEvent
-	err := db.View(func(tx *Tx) error {
-		var err error
-		out, err = tx.LoadRunEvents(runID, after)
-		return err
-	})
-	return out, err
+func (db *DB) LoadRunEvents(ctx context.Context, runID uuid.UUID, after int64) ([]StoredEvent, error) {
+	return Read(ctx, db, func(tx *Tx) ([]StoredEvent, error) { return tx.LoadRunEvents(runID, after) })
 }
 
 // LoadRunEvents is DB.LoadRunEvents inside a transaction.
@@ -145,9 +139,9 @@ func (t *Tx) DeleteRunEvents(runID uuid.UUID) error {
 
 // RunsWithEvents lists the runs that have stored events, in id order. It
 // visits one key per run, not every event.
-func (db *DB) RunsWithEvents() ([]uuid.UUID, error) {
+func (db *DB) RunsWithEvents(ctx context.Context) ([]uuid.UUID, error) {
 	var out []uuid.UUID
-	err := db.View(func(tx *Tx) error {
+	err := db.View(ctx, func(tx *Tx) error {
 		c := tx.bucket(bucketRunEvents).Cursor()
 		for k, _ := c.First(); k != nil; {
 			if len(k) < 16 {

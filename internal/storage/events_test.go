@@ -45,7 +45,7 @@ func testRunEventsAppendLoad(t *testing.T, db *DB) {
 		t.Fatal(err)
 	}
 
-	all, err := db.LoadRunEvents(a, -1)
+	all, err := db.LoadRunEvents(context.Background(), a, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func testRunEventsAppendLoad(t *testing.T, db *DB) {
 		t.Fatalf("nil data not stored as null: %+v", all[300])
 	}
 	for _, after := range []int64{0, 1, 150, 299, 300, 69999, 70000, 1 << 40} {
-		got, err := db.LoadRunEvents(a, after)
+		got, err := db.LoadRunEvents(context.Background(), a, after)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,11 +73,11 @@ func testRunEventsAppendLoad(t *testing.T, db *DB) {
 			t.Fatalf("after %d: got %d events, want %d", after, len(got), len(want))
 		}
 	}
-	gotB, err := db.LoadRunEvents(b, 0)
+	gotB, err := db.LoadRunEvents(context.Background(), b, 0)
 	if err != nil || !slices.Equal(seqs(gotB), []int64{1, 2, 3}) {
 		t.Fatalf("run b: %v %v", seqs(gotB), err)
 	}
-	none, err := db.LoadRunEvents(uuid.Must(uuid.NewV7()), 0)
+	none, err := db.LoadRunEvents(context.Background(), uuid.Must(uuid.NewV7()), 0)
 	if err != nil || len(none) != 0 {
 		t.Fatalf("unknown run: %v %v", none, err)
 	}
@@ -86,11 +86,11 @@ func testRunEventsAppendLoad(t *testing.T, db *DB) {
 	if err := db.AppendRunEvents(ctx, b, mkEvents(2, 3)); err != nil {
 		t.Fatal(err)
 	}
-	if gotB, _ = db.LoadRunEvents(b, 0); len(gotB) != 3 {
+	if gotB, _ = db.LoadRunEvents(context.Background(), b, 0); len(gotB) != 3 {
 		t.Fatalf("after retry: %d events", len(gotB))
 	}
 
-	ids, err := db.RunsWithEvents()
+	ids, err := db.RunsWithEvents(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func testRunEventsRejectsBadInput(t *testing.T, db *DB) {
 	if err := db.AppendRunEvents(ctx, id, []StoredEvent{{Seq: 1, Name: "x", Data: json.RawMessage("{")}}); err == nil {
 		t.Fatal("invalid JSON accepted")
 	}
-	if got, _ := db.LoadRunEvents(id, 0); len(got) != 0 {
+	if got, _ := db.LoadRunEvents(context.Background(), id, 0); len(got) != 0 {
 		t.Fatalf("rejected append stored %d events", len(got))
 	}
 }
@@ -137,7 +137,7 @@ func testRunEventsDelete(t *testing.T, db *DB) {
 		t.Fatal(err)
 	}
 	for i, id := range ids {
-		got, err := db.LoadRunEvents(id, 0)
+		got, err := db.LoadRunEvents(context.Background(), id, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func testRunEventsDelete(t *testing.T, db *DB) {
 			t.Fatalf("run %d: %d events left, want %d", i, len(got), want)
 		}
 	}
-	left, err := db.RunsWithEvents()
+	left, err := db.RunsWithEvents(context.Background())
 	if err != nil || !slices.Equal(left, ids[1:2]) {
 		t.Fatalf("RunsWithEvents = %v %v", left, err)
 	}

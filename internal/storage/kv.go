@@ -1,6 +1,9 @@
 package storage
 
-import "bytes"
+import (
+	"bytes"
+	"context"
+)
 
 // The key-value seam: every record accessor of this package reads and writes
 // through t.bucket(name), which returns a kvBucket of the backend the
@@ -77,7 +80,7 @@ type kvTx interface {
 // backend is a storage engine under the seam.
 type backend interface {
 	// view runs fn in a read-only transaction that sees one snapshot.
-	view(fn func(kvTx) error) error
+	view(ctx context.Context, fn func(kvTx) error) error
 	// update runs fn in a read-write transaction and commits it durably.
 	update(fn func(kvTx) error) error
 	// ping checks that the database answers.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"testing"
@@ -53,7 +54,7 @@ func TestKVCursorWalksBothWays(t *testing.T) { forEachBackend(t, testKVCursorWal
 func testKVCursorWalksBothWays(t *testing.T, db *DB) {
 	const n = 300 // several pages of the largest size
 	putKV(t, db, n)
-	err := db.be.view(func(kv kvTx) error {
+	err := db.be.view(context.Background(), func(kv kvTx) error {
 		b := kv.bucket(bucketSubagents)
 		if v := b.Get(kvKey(0)); v == nil || len(v) != 0 {
 			return fmt.Errorf("empty value = %#v, want non-nil empty", v)
@@ -142,7 +143,7 @@ func testKVDeletePrefix(t *testing.T, db *DB) {
 		t.Fatal(err)
 	}
 	var left []string
-	err = db.be.view(func(kv kvTx) error {
+	err = db.be.view(context.Background(), func(kv kvTx) error {
 		return kv.bucket(bucketSubagents).ForEach(func(k, _ []byte) error {
 			left = append(left, string(k))
 			return nil

@@ -80,7 +80,7 @@ func TestBigMetadataDoesNotStarveSmallWrites(t *testing.T) {
 	if took > 2*time.Second {
 		t.Fatalf("a small write waited %s behind a metadata write at the limit", took)
 	}
-	err = db.View(func(tx *Tx) error {
+	err = db.View(context.Background(), func(tx *Tx) error {
 		got, n, err := tx.SearchThreads(ThreadQuery{Metadata: map[string]any{"one-more-change": "x"}, Limit: 10})
 		if err != nil || n != 1 || got[0].ThreadID != atLimit.ThreadID {
 			return fmt.Errorf("search by the changed key: %d threads, %v", n, err)
@@ -125,7 +125,7 @@ func TestBigStoreValueDoesNotStarveSmallWrites(t *testing.T) {
 	if took > encoding {
 		t.Fatalf("a small write waited %s behind a large store value (encoding it takes %s)", took, encoding)
 	}
-	err = db.View(func(tx *Tx) error {
+	err = db.View(context.Background(), func(tx *Tx) error {
 		got, err := tx.GetStoreItem([]string{"n"}, "k", time.Now())
 		if err != nil || len(got.Value) != 100_000 || !got.CreatedAt.Equal(first.UpdatedAt) || got.Key != "k" {
 			return fmt.Errorf("read back: %v", err)

@@ -60,7 +60,7 @@ func TestPostgresFailedReadFailsTheTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	th := newThread(nil, "idle")
-	err := db.View(func(tx *Tx) error {
+	err := db.View(context.Background(), func(tx *Tx) error {
 		_, err := tx.GetThread(th.ThreadID)
 		return err
 	})

@@ -193,16 +193,21 @@ func (be *pgBackend) acquire(ctx context.Context, readOnly bool) (*pgTxn, func()
 	return t, release, nil
 }
 
-func (be *pgBackend) view(fn func(kvTx) error) error { return be.read(fn, true) }
+func (be *pgBackend) view(ctx context.Context, fn func(kvTx) error) error {
+	return be.read(ctx, fn, true)
+}
 
-func (be *pgBackend) viewLatest(fn func(kvTx) error) error { return be.read(fn, false) }
+func (be *pgBackend) viewLatest(ctx context.Context, fn func(kvTx) error) error {
+	return be.read(ctx, fn, false)
+}
 
 // read runs fn read-only. In a snapshot, BEGIN goes with the first read:
 // a view that reads nothing costs no round trip, and one that reads once
 // costs two (the read, COMMIT). Without one, every read is a statement of
-// its own and nothing opens or ends a transaction.
-func (be *pgBackend) read(fn func(kvTx) error, snapshot bool) error {
-	t, release, err := be.acquire(context.Background(), true)
+// its own and nothing opens or ends a transaction. Cancelling ctx stops the
+// statement in flight (and the connection's transaction is rolled back).
+func (be *pgBackend) read(ctx context.Context, fn func(kvTx) error, snapshot bool) error {
+	t, release, err := be.acquire(ctx, true)
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}

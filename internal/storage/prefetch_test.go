@@ -115,7 +115,7 @@ func testPrefetchedScanSeesTheTransactionsWrites(t *testing.T, db *DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.be.view(func(kv kvTx) error {
+	err = db.be.view(context.Background(), func(kv kvTx) error {
 		var all []string
 		c := kv.bucket(b).Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
@@ -196,7 +196,7 @@ func testGroupCommitPrefetchSeesEarlierMembers(t *testing.T, db *DB) {
 	if deleted[0] != nil || deleted[1] == nil {
 		t.Errorf("DeleteThread = %v, want nil then ErrNotFound", deleted)
 	}
-	err = db.View(func(tx *Tx) error {
+	err = db.View(context.Background(), func(tx *Tx) error {
 		if tx.ThreadExists(th.ThreadID) {
 			return fmt.Errorf("thread still stored")
 		}
@@ -269,7 +269,7 @@ func TestViewLatestReadsCommittedRecords(t *testing.T) {
 		a := Assistant{AssistantID: uuid.Must(uuid.NewV7()), GraphID: "g", Name: "one", CreatedAt: now, UpdatedAt: now, Version: 1}
 		read := func() (Assistant, error) {
 			var got Assistant
-			err := db.ViewLatest(func(tx *Tx) error {
+			err := db.ViewLatest(context.Background(), func(tx *Tx) error {
 				var err error
 				got, err = tx.GetAssistant(a.AssistantID)
 				return err

@@ -42,7 +42,7 @@ func putItems(t *testing.T, db *DB, items ...StoreItem) {
 
 func checkExpiryIndex(t *testing.T, db *DB) {
 	t.Helper()
-	if err := db.View(func(tx *Tx) error { return tx.CheckStoreExpiryIndex() }); err != nil {
+	if err := db.View(context.Background(), func(tx *Tx) error { return tx.CheckStoreExpiryIndex() }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -50,7 +50,7 @@ func checkExpiryIndex(t *testing.T, db *DB) {
 func getItem(t *testing.T, db *DB, ns []string, key string, now time.Time) (StoreItem, error) {
 	t.Helper()
 	var it StoreItem
-	err := db.View(func(tx *Tx) error {
+	err := db.View(context.Background(), func(tx *Tx) error {
 		var err error
 		it, err = tx.GetStoreItem(ns, key, now)
 		return err
@@ -92,7 +92,7 @@ func testStorePutGetKeepsCreatedAt(t *testing.T, db *DB) {
 func expiryLen(t *testing.T, db *DB) int {
 	t.Helper()
 	n := 0
-	_ = db.View(func(tx *Tx) error {
+	_ = db.View(context.Background(), func(tx *Tx) error {
 		return tx.bucket(bucketStoreExpiry).ForEach(func(_, _ []byte) error { n++; return nil })
 	})
 	return n
@@ -164,7 +164,7 @@ func testStorePutRefusesUnframeableNamespace(t *testing.T, db *DB) {
 func countItems(t *testing.T, db *DB) int {
 	t.Helper()
 	n := 0
-	_ = db.View(func(tx *Tx) error {
+	_ = db.View(context.Background(), func(tx *Tx) error {
 		return tx.bucket(bucketStoreItems).ForEach(func(_, _ []byte) error { n++; return nil })
 	})
 	return n
@@ -222,7 +222,7 @@ func testStoreSearchPrefixFraming(t *testing.T, db *DB) {
 	} {
 		t.Run(fmt.Sprintf("%q", tc.prefix), func(t *testing.T) {
 			var got []StoreItem
-			err := db.View(func(tx *Tx) error {
+			err := db.View(context.Background(), func(tx *Tx) error {
 				var err error
 				got, err = tx.SearchStoreItems(StoreSearch{Prefix: tc.prefix, Now: storeAt(0)})
 				return err
@@ -252,7 +252,7 @@ func testStoreSearchOrderPagingMatchExpiry(t *testing.T, db *DB) {
 	search := func(q StoreSearch) []string {
 		t.Helper()
 		var got []StoreItem
-		if err := db.View(func(tx *Tx) error {
+		if err := db.View(context.Background(), func(tx *Tx) error {
 			var err error
 			got, err = tx.SearchStoreItems(q)
 			return err
@@ -321,7 +321,7 @@ func testStoreListNamespaces(t *testing.T, db *DB) {
 				q.Now = storeAt(1)
 			}
 			var got [][]string
-			if err := db.View(func(tx *Tx) error {
+			if err := db.View(context.Background(), func(tx *Tx) error {
 				var err error
 				got, err = tx.ListStoreNamespaces(q)
 				return err
@@ -335,7 +335,7 @@ func testStoreListNamespaces(t *testing.T, db *DB) {
 	}
 	// Before any expiry, "gone" is listed.
 	var got [][]string
-	_ = db.View(func(tx *Tx) error {
+	_ = db.View(context.Background(), func(tx *Tx) error {
 		got, _ = tx.ListStoreNamespaces(StoreNamespaceQuery{Prefix: []string{"gone"}, Now: storeAt(0)})
 		return nil
 	})

@@ -39,7 +39,7 @@ func testThreadExpiryIndex(t *testing.T, db *DB) {
 	expired := func(at time.Time) []uuid.UUID {
 		t.Helper()
 		var ids []uuid.UUID
-		if err := db.View(func(tx *Tx) error { ids = tx.ExpiredThreads(at, 100); return nil }); err != nil {
+		if err := db.View(context.Background(), func(tx *Tx) error { ids = tx.ExpiredThreads(at, 100); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		return ids
@@ -105,7 +105,7 @@ func testKeepLatestCheckpoint(t *testing.T, db *DB) {
 	}); err != nil || n != 2 {
 		t.Fatalf("deleted %d, %v; want 2", n, err)
 	}
-	_ = db.View(func(tx *Tx) error {
+	_ = db.View(context.Background(), func(tx *Tx) error {
 		left, _ := tx.ListCheckpoints(a, nil, 0, nil)
 		if len(left) != 1 || left[0].CheckpointID != newest {
 			t.Fatalf("thread a keeps %v, want only %s", left, newest)
@@ -139,7 +139,7 @@ func TestThreadExpiryBackfill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.View(func(tx *Tx) error {
+	if err := db.View(context.Background(), func(tx *Tx) error {
 		if got := tx.ExpiredThreads(th.UpdatedAt.Add(5*time.Minute), 10); len(got) != 1 {
 			t.Errorf("expired after reopen: %v", got)
 		}

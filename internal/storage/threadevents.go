@@ -41,9 +41,9 @@ func (db *DB) AppendThreadEvents(ctx context.Context, threadID uuid.UUID, evs []
 
 // LoadThreadEvents returns, in Seq order, the stored events of a thread
 // whose Seq is greater than after.
-func (db *DB) LoadThreadEvents(threadID uuid.UUID, after int64) ([]ThreadEvent, error) {
+func (db *DB) LoadThreadEvents(ctx context.Context, threadID uuid.UUID, after int64) ([]ThreadEvent, error) {
 	var out []ThreadEvent
-	err := db.View(func(tx *Tx) error {
+	err := db.View(ctx, func(tx *Tx) error {
 		out = nil
 		c := tx.bucket(bucketThreadEvents).Cursor()
 		for k, v := c.Seek(threadEventKey(threadID, max(after+1, 1))); k != nil && bytes.HasPrefix(k, threadID[:]); k, v = c.Next() {
@@ -60,9 +60,9 @@ func (db *DB) LoadThreadEvents(threadID uuid.UUID, after int64) ([]ThreadEvent, 
 
 // LastThreadEventSeq returns the Seq of a thread's newest stored event, 0
 // when it has none.
-func (db *DB) LastThreadEventSeq(threadID uuid.UUID) (int64, error) {
+func (db *DB) LastThreadEventSeq(ctx context.Context, threadID uuid.UUID) (int64, error) {
 	var seq int64
-	err := db.View(func(tx *Tx) error {
+	err := db.View(ctx, func(tx *Tx) error {
 		c := tx.bucket(bucketThreadEvents).Cursor()
 		k, _ := c.Seek(prefixEnd(threadID[:]))
 		if k == nil {
@@ -94,7 +94,7 @@ func decodeThreadEvent(k, v []byte) (ThreadEvent, error) {
 // in publication order, so it stops at each thread's first newer event.
 func (db *DB) DeleteThreadEventsBefore(ctx context.Context, cutoff time.Time) (int, error) {
 	var stale [][]byte
-	err := db.View(func(tx *Tx) error {
+	err := db.View(ctx, func(tx *Tx) error {
 		stale = nil
 		c := tx.bucket(bucketThreadEvents).Cursor()
 		for k, v := c.First(); k != nil; {

@@ -287,11 +287,7 @@ func (s *Service) Get(ctx context.Context, namespace []string, key string, refre
 	}
 	now := s.now()
 	var it storage.StoreItem
-	err = s.db.View(func(tx *storage.Tx) error {
-		var err error
-		it, err = tx.GetStoreItem(namespace, key, now)
-		return err
-	})
+	it, err = storage.Read(ctx, s.db, func(tx *storage.Tx) (storage.StoreItem, error) { return tx.GetStoreItem(namespace, key, now) })
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return nil, nil
 	}
@@ -379,7 +375,7 @@ func (s *Service) Search(ctx context.Context, prefix []string, filter map[string
 			return nil, err
 		}
 		queryVec = vecs[0]
-		found, scores, ok, err := s.searchIndexed(prefix, match, queryVec, q.Now, limit, offset)
+		found, scores, ok, err := s.searchIndexed(ctx, prefix, match, queryVec, q.Now, limit, offset)
 		if err != nil {
 			return nil, err
 		}
@@ -391,11 +387,7 @@ func (s *Service) Search(ctx context.Context, prefix []string, filter map[string
 		q.Limit, q.Offset, q.WithVectors = 0, 0, true
 	}
 	var found []storage.StoreItem
-	err = s.db.View(func(tx *storage.Tx) error {
-		var err error
-		found, err = tx.SearchStoreItems(q)
-		return err
-	})
+	found, err = storage.Read(ctx, s.db, func(tx *storage.Tx) ([]storage.StoreItem, error) { return tx.SearchStoreItems(q) })
 	if err != nil {
 		return nil, err
 	}
@@ -457,12 +449,7 @@ func (s *Service) ListNamespaces(ctx context.Context, prefix, suffix []string, m
 		limit = DefaultNamespaceLimit
 	}
 	q := storage.StoreNamespaceQuery{Prefix: prefix, Suffix: suffix, MaxDepth: maxDepth, Now: s.now(), Limit: limit, Offset: offset}
-	var out [][]string
-	err := s.db.View(func(tx *storage.Tx) error {
-		var err error
-		out, err = tx.ListStoreNamespaces(q)
-		return err
-	})
+	out, err := storage.Read(ctx, s.db, func(tx *storage.Tx) ([][]string, error) { return tx.ListStoreNamespaces(q) })
 	if err != nil {
 		return nil, err
 	}
@@ -513,7 +500,7 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 		}
 		total += n
 		if n < sweepBatch {
-			return total, s.pruneIndex(total)
+			return total, s.pruneIndex(ctx, total)
 		}
 	}
 }

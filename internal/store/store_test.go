@@ -45,7 +45,7 @@ func mustGet(t *testing.T, s *Service, ns []string, key string, refresh bool) *I
 
 func checkIndex(t *testing.T, db *storage.DB) {
 	t.Helper()
-	if err := db.View(func(tx *storage.Tx) error { return tx.CheckStoreExpiryIndex() }); err != nil {
+	if err := db.View(context.Background(), func(tx *storage.Tx) error { return tx.CheckStoreExpiryIndex() }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -442,7 +442,7 @@ func TestRunSweepsAndStopsOnCancel(t *testing.T) {
 		defer cancel()
 		live := func() int {
 			var n int
-			_ = db.View(func(tx *storage.Tx) error {
+			_ = db.View(context.Background(), func(tx *storage.Tx) error {
 				items, err := tx.SearchStoreItems(storage.StoreSearch{}) // zero Now: expired items too
 				n = len(items)
 				return err

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"container/heap"
+	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -70,7 +71,7 @@ func itemID(namespace []string, key string) string {
 // ensureLoaded fills the index from storage on first use. The write lock is
 // taken before the read, so a write that commits after the read began
 // applies its change after the load.
-func (x *vectorIndex) ensureLoaded(db *storage.DB) error {
+func (x *vectorIndex) ensureLoaded(ctx context.Context, db *storage.DB) error {
 	x.mu.RLock()
 	loaded := x.loaded
 	x.mu.RUnlock()
@@ -84,7 +85,7 @@ func (x *vectorIndex) ensureLoaded(db *storage.DB) error {
 	}
 	x.slots = map[string]int{}
 	x.items = nil
-	err := db.View(func(tx *storage.Tx) error {
+	err := db.View(ctx, func(tx *storage.Tx) error {
 		return tx.ForEachStoreVectors(func(namespace []string, key string, vecs [][]float32) error {
 			x.setLocked(namespace, key, vecs)
 			return nil
@@ -145,14 +146,14 @@ func (x *vectorIndex) removeSlot(id string, slot int) {
 
 // prune drops the items whose vectors are no longer stored (expired and
 // swept). Like the load, it locks before it reads.
-func (x *vectorIndex) prune(db *storage.DB) error {
+func (x *vectorIndex) prune(ctx context.Context, db *storage.DB) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if !x.loaded {
 		return nil
 	}
 	var gone []indexedItem
-	err := db.View(func(tx *storage.Tx) error {
+	err := db.View(ctx, func(tx *storage.Tx) error {
 		for _, it := range x.items {
 			vecs, err := tx.StoreVectors(it.namespace, it.key)
 			if err != nil {
@@ -383,11 +384,11 @@ var writeLockSeed = maphash.MakeSeed()
 
 // pruneIndex drops swept items from the in-memory index once a sweep
 // deleted some.
-func (s *Service) pruneIndex(swept int) error {
+func (s *Service) pruneIndex(ctx context.Context, swept int) error {
 	if s.index == nil || swept == 0 {
 		return nil
 	}
-	if err := s.vectors.prune(s.db); err != nil {
+	if err := s.vectors.prune(ctx, s.db); err != nil {
 		return fmt.Errorf("prune store vector index: %w", err)
 	}
 	return nil
@@ -399,14 +400,14 @@ func (s *Service) pruneIndex(swept int) error {
 // reports false when the checked candidates do not fill the page (a
 // selective filter, or a page reaching the items without vectors); the
 // caller then ranks every match.
-func (s *Service) searchIndexed(prefix []string, match func(*storage.StoreItem) bool, query []float32, now time.Time, limit, offset int) ([]storage.StoreItem, []*float64, bool, error) {
-	if err := s.vectors.ensureLoaded(s.db); err != nil {
+func (s *Service) searchIndexed(ctx context.Context, prefix []string, match func(*storage.StoreItem) bool, query []float32, now time.Time, limit, offset int) ([]storage.StoreItem, []*float64, bool, error) {
+	if err := s.vectors.ensureLoaded(ctx, s.db); err != nil {
 		return nil, nil, false, fmt.Errorf("load store vector index: %w", err)
 	}
 	want := offset + limit
 	hits := s.vectors.top(prefix, query, max(candidateFactor*want, minCandidates))
 	var items []storage.StoreItem
-	err := s.db.View(func(tx *storage.Tx) error {
+	err := s.db.View(ctx, func(tx *storage.Tx) error {
 		for _, h := range hits {
 			it, err := tx.GetStoreItem(h.namespace, h.key, now)
 			if errors.Is(err, errdefs.ErrNotFound) {

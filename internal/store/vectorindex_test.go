@@ -105,7 +105,7 @@ func fullScanKeys(t *testing.T, s *Service, query string, limit, offset int) []s
 		t.Fatal(err)
 	}
 	var all []storage.StoreItem
-	err = s.db.View(func(tx *storage.Tx) error {
+	err = s.db.View(context.Background(), func(tx *storage.Tx) error {
 		all, err = tx.SearchStoreItems(storage.StoreSearch{Prefix: []string{"a"}, Now: s.now(), WithVectors: true})
 		return err
 	})

@@ -228,7 +228,7 @@ func (t *taskTool) Call(ctx context.Context, c tools.Call) (tools.Result, error)
 	// whose id already has an answer in the state is not a retry: the
 	// provider reused an id (some number calls per response).
 	if !answered(c.State, c.ID) {
-		if prev, ok := d.previous(runID, c.ID); ok {
+		if prev, ok := d.previous(ctx, runID, c.ID); ok {
 			return resultOf(prev), nil
 		}
 	}
@@ -481,16 +481,11 @@ func bounded(s string) string {
 // previous returns the outcome a subagent of this parent run already
 // reached before a restart; an execution cut off by the crash is reported
 // as interrupted, never left running.
-func (d *Delegation) previous(runID uuid.UUID, toolCall string) (outcome, bool) {
+func (d *Delegation) previous(ctx context.Context, runID uuid.UUID, toolCall string) (outcome, bool) {
 	if d.env.DB == nil {
 		return outcome{}, false
 	}
-	var e storage.SubagentExecution
-	err := d.env.DB.View(func(tx *storage.Tx) error {
-		var err error
-		e, err = tx.GetSubagent(runID, toolCall)
-		return err
-	})
+	e, err := storage.Read(ctx, d.env.DB, func(tx *storage.Tx) (storage.SubagentExecution, error) { return tx.GetSubagent(runID, toolCall) })
 	if err != nil {
 		return outcome{}, false
 	}

@@ -38,7 +38,7 @@ func putExecutions(t *testing.T, db *storage.DB, es ...storage.SubagentExecution
 func getExecution(t *testing.T, db *storage.DB, run uuid.UUID, call string) storage.SubagentExecution {
 	t.Helper()
 	var e storage.SubagentExecution
-	err := db.View(func(tx *storage.Tx) error {
+	err := db.View(context.Background(), func(tx *storage.Tx) error {
 		var err error
 		e, err = tx.GetSubagent(run, call)
 		return err

@@ -45,7 +45,11 @@ type Options struct {
 	Server server.Options
 
 	Graphs string
-	APIKey string
+	// GraphsFile, when set, is the langgraph.json to serve as it is (a
+	// project's own, whose relative paths and node_modules it needs);
+	// Graphs and Files are then ignored.
+	GraphsFile string
+	APIKey     string
 	// DataDir reuses a directory (for restart tests); empty means a new one.
 	DataDir string
 	// NoSync turns off fsync (for fuzzing and benchmarks).
@@ -121,6 +125,9 @@ func build(t testing.TB, opts Options) (*server.Server, error) {
 	}
 	if err := os.WriteFile(graphsFile, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if opts.GraphsFile != "" {
+		graphsFile = opts.GraphsFile
 	}
 	cfg := config.Default()
 	cfg.Addr = "127.0.0.1:0"

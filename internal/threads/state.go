@@ -69,7 +69,7 @@ func emptyState() State {
 // GetState returns the state at checkpointID, or the newest state when nil.
 func (s *Service) GetState(ctx context.Context, threadID uuid.UUID, checkpointID *uuid.UUID) (State, error) {
 	var out State
-	err := s.db.View(func(tx *storage.Tx) error {
+	err := s.db.View(ctx, func(tx *storage.Tx) error {
 		if !tx.ThreadExists(threadID) {
 			return fmt.Errorf("thread %s: %w", threadID, errdefs.ErrNotFound)
 		}
@@ -193,7 +193,7 @@ type HistoryQuery struct {
 // History returns a thread's states newest first.
 func (s *Service) History(ctx context.Context, threadID uuid.UUID, q HistoryQuery) ([]State, error) {
 	var out []State
-	err := s.db.View(func(tx *storage.Tx) error {
+	err := s.db.View(ctx, func(tx *storage.Tx) error {
 		if !tx.ThreadExists(threadID) {
 			return fmt.Errorf("thread %s: %w", threadID, errdefs.ErrNotFound)
 		}

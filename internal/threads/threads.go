@@ -252,12 +252,7 @@ func interruptsOf(cp storage.Checkpoint) map[string]any {
 
 // Get returns one thread.
 func (s *Service) Get(ctx context.Context, id uuid.UUID) (Thread, error) {
-	var out Thread
-	err := s.db.View(func(tx *storage.Tx) error {
-		var err error
-		out, err = s.load(tx, id)
-		return err
-	})
+	out, err := storage.Read(ctx, s.db, func(tx *storage.Tx) (Thread, error) { return s.load(tx, id) })
 	return out, err
 }
 
@@ -292,7 +287,7 @@ func (s *Service) Delete(ctx context.Context, id uuid.UUID) error {
 func (s *Service) Search(ctx context.Context, q storage.ThreadQuery) ([]Thread, int, error) {
 	var out []Thread
 	var total int
-	err := s.db.View(func(tx *storage.Tx) error {
+	err := s.db.View(ctx, func(tx *storage.Tx) error {
 		page, n, err := tx.SearchThreads(q)
 		if err != nil {
 			return err
@@ -311,7 +306,7 @@ func (s *Service) Search(ctx context.Context, q storage.ThreadQuery) ([]Thread, 
 func (s *Service) Count(ctx context.Context, q storage.ThreadQuery) (int, error) {
 	q.CountOnly = true
 	var total int
-	err := s.db.View(func(tx *storage.Tx) error {
+	err := s.db.View(ctx, func(tx *storage.Tx) error {
 		var err error
 		_, total, err = tx.SearchThreads(q)
 		return err

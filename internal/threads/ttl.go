@@ -142,7 +142,7 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 		limit = DefaultTTLSweepLimit
 	}
 	var ids []uuid.UUID
-	if err := s.db.View(func(tx *storage.Tx) error {
+	if err := s.db.View(ctx, func(tx *storage.Tx) error {
 		ids = tx.ExpiredThreads(now, limit)
 		return nil
 	}); err != nil {

@@ -116,7 +116,7 @@ func TestSweepExpiredThreads(t *testing.T) {
 	if n, _ := s.SweepExpired(ctx); n != 0 {
 		t.Fatalf("a pruned keep_latest thread was pruned again at once (%d)", n)
 	}
-	if err := db.View(func(tx *storage.Tx) error { return tx.CheckThreadExpiryIndex() }); err != nil {
+	if err := db.View(context.Background(), func(tx *storage.Tx) error { return tx.CheckThreadExpiryIndex() }); err != nil {
 		t.Fatal(err)
 	}
 }

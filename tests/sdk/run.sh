@@ -68,6 +68,7 @@ proxy_pid=""
 
 cleanup() {
   local status=$?
+  rm -f "${sdk_config:-}"
   stop_proc "$proxy_pid" rrproxy
   for pid in ${extra_pids[@]+"${extra_pids[@]}"}; do stop_proc "$pid" replica; done
   # The server first: it may still be talking to the model.
@@ -124,19 +125,33 @@ port="$(node -e '
 api_url="http://127.0.0.1:$port"
 
 # The repo's langgraph.json with semantic store search turned on (store.index,
-# embedded by the scripted model's /v1/embeddings), its relative paths made
-# absolute so that it works from the temporary directory.
-config="$tmp/langgraph.json"
+# embedded by the scripted model's /v1/embeddings) and the JavaScript graphs of
+# the fixture project tests/jsgraphs added (jsgraphs.test.mjs), every relative
+# path made absolute. It is written into the fixture project, whose folder is
+# the JavaScript graphs' project (its node_modules), and removed at exit.
+JSGRAPHS_DIR="$REPO_ROOT/tests/jsgraphs"
+if [ ! -d "$JSGRAPHS_DIR/node_modules/@langchain/langgraph" ]; then
+  echo "run.sh: installing the JavaScript graph fixture's packages (npm ci)"
+  (cd "$JSGRAPHS_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+config="$JSGRAPHS_DIR/.sdk-langgraph-$$.json"
+sdk_config="$config" # removed by cleanup
 node -e '
   const fs = require("fs"), path = require("path");
-  const [src, dst] = process.argv.slice(1);
+  const [src, js, dst] = process.argv.slice(1);
   const c = JSON.parse(fs.readFileSync(src, "utf8"));
   const abs = (p) => (p.includes(":") || path.isAbsolute(p) ? p : path.resolve(path.dirname(src), p));
   for (const k of Object.keys(c.graphs)) c.graphs[k] = abs(c.graphs[k]);
+  const jsc = JSON.parse(fs.readFileSync(js, "utf8"));
+  for (const [k, v] of Object.entries(jsc.graphs)) {
+    const entry = typeof v === "string" ? v : v.path;
+    if (entry.startsWith("builtin:") || k in c.graphs) continue;
+    c.graphs[k] = path.resolve(path.dirname(js), entry);
+  }
   if (typeof c.env === "string") c.env = abs(c.env);
   c.store = { ...(c.store || {}), index: { dims: 64, embed: "openai:scripted-embedding", fields: ["text"] } };
   fs.writeFileSync(dst, JSON.stringify(c, null, 2));
-' "$REPO_ROOT/langgraph.json" "$config"
+' "$REPO_ROOT/langgraph.json" "$JSGRAPHS_DIR/langgraph.json" "$config"
 
 # With AGENTSERVER_TEST_DATABASE_URL (scripts/pg-test-cluster.sh sets it) the
 # server keeps its database there: the suite then runs on PostgreSQL.

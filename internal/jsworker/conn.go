@@ -1,0 +1,199 @@
+package jsworker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+)
+
+// message is one line of the worker protocol: a request (ID and Method),
+// a notification (Method without ID) or a response (ID with Result or
+// Error). Each side numbers its own requests; a response never has a
+// method, so ids of the two directions never meet.
+type message struct {
+	ID     int64           `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *WireError      `json:"error,omitempty"`
+}
+
+// WireError is an error as the protocol carries it: a JavaScript error's
+// name and message, or the server's refusal of a call.
+type WireError struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
+	// State is the thread's state after a run failed (run errors only).
+	State *runResult `json:"state,omitempty"`
+}
+
+// Error is the message alone: a failed run records the name apart.
+func (e *WireError) Error() string { return e.Message }
+
+// ErrorName is the error's name, which a failed run records.
+func (e *WireError) ErrorName() string {
+	if e.Name == "" {
+		return "Error"
+	}
+	return e.Name
+}
+
+// errConnClosed fails the calls pending when the worker's connection ends.
+var errConnClosed = errors.New("graph worker connection closed")
+
+// conn is one end of the protocol: newline-delimited JSON over a stream
+// socket. Writes are serialized; reads happen in readLoop.
+type conn struct {
+	nc  net.Conn
+	wmu sync.Mutex
+
+	mu      sync.Mutex
+	next    int64
+	pending map[int64]chan message
+	closed  bool
+}
+
+func newConn(nc net.Conn) *conn {
+	return &conn{nc: nc, pending: map[int64]chan message{}}
+}
+
+// write sends one message.
+func (c *conn) write(m message) error {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", m.Method, err)
+	}
+	raw = append(raw, '\n')
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err = c.nc.Write(raw)
+	return err
+}
+
+// call sends a request and decodes its result into out (nil: ignored).
+func (c *conn) call(ctx context.Context, method string, params, out any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", method, err)
+	}
+	ch := make(chan message, 1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return errConnClosed
+	}
+	c.next++
+	id := c.next
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	if err := c.write(message{ID: id, Method: method, Params: raw}); err != nil {
+		return err
+	}
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			return errConnClosed
+		}
+		if m.Error != nil {
+			return m.Error
+		}
+		if out != nil && len(m.Result) > 0 {
+			return json.Unmarshal(m.Result, out)
+		}
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// notify sends a notification.
+func (c *conn) notify(method string, params any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", method, err)
+	}
+	return c.write(message{Method: method, Params: raw})
+}
+
+// reply answers a request of the other side with result or err.
+func (c *conn) reply(id int64, result any, err error) {
+	m := message{ID: id}
+	if err != nil {
+		var we *WireError
+		if !errors.As(err, &we) {
+			we = &WireError{Name: "ServerError", Message: err.Error()}
+		}
+		m.Error = we
+	} else {
+		raw, merr := json.Marshal(result)
+		if merr != nil {
+			m.Error = &WireError{Name: "ServerError", Message: merr.Error()}
+		} else {
+			m.Result = raw
+		}
+	}
+	_ = c.write(m) // a worker that went away has no one to answer
+}
+
+// readLoop reads messages until the connection ends, passing requests and
+// notifications to handle and responses to the calls waiting for them.
+// When it returns every pending call has failed with errConnClosed.
+func (c *conn) readLoop(handle func(message)) error {
+	defer c.close()
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 1 {
+			var m message
+			if jerr := json.Unmarshal(line, &m); jerr != nil {
+				return fmt.Errorf("graph worker sent a malformed message: %w", jerr)
+			}
+			if m.Method == "" {
+				c.resolve(m)
+			} else {
+				handle(m)
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func (c *conn) resolve(m message) {
+	c.mu.Lock()
+	ch := c.pending[m.ID]
+	delete(c.pending, m.ID)
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- m
+	}
+}
+
+// close ends the connection and fails the pending calls.
+func (c *conn) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.nc.Close()
+	for id, ch := range c.pending {
+		close(ch)
+		delete(c.pending, id)
+	}
+}

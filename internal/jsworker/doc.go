@@ -1,0 +1,38 @@
+// Package jsworker hosts the LangGraph.js graphs of a langgraph.json in
+// Node graph workers that the server starts, supervises and stops itself,
+// and runs them for the run engine (a graph.Runner per graph).
+//
+// The worker's code (node/worker.mjs) is embedded in the binary and
+// written to a cache folder at start; it has no dependencies of its own
+// and imports @langchain/langgraph (and tsx or typescript for .ts graphs)
+// from the user's project. Server and worker talk over a Unix socket pair
+// handed to the worker as its fd 3, one JSON message per line in each
+// direction (docs/js-graphs.md, "Worker protocol"); the worker's stdout
+// and stderr go to the server's log.
+//
+// # Invariants
+//
+//   - Checkpoints, pending writes and store items of JavaScript graphs
+//     live in the server's storage only: the worker's checkpointer and
+//     store call back for every read and write, and a worker keeps no
+//     state of a run beyond the run.
+//   - A stored checkpoint of a JavaScript graph keeps the saver's own
+//     serialized checkpoint, metadata and pending writes in Native
+//     (version nativeVersion) beside the projection the API reads
+//     (values with messages as dicts, metadata, next, tasks).
+//   - Checkpoint ids are LangGraph.js's own (uuid6: time first, so byte
+//     order is creation order, as for the server's UUIDv7 ids); a JS
+//     thread's checkpoints are all written by the worker, so its
+//     newest checkpoint is its last key.
+//   - The worker's calls for a run are answered only while the run's
+//     session is open: once Run returns, they fail, so nothing a run does
+//     afterwards reaches its sink.
+//   - Calls that change a run's state (put, putWrites, snapshot, event)
+//     are handled in the order the worker sent them, on the connection's
+//     reader; reads of storage and store calls run on goroutines of their
+//     own.
+//   - A worker that exits or stops answering pings is replaced; its
+//     in-flight runs end with an error (status error) that says so, their
+//     checkpoints so far kept. Close stops every worker; Pdeathsig (Linux)
+//     and the closed socket end a worker whose server died.
+package jsworker

@@ -1,0 +1,607 @@
+// The agentserver graph worker: hosts the graphs of one LangGraph.js
+// project and runs them for the Go server, which owns checkpoints, pending
+// writes and store items. The protocol (newline-delimited JSON on fd 3) is
+// described in docs/js-graphs.md; this file is its reference implementation.
+//
+// The worker has no dependencies of its own: @langchain/langgraph (and a
+// TypeScript transpiler, for .ts graphs) are resolved from the user's
+// project, so the version the user installed is the one that runs.
+import net from "node:net";
+import path from "node:path";
+import fs from "node:fs";
+import { register } from "node:module";
+import { pathToFileURL } from "node:url";
+import { randomUUID } from "node:crypto";
+
+const PROTOCOL_VERSION = 1;
+
+// ---------------------------------------------------------------------------
+// Transport: one JSON message per line on fd 3, both directions.
+
+const conn = new net.Socket({ fd: 3, readable: true, writable: true });
+const nonce = randomUUID();
+let nextID = 1;
+const waiting = new Map(); // id -> {resolve, reject}
+
+/** Raw is JSON text sent as it is inside a message (no second encoding). */
+class Raw {
+  constructor(text) {
+    this.text = text;
+  }
+}
+
+function encode(msg) {
+  const raws = [];
+  const text = JSON.stringify(msg, (_k, v) => {
+    if (v instanceof Raw) {
+      raws.push(v.text);
+      return `${nonce}:${raws.length - 1}`;
+    }
+    return v;
+  });
+  if (raws.length === 0) return text;
+  let out = text;
+  raws.forEach((raw, i) => {
+    out = out.replace(`"${nonce}:${i}"`, () => raw);
+  });
+  return out;
+}
+
+function send(msg) {
+  conn.write(encode(msg) + "\n");
+}
+
+/** call sends a request to the server and resolves with its result. */
+function call(method, params) {
+  const id = nextID++;
+  return new Promise((resolve, reject) => {
+    waiting.set(id, { resolve, reject });
+    send({ id, method, params });
+  });
+}
+
+function notify(method, params) {
+  send({ method, params });
+}
+
+let buffered = "";
+conn.setEncoding("utf8");
+conn.on("data", (chunk) => {
+  buffered += chunk;
+  let nl;
+  while ((nl = buffered.indexOf("\n")) >= 0) {
+    const line = buffered.slice(0, nl);
+    buffered = buffered.slice(nl + 1);
+    if (line.trim() !== "") dispatch(JSON.parse(line));
+  }
+});
+// The server closed its end: it is stopping (or gone); so is the worker.
+conn.on("end", () => process.exit(0));
+conn.on("error", () => process.exit(1));
+
+function dispatch(msg) {
+  if (msg.method === undefined) {
+    const w = waiting.get(msg.id);
+    if (w === undefined) return;
+    waiting.delete(msg.id);
+    if (msg.error) w.reject(Object.assign(new Error(msg.error.message), { name: msg.error.name ?? "Error" }));
+    else w.resolve(msg.result ?? {});
+    return;
+  }
+  const handler = handlers[msg.method];
+  if (msg.id === undefined) {
+    // Deferred like requests, so that a cancel sent after a run finds it.
+    Promise.resolve().then(() => handler?.(msg.params ?? {}));
+    return;
+  }
+  if (handler === undefined) {
+    send({ id: msg.id, error: { name: "MethodNotFound", message: `unknown method ${msg.method}` } });
+    return;
+  }
+  Promise.resolve()
+    .then(() => handler(msg.params ?? {}))
+    .then(
+      (result) => send({ id: msg.id, result: result ?? {} }),
+      (err) => send({ id: msg.id, error: errorOf(err) }),
+    );
+}
+
+function errorOf(err) {
+  if (err instanceof Error) return { name: err.name || "Error", message: err.message, ...(err.state ? { state: err.state } : {}) };
+  return { name: "Error", message: String(err) };
+}
+
+// ---------------------------------------------------------------------------
+// Values as clients see them: LangChain messages become plain dicts
+// ({...data, type}), as LangGraph Platform's API shows them; a streamed
+// chunk's type is its class ("AIMessageChunk"), as the Python server and
+// the Go executor write it.
+
+function plainReplacer(key, value) {
+  const raw = this[key];
+  if (raw != null && typeof raw === "object" && typeof raw.toDict === "function" && typeof raw._getType === "function") {
+    const { type, data } = raw.toDict();
+    const chunk = typeof raw.concat === "function" && raw.constructor?.lc_name?.();
+    return { ...data, type: typeof chunk === "string" && chunk.endsWith("MessageChunk") ? chunk : type };
+  }
+  return value;
+}
+
+/** plainJSON is the JSON text of value with messages as dicts. */
+function plainJSON(value) {
+  return JSON.stringify(value ?? null, plainReplacer) ?? "null";
+}
+
+function plain(value) {
+  return JSON.parse(plainJSON(value));
+}
+
+// ---------------------------------------------------------------------------
+// The project: its @langchain/langgraph and its graphs.
+
+let lg; // the user's @langchain/langgraph
+const graphs = new Map(); // graph id -> {kind, value, file}
+const runs = new Map(); // run id -> AbortController
+
+let projectDir;
+
+/**
+ * resolveImport finds a package's module as an import from the project
+ * would (the "import" condition of its exports): createRequire resolves
+ * the "require" condition, which names CommonJS builds. It returns the
+ * file's path, or undefined when the package is not installed.
+ */
+function resolveImport(spec) {
+  const parts = spec.split("/");
+  const name = spec.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+  const sub = "." + spec.slice(name.length);
+  for (let dir = projectDir; ; dir = path.dirname(dir)) {
+    const pkgDir = path.join(dir, "node_modules", name);
+    const pkgFile = path.join(pkgDir, "package.json");
+    if (fs.existsSync(pkgFile)) {
+      const pkg = JSON.parse(fs.readFileSync(pkgFile, "utf8"));
+      const target = exportTarget(pkg.exports?.[sub] ?? (sub === "." ? pkg.exports : undefined)) ?? (sub === "." ? pkg.module ?? pkg.main ?? "index.js" : undefined);
+      return target === undefined ? undefined : path.join(pkgDir, target);
+    }
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
+function exportTarget(e) {
+  if (e == null || typeof e === "string") return e ?? undefined;
+  if (Array.isArray(e)) return exportTarget(e[0]);
+  return exportTarget(e.import ?? e.node ?? e.default);
+}
+
+async function importFromProject(spec) {
+  return import(pathToFileURL(resolveImport(spec)).href);
+}
+
+function canResolve(spec) {
+  return resolveImport(spec) !== undefined;
+}
+
+/** packageVersion is the version of the package a file belongs to. */
+function packageVersion(file) {
+  for (let dir = path.dirname(file); path.dirname(dir) !== dir; dir = path.dirname(dir)) {
+    const f = path.join(dir, "package.json");
+    if (fs.existsSync(f)) {
+      const pkg = JSON.parse(fs.readFileSync(f, "utf8"));
+      if (pkg.name !== undefined) return pkg.version;
+    }
+  }
+  return undefined;
+}
+
+const tsExt = /\.(ts|mts|cts|tsx)$/i;
+
+/** setupTypeScript installs a transpiler found in the project, or throws. */
+async function setupTypeScript(dir) {
+  if (canResolve("tsx/esm/api")) {
+    const esm = await importFromProject("tsx/esm/api");
+    esm.register();
+    if (canResolve("tsx/cjs/api")) (await importFromProject("tsx/cjs/api")).register();
+    return "tsx";
+  }
+  if (canResolve("typescript")) {
+    register(new URL("./ts-hooks.mjs", import.meta.url), { data: { typescript: pathToFileURL(resolveImport("typescript")).href } });
+    return "typescript";
+  }
+  throw new Error(`no TypeScript transpiler in ${dir}: install tsx or typescript there (npm install --save-dev tsx)`);
+}
+
+function oneLine(err) {
+  const msg = err instanceof Error ? `${err.name === "Error" ? "" : err.name + ": "}${err.message}` : String(err);
+  return msg.replace(/\s*\n\s*/g, " ").trim();
+}
+
+function kindOf(value) {
+  if (value == null) return null;
+  if (typeof value.stream === "function" && typeof value.getState === "function") return "compiled";
+  if (typeof value.compile === "function") return "stategraph";
+  if (typeof value === "function") return "factory";
+  return null;
+}
+
+/** stateKeys lists the state channels a compiled graph outputs. */
+function stateKeys(g) {
+  const keys = g?.streamChannelsAsIs ?? g?.streamChannels;
+  if (keys == null || typeof g?.stream !== "function") return [];
+  return Array.isArray(keys) ? keys : [keys];
+}
+
+async function drawable(graph, xray) {
+  const g = typeof graph.getGraphAsync === "function" ? await graph.getGraphAsync({ xray }) : graph.getGraph({ xray });
+  return g.toJSON();
+}
+
+/** graphFor returns the compiled graph of a run (a factory is called with its config). */
+async function graphFor(entry, config) {
+  if (entry.kind !== "factory") return entry.value;
+  let made = await entry.value(config);
+  if (kindOf(made) === "stategraph") made = made.compile();
+  if (kindOf(made) !== "compiled") throw new TypeError(`the factory exported by ${entry.file} returned ${typeof made}, not a graph`);
+  return made;
+}
+
+async function loadGraph(id, spec) {
+  const file = spec.path;
+  let mod;
+  try {
+    mod = await import(pathToFileURL(file).href);
+  } catch (err) {
+    throw new Error(`cannot import ${file}: ${oneLine(err)}`);
+  }
+  const name = spec.export || "default";
+  if (!(name in mod)) {
+    const has = Object.keys(mod).filter((k) => k !== "__esModule");
+    throw new Error(`${file} has no export named "${name}" (it exports: ${has.length ? has.join(", ") : "nothing"})`);
+  }
+  let value = mod[name];
+  let kind = kindOf(value);
+  if (kind === null) throw new Error(`export "${name}" of ${file} is not a graph, a StateGraph or a factory function (it is ${value === null ? "null" : typeof value})`);
+  if (kind === "stategraph") {
+    value = value.compile();
+    kind = "compiled";
+  }
+  const entry = { kind, value, file };
+  let drawing = null;
+  let drawn = null;
+  try {
+    drawn = kind === "factory" ? await graphFor(entry, { configurable: {} }) : value;
+    drawing = await drawable(drawn, false);
+  } catch (err) {
+    if (kind !== "factory") throw new Error(`cannot draw the graph of ${file}: ${oneLine(err)}`);
+  }
+  graphs.set(id, entry);
+  return { kind, drawable: drawing, state_keys: stateKeys(drawn ?? value) };
+}
+
+const handlers = {
+  async init(p) {
+    const dir = p.project_dir;
+    projectDir = dir;
+    const out = { protocol: PROTOCOL_VERSION, node: process.versions.node, graphs: {}, errors: [] };
+    const fail = (graph, file, message) => out.errors.push({ graph, file, message });
+    const entries = Object.entries(p.graphs ?? {});
+    const langgraphPath = resolveImport("@langchain/langgraph");
+    if (langgraphPath === undefined) {
+      for (const [id, spec] of entries) fail(id, spec.path, `@langchain/langgraph is not installed in ${dir} (run npm install there)`);
+      return out;
+    }
+    lg = await import(pathToFileURL(langgraphPath).href);
+    out.langgraph = packageVersion(langgraphPath);
+    if (entries.some(([, spec]) => tsExt.test(spec.path))) {
+      try {
+        out.typescript = await setupTypeScript(dir);
+      } catch (err) {
+        for (const [id, spec] of entries) if (tsExt.test(spec.path)) fail(id, spec.path, err.message);
+      }
+    }
+    for (const [id, spec] of entries) {
+      if (out.errors.some((e) => e.graph === id)) continue;
+      try {
+        out.graphs[id] = await loadGraph(id, spec);
+      } catch (err) {
+        fail(id, spec.path, err.message);
+      }
+    }
+    return out;
+  },
+
+  async graph(p) {
+    const entry = graphs.get(p.graph_id);
+    if (entry === undefined) throw new Error(`graph ${p.graph_id} is not loaded`);
+    const g = await graphFor(entry, { configurable: p.configurable ?? {} });
+    return drawable(g, p.xray ?? false);
+  },
+
+  async run(p) {
+    const entry = graphs.get(p.graph_id);
+    if (entry === undefined) throw new Error(`graph ${p.graph_id} is not loaded`);
+    const ac = new AbortController();
+    runs.set(p.run_id, ac);
+    try {
+      return await runGraph(entry, p, ac.signal);
+    } finally {
+      runs.delete(p.run_id);
+    }
+  },
+
+  cancel(p) {
+    runs.get(p.run_id)?.abort(new Error("run cancelled"));
+  },
+
+  ping() {
+    return {};
+  },
+};
+
+// ---------------------------------------------------------------------------
+// Runs.
+
+function runConfig(p, signal) {
+  const cfg = p.config ?? {};
+  const configurable = { ...(cfg.configurable ?? {}), thread_id: p.thread_id, checkpoint_ns: "" };
+  delete configurable.checkpoint_id; // the server hands over the checkpoint to start from
+  const config = { ...cfg, configurable, signal };
+  delete config.recursion_limit;
+  if (cfg.recursion_limit !== undefined) config.recursionLimit = cfg.recursion_limit;
+  if (p.context != null) config.context = p.context;
+  if (p.metadata != null) config.metadata = { ...(cfg.metadata ?? {}), ...p.metadata };
+  return config;
+}
+
+/** withCheckpointer returns a copy of graph that keeps its state in the server. */
+function withCheckpointer(graph, runID) {
+  const g = Object.assign(Object.create(Object.getPrototypeOf(graph)), graph);
+  g.checkpointer = serverSaver(runID);
+  g.store = serverStore(runID);
+  return g;
+}
+
+const streamable = new Set(["values", "updates", "messages", "custom"]);
+
+async function runGraph(entry, p, signal) {
+  const config = runConfig(p, signal);
+  const graph = withCheckpointer(await graphFor(entry, config), p.run_id);
+  let input = p.input ?? null;
+  if (p.command != null) input = new lg.Command(p.command);
+  let writes = p.command == null && input != null ? { __start__: input } : {};
+  if (p.command?.update != null) writes = { __start__: p.command.update };
+  // updates are always streamed: they are the checkpoints' metadata.writes.
+  const wanted = new Set((p.stream_modes ?? []).filter((m) => streamable.has(m)));
+  const stream = await graph.stream(input, {
+    ...config,
+    streamMode: [...new Set([...wanted, "updates", "checkpoints"])],
+    interruptBefore: p.interrupt_before?.length ? p.interrupt_before : undefined,
+    interruptAfter: p.interrupt_after?.length ? p.interrupt_after : undefined,
+  });
+  try {
+    for await (const [mode, chunk] of stream) {
+      if (mode === "checkpoints") {
+        notify("snapshot", snapshotOf(p.run_id, chunk, writes));
+        writes = {};
+        continue;
+      }
+      if (mode === "updates") {
+        for (const [node, update] of Object.entries(chunk ?? {})) if (node !== "__interrupt__") writes[node] = update;
+        if (!wanted.has("updates")) continue;
+      }
+      notify("event", { run_id: p.run_id, mode, payload: new Raw(plainJSON(chunk)) });
+    }
+  } catch (err) {
+    // The thread's state after the failure (the failed task and its error
+    // among the tasks) goes with the error, unless the run was cancelled.
+    if (!signal.aborted) {
+      try {
+        err.state = await finalState(graph, p);
+      } catch {
+        // the error itself is what the run reports
+      }
+    }
+    throw err;
+  }
+  return finalState(graph, p);
+}
+
+/** finalState is the thread's state at the end of a run, as the server keeps it. */
+async function finalState(graph, p) {
+  const state = await graph.getState({ configurable: { thread_id: p.thread_id, checkpoint_ns: "" } });
+  return {
+    checkpoint_id: state.config?.configurable?.checkpoint_id ?? null,
+    values: new Raw(plainJSON(state.values)),
+    next: state.next ?? [],
+    tasks: new Raw(plainJSON((state.tasks ?? []).map(taskOf))),
+  };
+}
+
+function taskOf(t) {
+  return {
+    id: t.id,
+    name: t.name,
+    error: t.error == null ? null : String(t.error?.message ?? t.error),
+    interrupts: (t.interrupts ?? []).map((i) => ({ value: i.value, id: i.id ?? i.interrupt_id })),
+  };
+}
+
+function snapshotOf(runID, cp, writes) {
+  const configurable = cp.config?.configurable ?? {};
+  return {
+    run_id: runID,
+    checkpoint_id: configurable.checkpoint_id,
+    checkpoint_ns: configurable.checkpoint_ns ?? "",
+    parent_id: cp.parentConfig?.configurable?.checkpoint_id ?? null,
+    values: new Raw(plainJSON(cp.values)),
+    metadata: new Raw(plainJSON({ ...cp.metadata, writes })),
+    next: cp.next ?? [],
+    tasks: new Raw(plainJSON((cp.tasks ?? []).map(taskOf))),
+  };
+}
+
+// ---------------------------------------------------------------------------
+// The checkpointer and the store: both call back into the server.
+
+function typed(type, bytes) {
+  if (type === "json") return { type, value: new Raw(new TextDecoder().decode(bytes)) };
+  return { type, base64: Buffer.from(bytes).toString("base64") };
+}
+
+function untypedText(t) {
+  return t.type === "json" ? JSON.stringify(t.value) : Buffer.from(t.base64, "base64");
+}
+
+function saverClass() {
+  return class ServerSaver extends lg.BaseCheckpointSaver {
+    constructor(runID) {
+      super();
+      this.runID = runID;
+    }
+
+    async revive(t) {
+      const configurable = { thread_id: t.thread_id, checkpoint_ns: t.checkpoint_ns, checkpoint_id: t.checkpoint_id };
+      const tuple = {
+        config: { configurable },
+        checkpoint: await this.serde.loadsTyped("json", JSON.stringify(t.checkpoint)),
+        metadata: await this.serde.loadsTyped("json", JSON.stringify(t.metadata)),
+        pendingWrites: await Promise.all(
+          (t.writes ?? []).map(async (w) => [w.task_id, w.channel, await this.serde.loadsTyped(w.value.type, untypedText(w.value))]),
+        ),
+      };
+      if (t.parent_id) tuple.parentConfig = { configurable: { ...configurable, checkpoint_id: t.parent_id } };
+      return tuple;
+    }
+
+    async getTuple(config) {
+      const c = config.configurable ?? {};
+      const r = await call("checkpoint.get", {
+        run_id: this.runID,
+        thread_id: c.thread_id,
+        checkpoint_ns: c.checkpoint_ns ?? "",
+        checkpoint_id: c.checkpoint_id ?? "",
+      });
+      return r.tuple ? this.revive(r.tuple) : undefined;
+    }
+
+    async *list(config, options = {}) {
+      const c = config.configurable ?? {};
+      const r = await call("checkpoint.list", {
+        run_id: this.runID,
+        thread_id: c.thread_id,
+        checkpoint_ns: c.checkpoint_ns,
+        before: options.before?.configurable?.checkpoint_id ?? "",
+        limit: options.limit ?? 0,
+        filter: options.filter ?? null,
+      });
+      for (const t of r.tuples ?? []) yield await this.revive(t);
+    }
+
+    async put(config, checkpoint, metadata) {
+      const c = config.configurable ?? {};
+      const [, cp] = await this.serde.dumpsTyped(checkpoint);
+      const [, md] = await this.serde.dumpsTyped(metadata);
+      await call("checkpoint.put", {
+        run_id: this.runID,
+        thread_id: c.thread_id,
+        checkpoint_ns: c.checkpoint_ns ?? "",
+        checkpoint_id: checkpoint.id,
+        parent_id: c.checkpoint_id ?? "",
+        checkpoint: new Raw(new TextDecoder().decode(cp)),
+        metadata: new Raw(new TextDecoder().decode(md)),
+      });
+      return { configurable: { thread_id: c.thread_id, checkpoint_ns: c.checkpoint_ns ?? "", checkpoint_id: checkpoint.id } };
+    }
+
+    async putWrites(config, writes, taskID, taskPath) {
+      const c = config.configurable ?? {};
+      const out = await Promise.all(
+        writes.map(async ([channel, value], i) => {
+          const [type, bytes] = await this.serde.dumpsTyped(value);
+          return { channel, idx: writesIdx[channel] ?? i, value: typed(type, bytes) };
+        }),
+      );
+      await call("checkpoint.putWrites", {
+        run_id: this.runID,
+        thread_id: c.thread_id,
+        checkpoint_ns: c.checkpoint_ns ?? "",
+        checkpoint_id: c.checkpoint_id,
+        task_id: taskID,
+        task_path: taskPath ?? "",
+        writes: out,
+      });
+    }
+
+    async deleteThread(threadID) {
+      throw new Error(`deleting thread ${threadID} from inside a graph is not supported: delete it through the server's API`);
+    }
+  };
+}
+
+// writesIdx gives the special channels (error, scheduled, interrupt,
+// resume) their fixed negative indexes, as LangGraph's WRITES_IDX_MAP does:
+// a write at a negative index replaces the task's earlier one.
+const writesIdx = { __error__: -1, __scheduled__: -2, __interrupt__: -3, __resume__: -4 };
+
+function storeClass() {
+  return class ServerStore extends lg.BaseStore {
+    constructor(runID) {
+      super();
+      this.runID = runID;
+    }
+
+    async batch(ops) {
+      const r = await call("store.batch", { run_id: this.runID, ops: ops.map(opOf) });
+      return r.results.map((res, i) => resultOf(ops[i], res));
+    }
+  };
+}
+
+function opOf(op) {
+  if ("namespacePrefix" in op) return { op: "search", namespace_prefix: op.namespacePrefix, filter: op.filter ?? null, limit: op.limit ?? 10, offset: op.offset ?? 0, query: op.query ?? "" };
+  if ("matchConditions" in op || "maxDepth" in op) {
+    const cond = op.matchConditions ?? [];
+    return {
+      op: "list_namespaces",
+      prefix: cond.find((m) => m.matchType === "prefix")?.path ?? null,
+      suffix: cond.find((m) => m.matchType === "suffix")?.path ?? null,
+      max_depth: op.maxDepth ?? null,
+      limit: op.limit ?? 100,
+      offset: op.offset ?? 0,
+    };
+  }
+  if ("value" in op) {
+    if (op.value === null) return { op: "delete", namespace: op.namespace, key: op.key };
+    return { op: "put", namespace: op.namespace, key: op.key, value: plain(op.value), index: op.index ?? null, ttl: op.ttl ?? null };
+  }
+  return { op: "get", namespace: op.namespace, key: op.key };
+}
+
+function itemOf(it) {
+  if (it == null) return null;
+  const item = { namespace: it.namespace, key: it.key, value: it.value, createdAt: new Date(it.created_at), updatedAt: new Date(it.updated_at) };
+  if (it.score != null) item.score = it.score;
+  return item;
+}
+
+function resultOf(op, res) {
+  if ("namespacePrefix" in op) return (res ?? []).map(itemOf);
+  if ("matchConditions" in op || "maxDepth" in op) return res ?? [];
+  if ("value" in op) return undefined;
+  return itemOf(res);
+}
+
+// The classes extend the user's BaseCheckpointSaver and BaseStore, so they
+// are made once that package is imported.
+let ServerSaverClass;
+let ServerStoreClass;
+function serverSaver(runID) {
+  ServerSaverClass ??= saverClass();
+  return new ServerSaverClass(runID);
+}
+function serverStore(runID) {
+  ServerStoreClass ??= storeClass();
+  return new ServerStoreClass(runID);
+}
+
+// The worker is ready to take requests; the server sends init first.
+notify("hello", { protocol: PROTOCOL_VERSION, node: process.versions.node, pid: process.pid });
