@@ -91,6 +91,9 @@ func newProvider(ctx context.Context, reports *sdkReports) (*sdktrace.TracerProv
 	}
 	var exp *otlptrace.Exporter
 	if err := reports.while(exporterVars, func() (err error) { exp, err = otlptracehttp.New(ctx); return err }); err != nil {
+		if exp != nil {
+			err = errors.Join(err, exp.Shutdown(ctx))
+		}
 		return nil, err
 	}
 	var bsp sdktrace.SpanProcessor
