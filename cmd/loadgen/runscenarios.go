@@ -558,4 +558,3 @@ func (r *runner) rss10kRuns() error {
 		fmt.Sprintf("~0 (<= %d)", targetIdleTicks), verdict(c1-c0 <= targetIdleTicks))
 	return nil
 }
-
