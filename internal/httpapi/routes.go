@@ -128,11 +128,11 @@ var otherRoutes = map[string]access{
 	"POST /threads/:thread_id/stream/events": threadsAccess(authz.Read),
 	"GET /threads/:thread_id/stream/events":  threadsAccess(authz.Read),
 	"POST /threads/:thread_id/commands":      threadsAccess(authz.Update),
-	// JSON-RPC endpoints: their services authorise each call.
-	"* /mcp":   authenticated(),
-	"* /mcp/*": authenticated(),
-	"* /a2a":   authenticated(),
-	"* /a2a/*": authenticated(),
+	// JSON-RPC endpoints: they act on assistants, threads and runs.
+	"* /mcp":   on("mcp", ""),
+	"* /mcp/*": on("mcp", ""),
+	"* /a2a":   on("a2a", ""),
+	"* /a2a/*": on("a2a", ""),
 	// The server's agent card says what it serves, not whose data it holds.
 	"* /.well-known/agent-card.json":   public(),
 	"* /.well-known/agent-card.json/*": public(),
