@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"agentserver/internal/testutil/pgtest"
 )
 
 func putThreads(tb testing.TB, db *DB, n int, owner func(i int) string) []uuid.UUID {
@@ -76,7 +78,11 @@ func TestSearchThreadsRestrict(t *testing.T) {
 func BenchmarkSearchOwnedThreads(b *testing.B) {
 	for _, be := range testBackends() {
 		b.Run(be.name, func(b *testing.B) {
-			db, err := be.open(be.location(&testing.T{}), Options{NoSync: true})
+			loc := b.TempDir()
+			if be.name == "postgres" {
+				loc = pgtest.FreshSchema(b)
+			}
+			db, err := be.open(loc, Options{NoSync: true})
 			if err != nil {
 				b.Fatal(err)
 			}
