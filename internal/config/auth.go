@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"agentserver/internal/authn"
 )
 
 // Auth is the auth section of langgraph.json: LangGraph's keys (path,
@@ -27,7 +29,7 @@ type Auth struct {
 	// OpenAPI is LangGraph's security schemes for the API reference.
 	OpenAPI map[string]any
 	// JWT configures bearer tokens checked by the server (nil: none).
-	JWT *JWT
+	JWT *authn.Config
 	// OwnerScoped makes threads, assistants, crons and store namespaces
 	// owned by the identity that creates them.
 	OwnerScoped bool
@@ -43,21 +45,6 @@ type AuthCache struct {
 	CacheKeys  []string `json:"cache_keys"`
 	TTLSeconds float64  `json:"ttl_seconds"`
 	MaxSize    int      `json:"max_size"`
-}
-
-// JWT is auth.jwt: where the keys are, which tokens are accepted, and how
-// claims map to the user.
-type JWT struct {
-	Issuer           string
-	JWKSURL          string
-	KeyFile          string
-	Audience         []string
-	Algorithms       []string
-	IdentityClaim    string
-	PermissionsClaim string
-	Leeway           time.Duration
-	AllowNoExpiry    bool
-	CacheTTL         time.Duration
 }
 
 // Enabled reports whether the section asks for anything.
@@ -111,7 +98,7 @@ func LoadAuth(path string) (Auth, error) {
 	var errs []error
 	if a.JWT != nil {
 		j := a.JWT
-		jwt := &JWT{Issuer: j.Issuer, JWKSURL: j.JWKSURL, KeyFile: resolveNear(path, j.KeyFile), Algorithms: j.Algorithms,
+		jwt := &authn.Config{Issuer: j.Issuer, JWKSURL: j.JWKSURL, KeyFile: resolveNear(path, j.KeyFile), Algorithms: j.Algorithms,
 			IdentityClaim: j.IdentityClaim, PermissionsClaim: j.PermissionsClaim, AllowNoExpiry: j.AllowNoExpiry}
 		aud, err := stringOrList(j.Audience)
 		errs = append(errs, err)

@@ -1,24 +1,14 @@
 package config
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
-func writeGraphs(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "langgraph.json")
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestLoadAuth(t *testing.T) {
-	p := writeGraphs(t, `{"auth": {"jwt": {"key_file": "keys.json", "audience": "api", "leeway_seconds": 5},
+	p := writeFile(t, `{"auth": {"jwt": {"key_file": "keys.json", "audience": "api", "leeway_seconds": 5},
 		"owner_scoped": true, "permissions": {"threads:create": ["threads:write"], "store": ["memory"]},
 		"disable_studio_auth": true, "cache": {"ttl_seconds": 60, "max_size": 10}}}`)
 	a, err := LoadAuth(p)
@@ -31,7 +21,7 @@ func TestLoadAuth(t *testing.T) {
 	if !a.OwnerScoped || !a.DisableStudioAuth || a.Cache.MaxSize != 10 || a.Permissions["store"][0] != "memory" {
 		t.Fatalf("auth = %+v", a)
 	}
-	none, err := LoadAuth(writeGraphs(t, `{"graphs": {}}`))
+	none, err := LoadAuth(writeFile(t, `{"graphs": {}}`))
 	if err != nil || none.Enabled() {
 		t.Fatalf("no auth section: %+v %v", none, err)
 	}
@@ -47,7 +37,7 @@ func TestLoadAuthRefusesBadSections(t *testing.T) {
 		`{"auth": {"jwt": {"key_file": "k", "audience": 3}}}`:                      "audience",
 		`{"auth": {"jwt": {"key_file": "k", "leeway_seconds": -1}}}`:               "leeway_seconds",
 	} {
-		if _, err := LoadAuth(writeGraphs(t, body)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := LoadAuth(writeFile(t, body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", body, err, want)
 		}
 	}

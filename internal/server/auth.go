@@ -27,12 +27,7 @@ func buildAuth(cfg config.Config) (httpapi.Auth, *authn.Verifier, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	v, err := authn.NewVerifier(ctx, authn.Config{
-		Issuer: ac.JWT.Issuer, JWKSURL: ac.JWT.JWKSURL, KeyFile: ac.JWT.KeyFile,
-		Audience: ac.JWT.Audience, Algorithms: ac.JWT.Algorithms,
-		IdentityClaim: ac.JWT.IdentityClaim, PermissionsClaim: ac.JWT.PermissionsClaim,
-		Leeway: ac.JWT.Leeway, AllowNoExpiry: ac.JWT.AllowNoExpiry, CacheTTL: ac.JWT.CacheTTL,
-	})
+	v, err := authn.NewVerifier(ctx, *ac.JWT)
 	if err != nil {
 		return out, nil, fmt.Errorf("auth.jwt: %w", err)
 	}
