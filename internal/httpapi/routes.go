@@ -133,9 +133,9 @@ var otherRoutes = map[string]access{
 	"* /mcp/*": on("mcp", ""),
 	"* /a2a":   on("a2a", ""),
 	"* /a2a/*": on("a2a", ""),
-	// The server's agent card says what it serves, not whose data it holds.
-	"* /.well-known/agent-card.json":   public(),
-	"* /.well-known/agent-card.json/*": public(),
+	// An agent card describes an assistant (A2A): the key's, as before.
+	"* /.well-known/agent-card.json":   on("a2a", ""),
+	"* /.well-known/agent-card.json/*": on("a2a", ""),
 }
 
 // routeIndex finds the access of a routed request by method and echo path.
