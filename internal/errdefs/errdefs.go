@@ -15,6 +15,8 @@ var (
 	ErrInvalid = errors.New("invalid request")
 	// ErrUnauthorized: missing or wrong credentials (401).
 	ErrUnauthorized = errors.New("unauthorized")
+	// ErrForbidden: the caller is known but may not do this (403).
+	ErrForbidden = errors.New("forbidden")
 	// ErrTooLarge: the request, or one of its fields, is larger than the
 	// server accepts (413).
 	ErrTooLarge = errors.New("too large")

@@ -30,6 +30,7 @@ var errorKinds = []struct {
 	{errdefs.ErrConflict, http.StatusConflict, "conflict"},
 	{errdefs.ErrInvalid, http.StatusUnprocessableEntity, "invalid_request"},
 	{errdefs.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
+	{errdefs.ErrForbidden, http.StatusForbidden, "forbidden"},
 	{errdefs.ErrTooLarge, http.StatusRequestEntityTooLarge, "payload_too_large"},
 	{errdefs.ErrNoSpace, http.StatusInsufficientStorage, "insufficient_storage"},
 	{errdefs.ErrLimit, http.StatusTooManyRequests, "too_many_requests"},
@@ -40,6 +41,7 @@ var errorKinds = []struct {
 var codeForStatus = map[int]string{
 	http.StatusBadRequest:                  "bad_request",
 	http.StatusUnauthorized:                "unauthorized",
+	http.StatusForbidden:                   "forbidden",
 	http.StatusNotFound:                    "not_found",
 	http.StatusMethodNotAllowed:            "method_not_allowed",
 	http.StatusRequestTimeout:              "request_timeout",

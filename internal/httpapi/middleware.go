@@ -1,15 +1,12 @@
 package httpapi
 
 import (
-	"crypto/subtle"
 	"mime"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
-	"agentserver/internal/console"
-	"agentserver/internal/errdefs"
 	"agentserver/internal/runs"
 )
 
@@ -43,37 +40,6 @@ func cors() echo.MiddlewareFunc {
 		}
 	}
 }
-
-// publicPaths answer without an API key: the liveness probe and the
-// contract (as the Python platform serves them). The console's assets are
-// public too (console.Public): they hold no data, and every API call the
-// console makes sends the key.
-var publicPaths = map[string]bool{"/ok": true, "/openapi.json": true, "/docs": true}
-
-// apiKeyAuth requires x-api-key to equal key on every route but the public
-// ones. The comparison takes constant time.
-func apiKeyAuth(key string) echo.MiddlewareFunc {
-	want := []byte(key)
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if key == "" || publicPaths[c.Request().URL.Path] || console.Public(c.Request()) || c.Request().Method == http.MethodOptions {
-				return next(c)
-			}
-			got := []byte(c.Request().Header.Get("x-api-key"))
-			if subtle.ConstantTimeCompare(got, want) != 1 {
-				return errUnauthorized
-			}
-			return next(c)
-		}
-	}
-}
-
-var errUnauthorized = &unauthorizedError{}
-
-type unauthorizedError struct{}
-
-func (*unauthorizedError) Error() string { return "missing or invalid x-api-key" }
-func (*unauthorizedError) Unwrap() error { return errdefs.ErrUnauthorized }
 
 // lenientJSON accepts the body encodings real clients send: a JSON body
 // labelled text/plain (or with no content type at all) is treated as JSON, and

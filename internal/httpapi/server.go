@@ -33,9 +33,10 @@ type Deps struct {
 	Runs       *runs.Service
 	Crons      *crons.Service
 	Log        *slog.Logger
-	// APIKey, when set, is required as x-api-key on every route but the
-	// public ones (/ok, /openapi.json, /docs, the console's assets).
-	APIKey string
+	// Auth says who may call: the API key, bearer tokens, and the
+	// Authorizer of their users. Public routes (the route table) answer
+	// anyone.
+	Auth Auth
 	// ThreadDeleted is told about a thread (its graph and last values)
 	// just before it is deleted.
 	ThreadDeleted func(ctx context.Context, graphID string, values map[string]any)
@@ -82,11 +83,15 @@ func New(d Deps) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
+	routes, err := newRouteIndex(doc)
+	if err != nil {
+		return nil, err
+	}
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
-	e.Use(observe(), accessLog(d.Log), cors(), apiKeyAuth(d.APIKey), markPeers(), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
+	e.Use(observe(), accessLog(d.Log), cors(), authenticate(d.Auth, routes), markPeers(), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
 	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, crons: d.Crons, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent, stream: d.Stream}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	console.Register(e)

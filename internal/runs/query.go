@@ -9,10 +9,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"agentserver/internal/authz"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/events"
 	"agentserver/internal/jsonx"
 	"agentserver/internal/storage"
+	"agentserver/internal/threads"
 )
 
 // streamModes are the stream modes a run may be created with.
@@ -51,12 +53,46 @@ func runNotFound(id uuid.UUID) error {
 	return fmt.Errorf("run %s: %w", id, errdefs.ErrNotFound)
 }
 
+// restriction asks the caller of ctx for action on the thread of a run
+// (runs are authorised through their thread) and returns the metadata
+// containment that thread must satisfy (nil: any).
+func restriction(ctx context.Context, action string, threadID *uuid.UUID) (map[string]any, error) {
+	value := map[string]any{}
+	if threadID != nil {
+		value["thread_id"] = threadID.String()
+	}
+	return threads.Restriction(ctx, action, value)
+}
+
+// runVisible fails with the run's ErrNotFound when its thread does not
+// satisfy restrict, as when the run does not exist.
+func runVisible(tx *storage.Tx, r storage.Run, restrict map[string]any) error {
+	if len(restrict) == 0 {
+		return nil
+	}
+	if _, err := tx.GetThreadWhere(r.ThreadID, restrict); err != nil {
+		return runNotFound(r.RunID)
+	}
+	return nil
+}
+
 // Get returns a run. With threadID set, a run of another thread is not found.
 func (s *Service) Get(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID) (storage.Run, error) {
+	return s.getAs(ctx, authz.Read, threadID, runID)
+}
+
+// getAs is Get for a caller acting on the run's thread with action.
+func (s *Service) getAs(ctx context.Context, action string, threadID *uuid.UUID, runID uuid.UUID) (storage.Run, error) {
+	restrict, err := restriction(ctx, action, threadID)
+	if err != nil {
+		return storage.Run{}, err
+	}
 	var run storage.Run
-	err := s.db.View(ctx, func(tx *storage.Tx) error {
-		if threadID != nil && !tx.ThreadExists(*threadID) {
-			return fmt.Errorf("thread %s: %w", *threadID, errdefs.ErrNotFound)
+	err = s.db.View(ctx, func(tx *storage.Tx) error {
+		if threadID != nil {
+			if _, err := tx.GetThreadWhere(*threadID, restrict); err != nil {
+				return err
+			}
 		}
 		r, err := tx.GetRun(runID)
 		if err != nil {
@@ -64,6 +100,9 @@ func (s *Service) Get(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID)
 		}
 		if threadID != nil && r.ThreadID != *threadID {
 			return runNotFound(runID)
+		}
+		if err := runVisible(tx, r, restrict); err != nil {
+			return err
 		}
 		run = r
 		return nil
@@ -82,11 +121,22 @@ func (s *Service) List(ctx context.Context, threadID uuid.UUID, status string, l
 
 // Search returns runs matching q, newest first, and their number.
 func (s *Service) Search(ctx context.Context, q storage.RunQuery) ([]storage.Run, int, error) {
+	action := authz.Search
+	if q.ThreadID != nil {
+		action = authz.Read
+	}
+	restrict, err := restriction(ctx, action, q.ThreadID)
+	if err != nil {
+		return nil, 0, err
+	}
+	q.Restrict = restrict
 	var out []storage.Run
 	var total int
-	err := s.db.View(ctx, func(tx *storage.Tx) error {
-		if q.ThreadID != nil && !tx.ThreadExists(*q.ThreadID) {
-			return fmt.Errorf("thread %s: %w", *q.ThreadID, errdefs.ErrNotFound)
+	err = s.db.View(ctx, func(tx *storage.Tx) error {
+		if q.ThreadID != nil {
+			if _, err := tx.GetThreadWhere(*q.ThreadID, restrict); err != nil {
+				return err
+			}
 		}
 		var err error
 		out, total, err = tx.SearchRuns(q, jsonx.Contains)
@@ -97,6 +147,10 @@ func (s *Service) Search(ctx context.Context, q storage.RunQuery) ([]storage.Run
 
 // Delete removes a finished run. An active run must be cancelled first.
 func (s *Service) Delete(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID) error {
+	restrict, err := restriction(ctx, authz.Delete, threadID)
+	if err != nil {
+		return err
+	}
 	return s.db.Update(ctx, func(tx *storage.Tx) error {
 		r, err := tx.GetRun(runID)
 		if err != nil {
@@ -104,6 +158,9 @@ func (s *Service) Delete(ctx context.Context, threadID *uuid.UUID, runID uuid.UU
 		}
 		if threadID != nil && r.ThreadID != *threadID {
 			return runNotFound(runID)
+		}
+		if err := runVisible(tx, r, restrict); err != nil {
+			return err
 		}
 		if storage.RunActive(r.Status) {
 			return fmt.Errorf("run %s is %s; cancel it before deleting it: %w", runID, r.Status, errdefs.ErrConflict)
@@ -146,9 +203,13 @@ func (s *Service) cancelRuns(ctx context.Context, threadID *uuid.UUID, action st
 	if err != nil {
 		return nil, err
 	}
+	restrict, err := restriction(ctx, authz.Update, threadID)
+	if err != nil {
+		return nil, err
+	}
 	var c cancellation
 	err = s.db.Update(ctx, func(tx *storage.Tx) error {
-		c = cancellation{action: action}
+		c = cancellation{action: action, restrict: restrict}
 		ids, err := pick(tx)
 		if err != nil {
 			return err
@@ -180,9 +241,11 @@ func cancelAction(action string) (string, error) {
 // stops: pending runs it ended in storage, running runs whose context is
 // to be cancelled once it has committed.
 type cancellation struct {
-	action  string
-	settled []storage.Run
-	running []uuid.UUID
+	action string
+	// restrict is the caller's filter on the runs' threads.
+	restrict map[string]any
+	settled  []storage.Run
+	running  []uuid.UUID
 }
 
 // add cancels one run in tx. With threadID set, a run of another thread is
@@ -194,6 +257,9 @@ func (c *cancellation) add(s *Service, tx *storage.Tx, threadID *uuid.UUID, runI
 	}
 	if threadID != nil && r.ThreadID != *threadID {
 		return runNotFound(runID)
+	}
+	if err := runVisible(tx, r, c.restrict); err != nil {
+		return err
 	}
 	switch r.Status {
 	case storage.RunRunning:
@@ -265,8 +331,15 @@ func (s *Service) endPending(r storage.Run, erased bool) {
 // checkpoints stay deleted. Their streams and waiters get their end, as
 // interrupted; no webhook is sent for them.
 func (s *Service) DeleteThread(ctx context.Context, threadID uuid.UUID) error {
+	restrict, err := restriction(ctx, authz.Delete, &threadID)
+	if err != nil {
+		return err
+	}
 	var active []storage.Run
-	err := s.db.Update(ctx, func(tx *storage.Tx) error {
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		if _, err := tx.GetThreadWhere(threadID, restrict); err != nil {
+			return err
+		}
 		var err error
 		if active, err = tx.ActiveThreadRuns(threadID); err != nil {
 			return err
@@ -349,6 +422,13 @@ func activeRunIDs(tx *storage.Tx, threadID *uuid.UUID, status string) ([]uuid.UU
 // A run executing on another replica is waited for through the database's
 // notices.
 func (s *Service) Wait(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID) (storage.Run, map[string]any, error) {
+	restrict, err := restriction(ctx, authz.Read, threadID)
+	if err != nil {
+		return storage.Run{}, nil, err
+	}
+	if len(restrict) > 0 && !s.waitable(ctx, threadID, runID, restrict) {
+		return storage.Run{}, nil, runNotFound(runID)
+	}
 	for done := s.Done(runID); done != nil; done = s.Done(runID) {
 		select {
 		case <-done:
@@ -368,6 +448,17 @@ func (s *Service) Wait(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID
 	}
 	values, err := s.finalValues(ctx, run)
 	return run, values, err
+}
+
+// waitable reports whether a restricted caller may wait for a run: its
+// thread satisfies restrict or, for a run whose temporary thread is gone,
+// its own metadata (which carries its thread's owner fields) does.
+func (s *Service) waitable(ctx context.Context, threadID *uuid.UUID, runID uuid.UUID, restrict map[string]any) bool {
+	if o := s.outcomeOf(runID); o != nil {
+		return jsonx.Contains(o.run.Metadata, restrict)
+	}
+	_, err := s.Get(ctx, threadID, runID)
+	return err == nil
 }
 
 // finalValues reads the values a run ended with, for a run whose outcome

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"agentserver/internal/assistants"
+	"agentserver/internal/authz"
 	"agentserver/internal/channels"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/events"
@@ -267,6 +268,11 @@ type creation struct {
 
 	// replica is the server creating the run (Options.ReplicaID).
 	replica string
+	// restrict is the caller's filter on the run's thread; newThread is
+	// the metadata of the thread to create (stateless, if_not_exists),
+	// with the owner fields the caller's Authorizer wrote.
+	restrict  map[string]any
+	newThread map[string]any
 	// freshThread is set when prepare generated the thread's id (a
 	// stateless run): no record of the thread, its runs or its
 	// checkpoints can exist, so apply reads none.
@@ -316,10 +322,18 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 		run.Temporary = p.OnCompletion != "keep"
 	}
 	run.ThreadID = *p.ThreadID
+	restrict, newThread, err := authorizeRun(ctx, p, asst)
+	if err != nil {
+		return nil, err
+	}
 	config := jsonx.Merge(asst.Config, p.Config)
 	configurable := jsonx.Merge(mapOf(asst.Config["configurable"]), mapOf(p.Config["configurable"]))
 	for k, v := range p.Headers {
 		configurable[k] = v
+	}
+	if caller, ok := authz.CallerFrom(ctx); ok {
+		configurable["langgraph_auth_user"] = caller.User.AuthUser()
+		configurable["langgraph_auth_user_id"] = caller.User.Identity
 	}
 	for k, v := range map[string]any{"run_id": run.RunID.String(), "thread_id": run.ThreadID.String(), "graph_id": asst.GraphID, "assistant_id": asst.AssistantID.String()} {
 		configurable[k] = v
@@ -342,7 +356,25 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 		// creator's waiters: another replica runs it only if this one dies.
 		run.Pinned = s.opts.ReplicaID
 	}
-	return &creation{p: p, asst: asst, run: run, config: config, strategy: strategy, replica: s.opts.ReplicaID, freshThread: fresh}, nil
+	return &creation{p: p, asst: asst, run: run, config: config, strategy: strategy, replica: s.opts.ReplicaID, freshThread: fresh, restrict: restrict, newThread: newThread}, nil
+}
+
+// authorizeRun asks the caller of ctx to create a run on the thread of p
+// (threads:create_run, stateless runs too) and, when the run may create
+// its thread, to create that thread. It returns the filter the thread must
+// satisfy and the metadata of a thread to create.
+func authorizeRun(ctx context.Context, p CreateParams, asst assistants.Assistant) (map[string]any, map[string]any, error) {
+	restrict, err := threads.Restriction(ctx, authz.CreateRun, map[string]any{
+		"thread_id": p.ThreadID.String(), "assistant_id": asst.AssistantID.String(), "metadata": jsonx.CloneMap(p.Metadata),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.IfNotExists != "create" {
+		return restrict, nil, nil
+	}
+	md, _, err := threads.CreationMetadata(ctx, *p.ThreadID, p.Metadata)
+	return restrict, md, err
 }
 
 // reads declares what apply reads first: nothing on a fresh thread, else
@@ -367,9 +399,13 @@ func (c *creation) apply(tx *storage.Tx, claimed bool) error {
 		th, err = tx.GetThread(run.ThreadID)
 	}
 	switch {
+	case err == nil && len(c.restrict) > 0 && !jsonx.Contains(th.Metadata, c.restrict):
+		// Another user's thread: not found, and never taken over by
+		// if_not_exists.
+		return fmt.Errorf("thread %s: %w", run.ThreadID, errdefs.ErrNotFound)
 	case err == nil:
 	case p.IfNotExists == "create":
-		th = storage.Thread{ThreadID: run.ThreadID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Metadata: jsonx.CloneMap(p.Metadata)}
+		th = storage.Thread{ThreadID: run.ThreadID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Metadata: jsonx.CloneMap(c.newThread)}
 		if th.Metadata == nil {
 			th.Metadata = map[string]any{}
 		}
@@ -397,7 +433,7 @@ func (c *creation) apply(tx *storage.Tx, claimed bool) error {
 		c.startNow = true
 		markStarted(run, now, c.replica)
 	}
-	run.Metadata = jsonx.Merge(jsonx.Merge(c.asst.Metadata, th.Metadata), p.Metadata)
+	run.Metadata = ownerFields(jsonx.Merge(jsonx.Merge(c.asst.Metadata, th.Metadata), p.Metadata), c.restrict)
 	th.Metadata = jsonx.Merge(th.Metadata, map[string]any{"graph_id": c.asst.GraphID, "assistant_id": c.asst.AssistantID.String()})
 	th.Status = threads.StatusBusy
 	th.UpdatedAt = now
@@ -410,6 +446,18 @@ func (c *creation) apply(tx *storage.Tx, claimed bool) error {
 		return err
 	}
 	return tx.PutRun(*run)
+}
+
+// ownerFields sets the single-valued keys of restrict in a run's metadata,
+// so that the run carries its thread's owner whatever metadata the client
+// sent (run searches filter on it).
+func ownerFields(md, restrict map[string]any) map[string]any {
+	for k, v := range restrict {
+		if _, isList := v.([]any); !isList {
+			md[k] = v
+		}
+	}
+	return md
 }
 
 // applyStrategy applies the multitask strategy to the runs in flight on

@@ -11,8 +11,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/labstack/echo/v4"
+
 	"agentserver/internal/a2a"
 	"agentserver/internal/assistants"
+	"agentserver/internal/authn"
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
 	"agentserver/internal/console"
@@ -59,6 +62,9 @@ type Server struct {
 	reloader *graphs.Reloader
 	// jsGraphs runs the JavaScript graphs (nil: langgraph.json has none).
 	jsGraphs *jsworker.Pool
+	// verifier checks JWT bearer tokens (nil: auth.jwt is not set); its
+	// keys are refreshed in the background.
+	verifier *authn.Verifier
 	// reloadEvery is how often spec files are checked for changes.
 	reloadEvery time.Duration
 
@@ -190,7 +196,12 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		db.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, db: db, ln: ln, Graphs: reg, Reducers: reducers, reloadEvery: opts.ReloadInterval, jsGraphs: pool}
+	auth, verifier, err := buildAuth(cfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, db: db, ln: ln, Graphs: reg, Reducers: reducers, reloadEvery: opts.ReloadInterval, jsGraphs: pool, verifier: verifier}
 	if s.reloadEvery == 0 {
 		s.reloadEvery = DefaultReloadInterval
 	}
@@ -225,7 +236,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	}
 	e, err := httpapi.New(httpapi.Deps{
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs, Crons: s.Crons,
-		Log: log, APIKey: cfg.APIKey, Limits: httpapi.Limits{MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyStallTimeout: opts.BodyStallTimeout, BodyReadTimeout: opts.BodyReadTimeout}, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
+		Log: log, Auth: auth, Limits: httpapi.Limits{MaxBodyBytes: int64(cfg.MaxBodyBytes), BodyStallTimeout: opts.BodyStallTimeout, BodyReadTimeout: opts.BodyReadTimeout}, ThreadDeleted: agents.threadDeleted, CancelSubagent: agents.env.Live.Cancel,
 		Stream:    s.Stream,
 		NoMetrics: cfg.MetricsAddr != "",
 		Mounts:    s.protocolMounts(),
@@ -246,6 +257,16 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
+}
+
+// UnlistedRoutes returns the served routes that httpapi's route table
+// does not list (see httpapi.Unlisted).
+func (s *Server) UnlistedRoutes() ([]string, error) {
+	e, ok := s.http.Handler.(*echo.Echo)
+	if !ok {
+		return nil, errors.New("the HTTP handler is not the API's router")
+	}
+	return httpapi.Unlisted(e)
 }
 
 // protocolMounts are the MCP and A2A endpoints.
@@ -278,6 +299,13 @@ func (s *Server) Start() error {
 		defer s.bg.Done()
 		s.Stream.Run(bgCtx)
 	}()
+	if s.verifier != nil {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.verifier.Run(bgCtx)
+		}()
+	}
 	if s.reloadEvery > 0 {
 		s.bg.Add(1)
 		go func() {

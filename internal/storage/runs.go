@@ -333,6 +333,9 @@ type RunQuery struct {
 	// Active keeps only pending and running runs.
 	Active   bool
 	Metadata map[string]any
+	// Restrict is the caller's authorisation filter over run metadata
+	// (which holds the metadata of the run's thread, owner included).
+	Restrict map[string]any
 	Limit    int
 	Offset   int
 }
@@ -351,6 +354,9 @@ func (t *Tx) SearchRuns(q RunQuery, matchMeta func(doc, filter any) bool) ([]Run
 			return false
 		}
 		if len(q.Metadata) > 0 && !matchMeta(r.Metadata, q.Metadata) {
+			return false
+		}
+		if len(q.Restrict) > 0 && !matchMeta(r.Metadata, q.Restrict) {
 			return false
 		}
 		return true

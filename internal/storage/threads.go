@@ -44,6 +44,11 @@ type ThreadQuery struct {
 	Offset int
 	// CountOnly skips loading the page; Search then returns only the total.
 	CountOnly bool
+	// Restrict is the caller's authorisation filter, a containment
+	// document over metadata ANDed with Metadata (nil: none). It is
+	// answered by the metadata index like Metadata, so a user who owns few
+	// threads pages through them without the others being read.
+	Restrict map[string]any
 }
 
 // threadCandidate is a thread found through an index, before it is loaded.
@@ -60,6 +65,17 @@ func (t *Tx) GetThread(id uuid.UUID) (Thread, error) {
 		return th, fmt.Errorf("thread %s: %w", id, ErrNotFound)
 	}
 	err := decode(raw, &th)
+	return th, err
+}
+
+// GetThreadWhere returns the thread with id when its metadata contains
+// restrict (nil: any thread), else ErrNotFound, exactly as for a thread
+// that does not exist.
+func (t *Tx) GetThreadWhere(id uuid.UUID, restrict map[string]any) (Thread, error) {
+	th, err := t.GetThread(id)
+	if err == nil && len(restrict) > 0 && !jsonx.Contains(th.Metadata, restrict) {
+		return Thread{}, fmt.Errorf("thread %s: %w", id, ErrNotFound)
+	}
 	return th, err
 }
 
@@ -225,6 +241,10 @@ func statusPrefix(status string) []byte {
 // the index, so that an indexed search with the default order decodes no
 // more than one page of records.
 func (t *Tx) SearchThreads(q ThreadQuery) ([]Thread, int, error) {
+	q, ok := withRestriction(q)
+	if !ok {
+		return []Thread{}, 0, nil
+	}
 	ids, scans, exact := t.threadSources(q)
 	if ids == nil && len(scans) == 1 && exact && (q.SortBy == "" || q.SortBy == "created_at") {
 		return t.searchOneIndex(scans[0], q)
@@ -262,6 +282,36 @@ func (t *Tx) SearchThreads(q ThreadQuery) ([]Thread, int, error) {
 		return nil, len(matched), nil
 	}
 	return pageOf(matched, q.Offset, q.Limit), len(matched), nil
+}
+
+// withRestriction folds q.Restrict into q.Metadata. ok is false when the
+// two cannot both hold (a key with two different values): nothing matches.
+// Lists are joined, as containing both lists is containing their union.
+func withRestriction(q ThreadQuery) (ThreadQuery, bool) {
+	if len(q.Restrict) == 0 {
+		return q, true
+	}
+	md := make(map[string]any, len(q.Metadata)+len(q.Restrict))
+	for k, v := range q.Metadata {
+		md[k] = v
+	}
+	for k, v := range q.Restrict {
+		have, present := md[k]
+		switch {
+		case !present:
+			md[k] = v
+		case jsonx.Contains(have, v) && jsonx.Contains(v, have):
+		default:
+			a, aList := have.([]any)
+			b, bList := v.([]any)
+			if !aList || !bList {
+				return q, false
+			}
+			md[k] = append(append([]any{}, a...), b...)
+		}
+	}
+	q.Metadata, q.Restrict = md, nil
+	return q, true
 }
 
 // indexScan is one index range whose keys end in created_at | thread_id.

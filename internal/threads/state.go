@@ -1,6 +1,7 @@
 package threads
 
 import (
+	"agentserver/internal/authz"
 	"context"
 	"fmt"
 	"time"
@@ -68,10 +69,14 @@ func emptyState() State {
 
 // GetState returns the state at checkpointID, or the newest state when nil.
 func (s *Service) GetState(ctx context.Context, threadID uuid.UUID, checkpointID *uuid.UUID) (State, error) {
+	restrict, err := visible(ctx, authz.Read, threadID)
+	if err != nil {
+		return State{}, err
+	}
 	var out State
-	err := s.db.View(ctx, func(tx *storage.Tx) error {
-		if !tx.ThreadExists(threadID) {
-			return fmt.Errorf("thread %s: %w", threadID, errdefs.ErrNotFound)
+	err = s.db.View(ctx, func(tx *storage.Tx) error {
+		if err := checkVisible(tx, threadID, restrict); err != nil {
+			return err
 		}
 		var cp storage.Checkpoint
 		var err error
@@ -105,8 +110,15 @@ type StateUpdate struct {
 // UpdateState applies an update through the channel reducers and writes it
 // as a new checkpoint with source "update". A busy thread refuses updates.
 func (s *Service) UpdateState(ctx context.Context, threadID uuid.UUID, u StateUpdate) (CheckpointRef, error) {
+	restrict, err := visible(ctx, authz.Update, threadID)
+	if err != nil {
+		return CheckpointRef{}, err
+	}
 	var ref CheckpointRef
-	err := s.db.Update(ctx, func(tx *storage.Tx) error {
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		if err := checkVisible(tx, threadID, restrict); err != nil {
+			return err
+		}
 		cp, err := s.writeUpdate(tx, threadID, u.CheckpointID, u.AsNode, false, func(map[string]any) (any, error) { return u.Values, nil })
 		if err == nil {
 			ref = CheckpointRef{ThreadID: threadID, CheckpointNS: cp.CheckpointNS, CheckpointID: cp.CheckpointID}
@@ -192,10 +204,14 @@ type HistoryQuery struct {
 
 // History returns a thread's states newest first.
 func (s *Service) History(ctx context.Context, threadID uuid.UUID, q HistoryQuery) ([]State, error) {
+	restrict, err := visible(ctx, authz.Read, threadID)
+	if err != nil {
+		return nil, err
+	}
 	var out []State
-	err := s.db.View(ctx, func(tx *storage.Tx) error {
-		if !tx.ThreadExists(threadID) {
-			return fmt.Errorf("thread %s: %w", threadID, errdefs.ErrNotFound)
+	err = s.db.View(ctx, func(tx *storage.Tx) error {
+		if err := checkVisible(tx, threadID, restrict); err != nil {
+			return err
 		}
 		var keep func(storage.Checkpoint) bool
 		if len(q.Metadata) > 0 {
@@ -219,8 +235,12 @@ func (s *Service) History(ctx context.Context, threadID uuid.UUID, q HistoryQuer
 // not change. A thread without a checkpoint has no state to patch
 // (ErrNotFound); a busy thread refuses (ErrConflict).
 func (s *Service) PatchStateMetadata(ctx context.Context, threadID uuid.UUID, metadata map[string]any) error {
+	restrict, err := visible(ctx, authz.Update, threadID)
+	if err != nil {
+		return err
+	}
 	return s.db.Update(ctx, func(tx *storage.Tx) error {
-		th, err := tx.GetThread(threadID)
+		th, err := tx.GetThreadWhere(threadID, restrict)
 		if err != nil {
 			return err
 		}

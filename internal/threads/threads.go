@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"agentserver/internal/authz"
 	"agentserver/internal/channels"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/graph"
@@ -75,10 +76,14 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Thread, error) {
 	if p.ThreadID != nil {
 		id = *p.ThreadID
 	}
+	metadata, restrict, err := creationMetadata(ctx, id, p.Metadata)
+	if err != nil {
+		return Thread{}, err
+	}
 	now := s.now()
 	th := storage.Thread{
 		ThreadID: id, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now,
-		Metadata: jsonx.CloneMap(p.Metadata), Status: StatusIdle, TTL: p.TTL,
+		Metadata: metadata, Status: StatusIdle, TTL: p.TTL,
 	}
 	if th.TTL == nil {
 		th.TTL = s.defaultTTL()
@@ -87,9 +92,10 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Thread, error) {
 		th.Metadata = map[string]any{}
 	}
 	var out Thread
-	err := s.db.Update(ctx, func(tx *storage.Tx) error {
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
 		if tx.ThreadExists(id) {
-			if p.IfExists == "do_nothing" {
+			// Another user's thread is never returned: it conflicts.
+			if p.IfExists == "do_nothing" && checkVisible(tx, id, restrict) == nil {
 				var err error
 				out, err = s.load(tx, id)
 				return err
@@ -222,9 +228,14 @@ func (s *Service) newCheckpoint(threadID uuid.UUID, parent *storage.Checkpoint, 
 	}
 }
 
-// load reads a thread with the values and interrupts of its newest checkpoint.
-func (s *Service) load(tx *storage.Tx, id uuid.UUID) (Thread, error) {
-	th, err := tx.GetThread(id)
+// load reads a thread with the values and interrupts of its newest
+// checkpoint; a thread not satisfying restrict is not found.
+func (s *Service) load(tx *storage.Tx, id uuid.UUID, restrict ...map[string]any) (Thread, error) {
+	var r map[string]any
+	if len(restrict) > 0 {
+		r = restrict[0]
+	}
+	th, err := tx.GetThreadWhere(id, r)
 	if err != nil {
 		return Thread{}, err
 	}
@@ -252,19 +263,30 @@ func interruptsOf(cp storage.Checkpoint) map[string]any {
 
 // Get returns one thread.
 func (s *Service) Get(ctx context.Context, id uuid.UUID) (Thread, error) {
-	out, err := storage.Read(ctx, s.db, func(tx *storage.Tx) (Thread, error) { return s.load(tx, id) })
+	restrict, err := visible(ctx, authz.Read, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	out, err := storage.Read(ctx, s.db, func(tx *storage.Tx) (Thread, error) { return s.load(tx, id, restrict) })
 	return out, err
 }
 
 // Patch merges metadata into a thread (and replaces its TTL when given).
 func (s *Service) Patch(ctx context.Context, id uuid.UUID, metadata map[string]any, ttl map[string]any) (Thread, error) {
+	restrict, err := Restriction(ctx, authz.Update, map[string]any{"thread_id": id.String(), "metadata": metadata})
+	if err != nil {
+		return Thread{}, err
+	}
 	var out Thread
-	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		th, err := tx.GetThread(id)
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		th, err := tx.GetThreadWhere(id, restrict)
 		if err != nil {
 			return err
 		}
 		th.Metadata = jsonx.Merge(th.Metadata, metadata)
+		if !jsonx.Contains(th.Metadata, restrict) {
+			return fmt.Errorf("metadata would take thread %s out of the caller's reach: %w", id, errdefs.ErrForbidden)
+		}
 		if ttl != nil {
 			th.TTL = ttl
 		}
@@ -285,9 +307,14 @@ func (s *Service) Delete(ctx context.Context, id uuid.UUID) error {
 
 // Search returns a page of matching threads and the total number of matches.
 func (s *Service) Search(ctx context.Context, q storage.ThreadQuery) ([]Thread, int, error) {
+	restrict, err := Restriction(ctx, authz.Search, map[string]any{"metadata": q.Metadata, "status": q.Status})
+	if err != nil {
+		return nil, 0, err
+	}
+	q.Restrict = restrict
 	var out []Thread
 	var total int
-	err := s.db.View(ctx, func(tx *storage.Tx) error {
+	err = s.db.View(ctx, func(tx *storage.Tx) error {
 		page, n, err := tx.SearchThreads(q)
 		if err != nil {
 			return err
@@ -304,9 +331,13 @@ func (s *Service) Search(ctx context.Context, q storage.ThreadQuery) ([]Thread, 
 
 // Count returns how many threads match q.
 func (s *Service) Count(ctx context.Context, q storage.ThreadQuery) (int, error) {
-	q.CountOnly = true
+	restrict, err := Restriction(ctx, authz.Search, map[string]any{"metadata": q.Metadata, "status": q.Status})
+	if err != nil {
+		return 0, err
+	}
+	q.CountOnly, q.Restrict = true, restrict
 	var total int
-	err := s.db.View(ctx, func(tx *storage.Tx) error {
+	err = s.db.View(ctx, func(tx *storage.Tx) error {
 		var err error
 		_, total, err = tx.SearchThreads(q)
 		return err
@@ -317,16 +348,24 @@ func (s *Service) Count(ctx context.Context, q storage.ThreadQuery) (int, error)
 // Copy makes a new idle thread with the same metadata and every checkpoint.
 func (s *Service) Copy(ctx context.Context, id uuid.UUID) (Thread, error) {
 	newID := uuid.Must(uuid.NewV7())
+	restrict, err := visible(ctx, authz.Read, id)
+	if err != nil {
+		return Thread{}, err
+	}
 	var out Thread
-	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		src, err := tx.GetThread(id)
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		src, err := tx.GetThreadWhere(id, restrict)
+		if err != nil {
+			return err
+		}
+		metadata, _, err := creationMetadata(ctx, newID, src.Metadata)
 		if err != nil {
 			return err
 		}
 		now := s.now()
 		th := storage.Thread{
 			ThreadID: newID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now,
-			Metadata: jsonx.CloneMap(src.Metadata), Status: StatusIdle, Config: src.Config, TTL: src.TTL,
+			Metadata: metadata, Status: StatusIdle, Config: src.Config, TTL: src.TTL,
 		}
 		if err := tx.PutThread(th); err != nil {
 			return err

@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"agentserver/internal/authz"
 	"agentserver/internal/errdefs"
+	"agentserver/internal/jsonx"
 	"agentserver/internal/storage"
 )
 
@@ -180,7 +182,15 @@ func (s *Service) Prune(ctx context.Context, ids []uuid.UUID, strategy string) (
 			unique = append(unique, id)
 		}
 	}
-	return s.prune(ctx, unique, strategy, nil)
+	restrict, err := Restriction(ctx, authz.Delete, map[string]any{"thread_ids": unique})
+	if err != nil {
+		return 0, err
+	}
+	var mine func(storage.Thread) bool
+	if len(restrict) > 0 {
+		mine = func(th storage.Thread) bool { return jsonx.Contains(th.Metadata, restrict) }
+	}
+	return s.prune(ctx, unique, strategy, mine)
 }
 
 // deletedThread is what the delete hook hears of a pruned thread.
