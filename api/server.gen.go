@@ -1002,9 +1002,8 @@ type StorePutRequest struct {
 	Namespace []string    `json:"namespace"`
 
 	// Ttl Minutes until expiry.
-	Ttl                  *float64               `json:"ttl,omitempty"`
-	Value                map[string]interface{} `json:"value"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Ttl   *float64               `json:"ttl,omitempty"`
+	Value map[string]interface{} `json:"value"`
 }
 
 // StoreSearchRequest defines model for StoreSearchRequest.
@@ -4706,130 +4705,6 @@ func (a StoreListNamespacesRequest) MarshalJSON() ([]byte, error) {
 		object["suffix"], err = json.Marshal(a.Suffix)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'suffix': %w", err)
-		}
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for StorePutRequest. Returns the specified
-// element and whether it was found
-func (a StorePutRequest) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for StorePutRequest
-func (a *StorePutRequest) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for StorePutRequest to handle AdditionalProperties
-func (a *StorePutRequest) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["index"]; found {
-		err = json.Unmarshal(raw, &a.Index)
-		if err != nil {
-			return fmt.Errorf("error reading 'index': %w", err)
-		}
-		delete(object, "index")
-	}
-
-	if raw, found := object["key"]; found {
-		err = json.Unmarshal(raw, &a.Key)
-		if err != nil {
-			return fmt.Errorf("error reading 'key': %w", err)
-		}
-		delete(object, "key")
-	}
-
-	if raw, found := object["namespace"]; found {
-		err = json.Unmarshal(raw, &a.Namespace)
-		if err != nil {
-			return fmt.Errorf("error reading 'namespace': %w", err)
-		}
-		delete(object, "namespace")
-	}
-
-	if raw, found := object["ttl"]; found {
-		err = json.Unmarshal(raw, &a.Ttl)
-		if err != nil {
-			return fmt.Errorf("error reading 'ttl': %w", err)
-		}
-		delete(object, "ttl")
-	}
-
-	if raw, found := object["value"]; found {
-		err = json.Unmarshal(raw, &a.Value)
-		if err != nil {
-			return fmt.Errorf("error reading 'value': %w", err)
-		}
-		delete(object, "value")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for StorePutRequest to handle AdditionalProperties
-func (a StorePutRequest) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["index"], err = json.Marshal(a.Index)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'index': %w", err)
-	}
-
-	object["key"], err = json.Marshal(a.Key)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'key': %w", err)
-	}
-
-	if a.Namespace != nil {
-		object["namespace"], err = json.Marshal(a.Namespace)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'namespace': %w", err)
-		}
-	}
-
-	if a.Ttl != nil {
-		object["ttl"], err = json.Marshal(a.Ttl)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'ttl': %w", err)
-		}
-	}
-
-	if a.Value != nil {
-		object["value"], err = json.Marshal(a.Value)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'value': %w", err)
 		}
 	}
 
@@ -14380,94 +14255,94 @@ var swaggerSpec = []string{
 	"t40UnxN4ChVTjAIo60Zi+6B0jp36aKejry+Y2s1vFVrLc3QALU6SIEAWLsBSQlJkk4TD3yguyDswJK1F",
 	"Cq/JKix7alEpxcbds66IWjEQ6LlCajvs4UyRZcAmvYZ96ZFbqsFZZGXMuqraqYuulZyeW4sHGKSq/kG3",
 	"U3Ma+aB9stcC1/JZfMqSQDXIt8i9UkTxODeTPuFa4Z36mXFG+njHHYg8fM2X9oFK9Snf6eZS6wbzanw3",
-	"iUmqFqXsimZLhffpOtw5FWRG7x4ZI5HNHjnGQxO8VC+libc6EC1zhf5o2e4gL0ZvhOzzbL2gd8picldH",
-	"hhlOJBl76oSxv6VYLSC8ED5zaBI2Ym+WcCkVwNmPlGWKSFvMjdylVKzCdrhO4rZFQtV4aY8Q+mc0Ud0O",
-	"tU6JegPSvdv1ZBPIvA4RMYX6+igzgswEkYuJBaYutfOh6+Ka6EGdAvRkBx2UwAwXhqfcGOCLW1b69kw2",
-	"xX8PVJYCahjGCVoHFHcDAW2aQTWYTCq+hAAXeV3Os9V/Kc4TGRbksimope/vSJSFy0t/ZgTJFYsWgjOe",
-	"SSTtJ8babmwW2Fa+1tMjPVtdGq9UiAiEHMbrevTq/noek3CsVoqFVsIHeMBMke/gYPYABi1a9pLVi+Db",
-	"8ci4JaG+GFS9JXl6VTzpp3FKRVLZEMxj7/IfErl6bHtvz1CpOJu+T1vrXO6Dc6VwputNQyHOHH8G+TPr",
-	"yhVPJ7Zwb/DA7XInDSFOQ52PemeTCCdJk2c66xOG0M5syhBXdlOW5q9ur6wRe65KD+yCFMa38YXX3SMi",
-	"0IaA1WtM5jVnHTsBMUPJPDAsGDxhSssGg3+GlavZnOP/A5YKwTOjPJjjRVTaH3uGADjkG1g18byaWO6V",
-	"TgQqapyCgdiBwjrU6me8oeTW9VDg7IYIWdTLfqRZae0ABhO6to5+2s/uYuBs3ViEoOj65csHJIlSlM3l",
-	"GHGWrAy82EqcJDZWKFuT+b+VSlrqA6yhkwdu+tT3f1mrHNrziiCAMjCz/zkwrxmasB+23jWW7+hTW84R",
-	"JifFeEjxtZEanPJ0tZZp8HMeWTC1ERQYRTxd5Tdygmz8okkiMxtroUrrJyJvzF6+HnAX4PGIyR+az2WN",
-	"Ini7Lf8ms5QIJ+30InL2TPMP+2g+j6wf0KYeY4mw7XMCeHyvVDJGuV/0oafl3ezpVyoVF6u1ALvJw+1V",
-	"16Gxq6CPS3WNCip07xcROb4vhXM8PASpZDkGZVjkyXNygTVfyzo1/R51KC8iCGDDWNHMOqs+6CURc2J7",
-	"ethOLYrYGcmtB9iDcO9cZGw9x4gfA1HUJ3Mhu8EY3kkCpSmDup8jVgPdYEt8d2ZeNljTau3wJvnadSZN",
-	"lphUP44nkWbGPSrkll5vnvQRhruNew5fvIN+s2mSPbjy40owPlOxql78sVSfJ5el20OWSzpUCO+LTYVy",
-	"8R4V6dkQ4FjSzHvUG/HV5l58qciOCWqkL1ktZjY0tL+XxVqVtnGTxoQ8TID+guV1aJlNbPhyK5qr0z+Z",
-	"qYyeG8M9XbWEVt7phU60px4LeykOdS1m8zgRb1BUX7VqWDFzxxbXkFzXRIjKEt0oHQv83ZVgHFIZYcKC",
-	"1SU6A+SHXtLwaPYm5Pls0SV3+ZrDkG1e3oc+J9csnK2z8/UhreweoTE4v6aZXFV8Hblpt43/hZxtImMQ",
-	"ratJQ0JnJFpFMIXPWNsGdcaC2jnlHro1rQ8WgLuci/ksLadYGXFdlNhygkUB4B2tZuyKmjcM/CcQKZSX",
-	"bwWLOlgKTc4Ael9OVsLJLV6FUtevWMYkUT2S1P1Wvxgynkz7XZ4pm/IUynLaBgN3Do9uKawp932zwllj",
-	"FxVoMFi3uOvL0o/QXk7izCfyiDLVUH+3cNOG8/D7H68vOgfOt15GwRVpt/0S85hg7xgrsoZZkVt0Ha4f",
-	"4BZmgdLHv375cg45MQJHpoq4lm9tvgDyuuPJlOBridQtRzHFWnWTiDNIg5OZmOGIHF8xLQUHoPrt+Zlp",
-	"eWbTEYpXLt/9X+n1MJZj5CcpXrEpFgTNIGbYSneQtQMpiuBMPvrGKdtvyjY0BSmv2J7Z1Rgpnh4k5IYk",
-	"MEHeIjEPBKZFJ+0xqgRW7x9esStmpTFXtUIvLyYJnRKBFUlWKCViSaWkN+TY1UYGv4KtxKY/wFFENMcZ",
-	"XzEIYUFWmDJP0wRTlkMo2vvh6NUYaUg5srFZKyKPGDdbdo1VYZwrVjSoNhNpjJGm27iXMinRLBMmHDpN",
-	"qDpEkLRsPvnt8vOnK1aqjKPXT4k80TdgO9VBbnMmCHSyQ/98/drQIkVV4vpLW7gBAHt7fuY1DToevTr8",
-	"4fAVGA5SwnBKR8ejN4evDt9YoAfycGRGOZJgcwHmyI0crAkeLOMshi6F+jlcvLStRIlUP/F4tbFWeoH+",
-	"Yg/1vp+vX70aNGMvQmh679VZeM2R/lGL05o3mWOrNF78n4OiK/pB3oi9rX1itW/7w7g8hmut3nMQ8z6s",
-	"+5+v/tn0oTvPI9dqU3/w+nX3B9U2itDDMFsusVg5ILFng/YalPiCDu2P8irif44saH3VI+ZAeZ8n3zxA",
-	"VXkSgMtfiDKX90gw6QEd4d6OsERoMbmLE/+FaAJtFhE6zHI3/QYeWrxylLfCh8jp+jUcef0qW6/j0r63",
-	"7VvJA14CLUFNtFse3rKj+4EerX7xpe3dlcOqZiJunMNFM8It0fFKQ7aHsvRViH5bggu3vQaMtdYktMfF",
-	"2IaB5A7w/y7qKI1NzVb9M2Xz/YJqrQlLr/6r+wPX03ozwGfOH2DOlRkwnT7A8OTDYAE8lgC7H46cc6cB",
-	"pvRj7/ttw5Qf97EB8aDmsaqBzCfwYWrkXTrm77Z7uKmr0tvyxu15Nz2ltie7nR1JbwXGD5HgvEt8vlLc",
-	"5oSyobB17yczPxidFvzXNSgzKYU+W6kwsvIN/AFZXyJTi9UY4URyZAa2KqJEtwsuCcoNyIf+OhBknVPp",
-	"k2OtdI+ObZ5Cbrewi53YMUfjlpbsXzcFpF0NcGrAeFa0ajDrjWu0ZQdCi7nPEt9ogplxsxhYkjJ2xesf",
-	"y7U3J6F3n+RA6S//+MzYadPc0VO+CfD/PJnEZ7xNz03gs173ZwAMxrJflsj2jDyaBy9Z883+WlT6aJ7X",
-	"Ke5Ey1+sCNhKqn2LmBYcTVO4OREIsljByJu7MZHiiNylmMVNJPlOU8FtEuLO/IigfMdjmzIDJZJ3R3UF",
-	"voWmbyZTwyqL2yUb7cBkI9S0dPk40mRl0zpmWmBHEV/6paJAazYlwfWfxnzrJgDXjzXumqC/GTb1OzXg",
-	"VQVg2wK62l61DvkhiC0asLdoDF+3TFTLPaw3IFRvhqMia+6OtLTG8qvcGfp8xNcE/CQ5TPk1xzgj69HT",
-	"PvYup/xs3+ZVSvKq34+tEvkMbV75Gf1DttsetknOSgE33bfp3h66pgtopEnO9S+jrfK0Yo1BRTf1+XNL",
-	"6t+uvAUFiCiT1WoFiecIM0f37vwehsHPT6tPXuWC76D0pKCUsZgIYAt++YjNg9H4vlfGLSQBg5zjZGQb",
-	"fmAFDn+VZQ2qVW5uB2LLEeXmJLky2H+gdflq66bGapv8Z2lstItEhClByXd3cRlrNdzk4lqN6o+1Nkyk",
-	"QjMqpGqT3vKQmyaSDB0stkg6YfzA5V+a0Ay9PLG04eqbMunCyLmkq3XXGcEqEwSZ5hvFaV2upCJLe1Km",
-	"qGbTOX2+Hm65hQApE/oiFRd4njeBjBZal22yBMBnk3i6M2uA176hQc+xgTVUoix9xL2NRz+aZbd/B5F4",
-	"DCdhNLkhDIq+Cz4lTXcrMlby/FZuzsY0euUYbfV1Kr2y8hqS5kTJUh1X801dtzbuxYuMbYnUFxX6n9ig",
-	"CMU1233HImMVYn5qZj74wM2cXWTYvu9eX5MK78CtfAlCDEZTHF3PhV6JPg4PLi80KBZQabobdEUlXGTs",
-	"J3hvfWDqxb89qILcuTxhMsTMNwtyfZfXR7CowKLpnmDPDUHO3csJUzDwJMkNEXnRWiBGZfiSLQBmW9w0",
-	"Uj9bltb17DBRH7hcp5ZAaoY9T8jQYKSZ9pkauWZZA2XqSI/iq3RbIZ2VMr5B8fh1oFiAKVdl4k9dtRQA",
-	"ptcGmMrv65mQq3G1MwXQLBstMVt1AovgrDNG6lTwbbE1PfRu+BpsqoOY6NN5ylvU3/UgOV84/4hZXhdD",
-	"NgQ6ecQDmrZ/41O0p2VRrURAix5AbWZdbQa5fU/bKcBGFVh6hUCZT7cIMs8h8AmOY7MxT/lFye5r6Bft",
-	"tO2L2E2Mk8HdAeFNG70qG0M04K7ubSPlHoFDjtaWzvCfwe5RRO2QyeRxMR5xoUoaoiIVXoUoSXOATHjb",
-	"T0Xtd+ipg4gYd4bBMwu5ZsuG0qJPd7OZtKP4R0vUjInT2LIQsJNgmS6oQFiiaIHZfJfCHMxfwrM8GBBR",
-	"aav/tLLtfpzCiu9bEsB3wyd66o+OTejj+m6WDjG7DjXC9GZqATF4/rysY+2ncpGx9zeEKbPy0UszR2m9",
-	"HjMocEfwEtySpgd3yyXeYqqazQZFAm2eJD4nJualljB7Us2J9b/A1SzXuj0Bnr5IS2qAuPzsZxLv3V+N",
-	"JhPIrp5MrkbH94eHhw8PqMhu3Ted1QJHtEnr6njU99PfOGUv2CqbowHkbs+4AESwKevNiHBvKl33kNZz",
-	"KN2usL6DA3TS/YwyKhekwardLNAHT+ZJvBLgjdipNK+hbrpCRsyuHtjAmJeMucCcEmz6Zt61RmyKX3DG",
-	"3MG2XE2xrCV3PMzwO+4R+4Nl2U68nu0W7QEpoBJBIPd+qy0XScXT1P9Is4j9Xdt1WwGsDiiFbBbEVU3h",
-	"oWsgvDX0zj9gqUBOOot/BZbR5zKLmka9799s3e9b2h4G1n7Mj5bsNhAXym3lD2iEkstpUN+ngdJuinDk",
-	"Yl4QGqzo9dPqLN4y+S51kGwg5T7zscnJSpZEzZ3h4h+5RGGwUXG72M3enFRckCOn67YLI0Vvn+0IzoGO",
-	"ib0k6GdsvGTQbM+PItF79AWbajkuqLTD5qZJH5UIM3lLRN5C4fWrVyBvYpO1ATW4pjxe1XWcX4jy76tH",
-	"+oVp89U/DrIWhXmRV+5J8JQkxtPLGUExVwffOGWkqIcOcA1bAKOJ/V3vgtylCZRWM9OHFuqHbQ7PCx2P",
-	"pFpBSZ8ZF4Y3hCbx22vtKm6q2uexgYpRv83jrlMvG+HddrWvJExm6kmoitdScF2SAuPEh5utFsEFEiRN",
-	"cNRGKyqEuqe91Z2r3ObBbtzu2nvGZs7uzK1wXBv2ysGYNtIde/HmtmFg2+2VO2s2R3fDl0Wrzm1eX7hT",
-	"61NcY0M70pBn3L11uMlQaOYfcOjS8mIGHcErtm/Xdi6p1GZmy9diN7LROj55RNeOa/LYdXgX/cVebumq",
-	"e4WefHE1LrZ44c8h/MQeymYDUIoKIe03Ac0rmp0F9iMTCx/zopG15qgLfKPvPC9sq3ms6RppzLWCIHlN",
-	"we6iRWn9Kdw7CUQeQkeOp7jxUjuUJ/ZSh5qPBEDkV35rQv5c5RgiNN/L2ObEonel2jRGT9AqTmY8QTZJ",
-	"xe+lNEMER4tOeOonMz3FTe/GU50T9wHOaof/f4N6TX3J0r1L6ejhvPEkgxcTbGVLFTtbGIRbaTJZ6ZZc",
-	"O6VmT407htZsp/d3SuC8ojB0ZYdmkWiPHM4PkVLJfk/rgP1wI7aBrzsTt0qC0678TC1S01Cjo/myR/Wk",
-	"JxCndxIK1n7dedGkR137DgRsW2LJUg0XN7aHWTyuBmkAao2tXX1/CKk9ini6Gu6JLMNcg0Sfrp5CgfP6",
-	"uO5UiysC8XfnZOTpytGWsaXzxlojfS4zLows5LbsiuwGmIXp7NmWgFtqATrcL0mXvjO60n2GJSskiMoE",
-	"83eEeKI3pBaYmbKKkd8rtCl71zYafZKSir17PnSLkfDi7txn51ja5s8m193BW0Oe+6Y4W6dyUQDc9shN",
-	"pa/t0+oYLxxCjOg7o4m+3B7g0kSB8gzxIPn5QKWlP2slNVaIT8fbn6GRZfF6iMi4nor9A65tM8g+4RjQ",
-	"FXNDZXU2GZd9Abm8/hV/D86uG8rzDN1GfQCtGYjQRz7zTOzfax98r30AFlxIKe2AxTay7CUlbxNev2c1",
-	"v8isZpcGBb6FPIcZ5PUazPmpUI3Q5uWubFywhKGfI3n8j09+8YhQZyLMANLkcmQ2DSp/YKpeMh9tzHyR",
-	"Xp9kcBiFU2BuoZqWLcM0wzQx7r7vWS8bgv9SBowfQbseHvRPkSkD9d8uUaYqgrebu/7uWTPbVWPGg2Kv",
-	"O2F/7RScdVbUnq7jQ8/3pJ3nm7TTB777wd43TllrTs/6IDE01+b5iAhPyd83nkJimuuCU6I3j34+tLBH",
-	"lpmDyO+5Zs801+zZAlc2Nd1XPfiqhqeQKLNcI+IiNjUg9Z6h/qOthU4FUpwnKMJJgqh+CbwJUBSNM/IP",
-	"6YogmhzxMcoknhOrQJJUHqILMzyEKV6TVOX9vInD4TnPw3Pq8YoQPu428xSm9nw2d0B9C2qKjOnzsJ8j",
-	"kn8v0R5ZpmplyDFVpow7iRHjbIdsFkzhUO5+xaKF4IxnxeqlJbH5Ul34lMLyGkDiJSHB0b1e8UQDcVc3",
-	"6Pz2R9ttllCFsDBEkQqO7lTf4CwMKt4qnwOBrMUufHH0y9YZNxDdBPkNnRV8ABreXGF9WH1KlenZHV27",
-	"CteMqsMK0+5Qx2nEKcokjUkHNjVBFmgH3ZFCJq5hKEq6Ti9P0FWmFH/RUGdfP9wdD4XealYda1NVnyDC",
-	"NL/OLQb66xkGxJoGzA3w9UuyVn4kYl40E0aUKQ70z/1iewbVEjmaQCBI0EzU6ZPeo5lyN0HD3gK6Clp4",
-	"EYXAg26xRLeCKkXYywGiPwR15poChKyvwRAPnDdw7YCgVpp/5H28DZdbmXX8tDp10+kDo/PtQ20x405T",
-	"y54xS/pSgioolVug0JzeEGZgLYIbQ3z6jUTrgNp9MWyXTuWd2Vt16sP3d9FjO/dMNy2BjMNVlH0Q2IxW",
-	"VLOK1kJsVxLxVENxJLi0+VwZUzQxLVuhcCaKnSVS1m1KhWl1o3bV8kq1YrfkMZFjlNAZiVZRAtUx4MIm",
-	"Jj3mBAlbYWYcqh7j6s0A5+iZLWYOEKbeVDWZOugXpU3PE6z0i0imJEkgO3mGvDXoLeLYmL68n6EQ0FRa",
-	"pXHYtuQ2M+GevWn6Z54k/NZrRuOHemNpG48dSLDM3JDm7Ma1pQO9HjvgfX49tpeYhhb7i9dnz//V2HG9",
-	"X/Il1X4yWq73c/VvU9rC+8EErz18ffj/AQAA//8=",
+	"iUmqFqXsimZLhffpOtw5FWRG7x4ZI5HNHjnGQxO8VC+libc6EC1zhf5o2e4gL0ZvhOzzzA96rzhyWEzu",
+	"6gA/w4kkY09lMDa2FKsFhBDCZw4VwobqzRInpQJ4+ZGyTBFpC7aRu5SKVdjW1knAtkiMGi/mEYL9jCaq",
+	"22nWKTVvQIJ3u55sAmHXIRSmGF8fhUWQmSByMbHA1KVaPnRdXBPO17G8J8nvwHYzXBiecoXfF6mshO2Z",
+	"ZYr/HqgsBdQwzBE0CyjgBkLYNIOKL5lUfAlBLPK6nEur/1KcJzIsrGVTUD3f35EoC5eQ/swIkisWLQRn",
+	"PJNI2k+MRd3YJbCtbq2nR3q2usRdqQIRCCuM1/Xa1X3yPCbheKwUC61oD/BymULewcHsAQxatOwljxcB",
+	"tuORcT1CDTGobEvyFKp40k+rlIqksiFgx97lPyRyNdf23p6hUgE2fZ+2nrncBwdK4TDXm4Zimzn+DPJZ",
+	"1hUonk5scd7ggdvlThrCmIY6GPXOJhFOkibvc9Yn1KCd2ZQhruyKLM1f3V5Z6/XckR7YBSmMb8cLr7tH",
+	"1J8N86rXkczryjp2AmKGknnwVzBAwpSPDQb4DCtJsznn/gcsFYJnRkEwx4uotD/2dPM75BtYGfG8mjzu",
+	"lUcEKmocf4H4gMIC1OpLvKHk1vVJ4OyGCFnUxH6k6WjtIAUTnraODtrPtmLgbN14g6Do+uXLBySJUpTN",
+	"5RhxlqwMvNhqmyQ2liZbd/m/lUpaagCsoXcHbvrU93FZyxva8wodgDIws/85MK8ZmrAfttA1lujoUz/O",
+	"ESYnxXhI8bWRGpzydLWW+e9zHj0wtVESGEU8XeU3coJsjKJJFDMba6FK6ycbb8wmvh5wF+DxiMkfms9l",
+	"jUJ3uy3xJrOUCCft9CJy9kzzD/toPo+sEdCmHmOJsO1lAnh8r1QyRrnv86Gndd3s6VcqFRertQC7yYvt",
+	"VdChsauSj0u1iwoqdO8XCjm+L4VsPDwEqWQ5zmRYdMlzcnM1X8s6dfsedSgvwtG/YaxoZp1VP/OSiDmx",
+	"fTtsNxZF7Izk1gPsQbh3LjK2nvPDj3MoapC5sNxgnO4kgfKTQd3PEauBrq4lvjszLxusabV2eJN87TqT",
+	"JktMqh/Hk0gz4x5VcEuvN0/6CMPdxr2DL94Jv9lUyB5c+XFlFp+pWFUv8FiqwZPL0u1hySUdKoT3xaZC",
+	"+XaPiuZsCGIsaeY9aor4anMvvlRkwAQ10pesFjMb/tnfy2KtStu4SWNCHiZAf8HyOrTMJjZ8uRXN1emf",
+	"zFQ/z43hnq5aQivv9EIn2lOPhb0Uh7oWs3mciDcocq9aGayYuWOLa0iuayJEZYlulI4F/u7KLA6pfjBh",
+	"wQoSnUHwQy9peMR6E/J8tuiSu3zNYcg2L+9Dn5NrFs7W2fn6kFZ2j9AYnF/TTK4qvo7ctNvG/0LONpEx",
+	"iMjVpCGhMxKtIpjCZ6xtgzpjQe2ccg/dmtYHC8BdzsV8lpZTrIy4LkpsOYmiAPCOdjJ2Rc0bBv4TiAbK",
+	"S7SCRR0shSYvAL0vJyTh5BavQunpVyxjkqgeieh+O18MWU2mxS7PlE1rCmUybYOBO4dHtxTWlN++WeGs",
+	"sVMKNBGsW9z1ZelHaC8nceYTeUSZaqixW7hpw7n2/Y/XF50D51svleAKsdueiHncr3eMFVnDrMgtug7X",
+	"D3ALs0B541+/fDmHvBeBI1MpXMu3NicAeR3wZErwtUTqlqOYYq26ScQZpLrJTMxwRI6vmJaCA1D99vzM",
+	"tDWzKQfFK5fv/q/0+hTLMfITEa/YFAuCZhAXbKU7yMyBNERwJh9945TtN2UUmqKTV2zP7GqMFE8PEnJD",
+	"Epggb4OYB/vSolv2GFWCp/cPr9gVs9KYq0yhlxeThE6JwIokK5QSsaRS0hty7Oofg1/BVlvTH+AoIprj",
+	"jK8YhLAgK0yZp2mCKcshFO39cPRqjDSkHNnYrBWRR4ybLbvmqTDOFSuaUJuJNMZI01HcS4uUaJYJE/Kc",
+	"JlQdIkhMNp/8dvn50xUrVb/R66dEnugbsN3oIH85EwS61aF/vn5taJGiKnE9pC3cAIC9PT/zGgMdj14d",
+	"/nD4CgwHKWE4paPj0ZvDV4dvLNADeTgyoxxJsLkAc+RGDtYED5ZxFkMnQv0cLl7adqFEqp94vNpYu7xA",
+	"D7GHem/P169eDZqxFyE0/fXqLLzmSP+oxWnNm8yxVZor/s9B0fn8IG+23tYisdqb/WFcHsO1T+85iHkf",
+	"1v3PV/9s+tCd55Frp6k/eP26+4Nqq0ToU5gtl1isHJDYs0F7DUp8QYf2R3ml8D9HFrS+6hFzoLzPE2we",
+	"oHI8CcDlL0SZy3skmPSAjnD/RlgitJHcxYn/QjSBNosIHWa5Y34DDy1eOcrb3UN0dP0ajryelK3XcWnf",
+	"2/at5AEvgbafJtotD2/Z0f1AH1a/wNL27sphVTMRN87houHgluh4penaQ1n6KkS/LcGF214DxlprEtrj",
+	"YmzDQHIH+H8XtZLGpi6r/pmy+X5BtdaEpVf/1f2B61u9GeAz5w8w50oJmG4eYHjyYbAAHkuA3Q9HzrnT",
+	"AFP6sff9tmHKj/vYgHhQ81jVQOYT+DA18i4d83fbPdzUVelteeP2vJueUtuT3c6OpLcC44dIcN4lPl8p",
+	"bnNC2VDYuvcTlh+MTgv+6xqUmbRBn61UGFn5Bv6AzC6RqcVqjHAiOTIDWxVRotsFlwTlBuRDfx0IMsup",
+	"9MmxVrpHxzZPIbdb2MVO7JijcUvb9a+bAtKuJjc1YDwr2jGY9cY12rIDocXcZ4lvNMHMuFkMLEkZu+L1",
+	"j+Xam5PQu09yoPSXf3xm7LRp7ugp3wT4f55M4jPepucm8Fmv+zMABmPZL0tke0YezYOXrPlmfy0qfTTP",
+	"axF3ouUvVgRsJdW+RUwLjqbx25wIBJmqYOTN3ZhIcUTuUsziJpJ8p6ngNglxZ35EUL7jsU2ZgTLIu6O6",
+	"At9CYzeTqWGVxe2SjXZgshFqWrp8HGmysmkdMy2wo4gv/XJQoDWbst/6T2O+dROA68cad03Q3wybGp0a",
+	"8KoCsG3zXG2hWof8EMQWTdZbNIavWyaq5T7VGxCqN8NRkTV3R1paY/lV7gx9PuJrAn6SHKb8umKckfXo",
+	"aR97l1N+tm/zKiV51e/HVoJ8hjav/Iz+IdttD9skZ6WAm+7bdG8PXdMFNMsk5/qX0VZ5WrHGoKKb+vy5",
+	"JfVvV96CAkSUyWq1gsRzhJmje3d+D8Pg56fVJ69ywXdQelJQylhMBLAFv3zE5sFofN8r4xaSgEHOcTKy",
+	"DT+wAoe/yrIG1So3twOx5Yhyc5JcGew/0Lp8tXVTY7UV/rM0NtpFIsKUoOS7u7iMtRpucnGtRvXHWhsm",
+	"UqEZFVK1SW95yE0TSYYuFVsknTB+4PIvTWiGXp5Y2nD1TZl0YeRc0tW664xglQmCTION4rQuV1KRpT0p",
+	"Uziz6Zw+Xw+33EKAlAl9kYoLPM8bPUYLrcs2WQLgs0k83Zk1wGvR0KDn2MAaKlGWPuLexqMfzbLbv4NI",
+	"PIaTMJrcEAaF3QWfkqa7FRkreX4rN2djGr2Si7bCOpVe6XgNSXOiZKlWq/mmrlsb9+JFxrZE6osq/E9s",
+	"UIQCmu2+Y5GxCjE/NTMffOBmzi4ybN93r69JhXfgVr4EIQajKY6u50KvRB+HB5cXGhQLqDQdDLqiEi4y",
+	"9hO8tz4w9eLfHlRB7lyeMBli5psFub7L6yNYVGDRdEiw54Yg5+7lhCkYeJLkhoi8MC0QozJ8yRYAs21s",
+	"GqmfLT3r+nKYqA9crkVLIDXDnidkaDDSTPtMHVyzrIEydaRH8VW6rZDOSqneoHj8OlAswJSrMvGnrloK",
+	"ANNrA0zl9/VMyNW42pkCaJaNlpitOoFFcNYZI3Uq+LbYmtf1/4n5Gmyqg5jo03nKW9Tf9SA5Xzj/iFle",
+	"F0M2BDp5xAMas3/jU7SnZVGtREAbHkBtZl1tBrl9T9spwEYVWHqFQJlPtwgyzyHwCY5jszFP+UXJ7mvo",
+	"F+207YvYTYyTwd0B4U0bvSobQzTgru5ts+QegUOO1pbO8J/BDlFE7ZDJ5HExHnGhShqiIhVehShJc4BM",
+	"eNtPRe136KmDiBh3hsEzC7lmy4bSohd3s5m0o/hHS9SMidPYshCwk2CZLqhAWKJogdl8l8IczF/CszwY",
+	"EFFpq/+0su1+nMKK71sSwHfDJ3rqj45N6OP6bpYOMbsONcL0X2oBMXj+vKxj7adykbH3N4Qps/LRSzNH",
+	"ab0eMyhwR/AS3JKmz3bLJd5iqprNBkUCbZ4kPicm5qWWMHtSzYn1v8DVLNe6PQGevkhLaoC4/OxnEu/d",
+	"X40mE8iunkyuRsf3h4eHDw+oyG7dN93TAke0SevqeNT30984ZS/YKpujAeRuz7gARLAp682IcG8qXfeQ",
+	"1nMo3a6wvoMDdNL9jDIqF6TBqt0s0AdP5km8EuCN2Kk0r6FuukJGzK4e2MCYl4y5wJwSbPpm3rVGbIpf",
+	"cMbcwbZcTbGsJXc8zPA77hH7g2XZTrye7RbtASmgEkEg936rLRdJxdPU/0iziP1d23VbAawOKIVsFsRV",
+	"TeGhMyC8NfTOP2CpQE46i38FltHnMouaRr3v32zd703aHgbWfsyPluw2EBfKbeUPaISSy2lQ36eB0m6K",
+	"cORiXhAarOj10+os3jL5LnWJbCDlPvOxyclKlkTNneHiH7lEYbBRcbvYzd6cVFyQI6frtgsjRW+f7QjO",
+	"ga6IvSToZ2y8ZNBQz48i0Xv0BZtqOS6otMPmphEflQgzeUtE3kLh9atXIG9ik7UBNbimPF7VdZxfiPLv",
+	"q0f6hWnz1T8OshaFeZFX7knwlCTG08sZQTFXB984ZaSohw5wDVsAo4n9Xe+C3KUJlFYz04cW6odtDs8L",
+	"HY+kWkFJnxkXhjeEJvHba+0qbqray7GBilG/leOuUy8b4d12rq8kTGbqSaiK1zZwXZIC48SHm60WwQUS",
+	"JE1w1EYrKoS6p73Vnavc5sFu3O7ae8Zmzu7MrXBcG/bKwZg20h178ea2YWDb7ZW7ZzZHd8OXRTvObV5f",
+	"uBvrU1xjQ8vRkGfcvXW4yVBo5h9w6NLyYgYdwSu2b9d2LqnUZmbL12I3stE6PnlE145r8th1eBf9xV5u",
+	"6ap7hZ58cTUutnjhzyH8xB7KZgNQigoh7TcBzSuanQX2IxMLH/OiWbXmqAt8o+88L2yreazpGmnMtYIg",
+	"eU3B7qJFaf0p3DsJRB5CR46nuPFSO5Qn9lKHmo8EQORXfmtC/lzlGCI038vY5sSid6XaNEZP0CpOZjxB",
+	"NknF76U0QwRHi0546iczPcVN78ZTnRP3Ac5qh/9/g3pNfcnSvUvp6OG88SSDFxNsZUsVO1sYhFtpMlnp",
+	"llw7pWZPjTuG1myn93dK4LyiMHRlh2aRaI8czg+RUsl+T+uA/XAjtoGvOxO3SoLTrvxMLVLTUKOj+bJH",
+	"9aQnEKd3EgrWft150aRHXfsOBGxbYslSDRc3todZPK4GaQBqja1dfX8IqT2KeLoa7oksw1yDRJ+unkKB",
+	"8/q47lSLKwLxd+dk5OnK0ZaxpfPGWiN9LjMujCzktuyK7AaYhens2ZaAW2oBOtwvSZe+M7rSfYYlKySI",
+	"ygTzd4R4ojekFpiZsoqR3yu0KXvXNhp9kpKKvXs+dIuR8OLu3GfnWNrmzybX3cFbQ577pjhbp3JRANz2",
+	"yE2lr+3T6hgvHEKM6Dujib7cHuDSRIHyDPEg+flApaU/ayU1VohPx9ufoZFl8XqIyLieiv0Drm0zyD7h",
+	"GNAVc0NldTYZl30Bubz+FX8Pzq4byvMM3UZ9AK0ZiNBHPvNM7N9rH3yvfQAWXEgp7YDFNrLsJSVvE16/",
+	"ZzW/yKxmlwYFvoU8hxnk9RrM+alQjdDm5a5sXLCEoZ8jefyPT37xiFBnIswA0uRyZDYNKn9gql4yH23M",
+	"fJFen2RwGIVTYG6hmpYtwzTDNDHuvu9ZLxuC/1IGjB9Bux4e9E+RKQP13y5RpiqCt5u7/u5ZM9tVY8aD",
+	"Yq87YX/tFJx1VtSeruNDz/ekneebtNMHvvvB3jdOWWtOz/ogMTTX5vmICE/J3zeeQmKa64JTojePfj60",
+	"sEeWmYPI77lmzzTX7NkCVzY13Vc9+KqGp5Aos1wj4iI2NSD1nqH+o62FTgVSnCcowkmCqH4JvAlQFI0z",
+	"8g/piiCaHPExyiSeE6tAklQeogszPIQpXpNU5f28icPhOc/Dc+rxihA+7jbzFKb2fDZ3QH0LaoqM6fOw",
+	"nyOSfy/RHlmmamXIMVWmjDuJEeNsh2wWTOFQ7n7FooXgjGfF6qUlsflSXfiUwvIaQOIlIcHRvV7xRANx",
+	"Vzfo/PZH222WUIWwMESRCo7uVN/gLAwq3iqfA4GsxS58cfTL1hk3EN0E+Q2dFXwAGt5cYX1YfUqV6dkd",
+	"XbsK14yqwwrT7lDHacQpyiSNSQc2NUEWaAfdkUImrmEoSrpOL0/QVaYUf9FQZ18/3B0Phd5qVh1rU1Wf",
+	"IMI0v84tBvrrGQbEmgbMDfD1S7JWfiRiXjQTRpQpDvTP/WJ7BtUSOZpAIEjQTNTpk96jmXI3QcPeAroK",
+	"WngRhcCDbrFEt4IqRdjLAaI/BHXmmgKErK/BEA+cN3DtgKBWmn/kfbwNl1uZdfy0OnXT6QOj8+1DbTHj",
+	"TlPLnjFL+lKCKiiVW6DQnN4QZmAtghtDfPqNROuA2n0xbJdO5Z3ZW3Xqw/d30WM790w3LYGMw1WUfRDY",
+	"jFZUs4rWQmxXEvFUQ3EkuLT5XBlTNDEtW6FwJoqdJVLWbUqFaXWjdtXySrVit+QxkWOU0BmJVlEC1THg",
+	"wiYmPeYECVthZhyqHuPqzQDn6JktZg4Qpt5UNZk66BelTc8TrPSLSKYkSSA7eYa8Negt4tiYvryfoRDQ",
+	"VFqlcdi25DYz4Z69afpnniT81mtG44d6Y2kbjx1IsMzckObsxrWlA70eO+B9fj22l5iGFvuL12fP/9XY",
+	"cb1f8iXVfjJarvdz9W9T2sL7wQSvPXx9+P8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -47,14 +47,14 @@ var commands = []command{
 }
 
 // commandCalls returns one call per line of text when every non-empty line
-// is a command whose tool is offered; otherwise none.
-func commandCalls(text string, offered []string) []scripted.ToolCall {
+// is a command whose tool req offers; otherwise none.
+func commandCalls(text string, req scripted.ChatRequest) []scripted.ToolCall {
 	var calls []scripted.ToolCall
 	for _, line := range strings.Split(text, "\n") {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
-		call, ok := commandCall(line, offered)
+		call, ok := commandCall(line, req)
 		if !ok {
 			return nil
 		}
@@ -64,13 +64,38 @@ func commandCalls(text string, offered []string) []scripted.ToolCall {
 }
 
 // commandCall matches one line against the commands.
-func commandCall(line string, offered []string) (scripted.ToolCall, bool) {
+func commandCall(line string, req scripted.ChatRequest) (scripted.ToolCall, bool) {
+	offered := req.ToolNames()
 	for _, c := range commands {
 		if m := c.re.FindStringSubmatch(line); m != nil && slices.Contains(offered, c.tool) {
-			return scripted.Call(c.tool, c.args(m)), true
+			return scripted.Call(c.tool, inToolsNames(req, c.tool, c.args(m))), true
 		}
 	}
 	return scripted.ToolCall{}, false
+}
+
+// jsNames are the argument names the JavaScript deepagents tools use for
+// the Python (and this server's) ones.
+var jsNames = map[string]string{"subagent_type": "agentName", "task_id": "taskId", "status_filter": "statusFilter"}
+
+// inToolsNames renames the arguments of a call to tool to the names the
+// offered tool's schema uses, when it uses the JavaScript deepagents
+// names (agentName, taskId, statusFilter) rather than the Python ones.
+func inToolsNames(req scripted.ChatRequest, tool string, args map[string]any) map[string]any {
+	var props map[string]any
+	for _, t := range req.Tools {
+		if t.Function.Name == tool {
+			props, _ = t.Function.Parameters["properties"].(map[string]any)
+		}
+	}
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		if js, ok := jsNames[k]; ok && props[js] != nil && props[k] == nil {
+			k = js
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // firstWords returns the first n words of s.

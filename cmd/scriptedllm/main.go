@@ -32,6 +32,8 @@
 //     lines make parallel calls). Keywords are case-insensitive.
 //     - "start <type>: <description>": start_async_task
 //     {"description", "subagent_type"}
+//     (the JavaScript deepagents tools get their own argument names,
+//     agentName, taskId and statusFilter, when their schema uses them)
 //     - "check <task_id>": check_async_task {"task_id"}
 //     - "update <task_id>: <message>": update_async_task {"task_id", "message"}
 //     - "cancel <task_id>": cancel_async_task {"task_id"}
@@ -203,5 +205,5 @@ func toolCallsFor(req scripted.ChatRequest) []scripted.ToolCall {
 			return []scripted.ToolCall{scripted.Call("write_todos", map[string]any{"todos": todos})}
 		}
 	}
-	return commandCalls(text, offered)
+	return commandCalls(text, req)
 }

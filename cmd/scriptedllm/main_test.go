@@ -296,3 +296,34 @@ func TestSlowTextIsStreamedInOneDeltaPerWordWithPauses(t *testing.T) {
 		t.Fatalf("answer took %v, want at least %v between its five deltas", took, 4*slowDelta)
 	}
 }
+
+// TestCommandsUseTheOfferedToolsNames: tools whose schema names their
+// arguments as the JavaScript deepagents tools do get calls with those
+// names.
+func TestCommandsUseTheOfferedToolsNames(t *testing.T) {
+	c := newModel(t)
+	jsTool := func(name string, props ...string) openai.Tool {
+		p := map[string]any{}
+		for _, k := range props {
+			p[k] = map[string]any{"type": "string"}
+		}
+		return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: name, Parameters: map[string]any{"type": "object", "properties": p}}}
+	}
+	tools := []openai.Tool{jsTool("start_async_task", "description", "agentName"), jsTool("check_async_task", "taskId"), jsTool("list_async_tasks", "statusFilter")}
+	for _, tc := range []struct {
+		text string
+		args map[string]any
+	}{
+		{"start chatter: hello", map[string]any{"agentName": "chatter", "description": "hello"}},
+		{"check t-1", map[string]any{"taskId": "t-1"}},
+		{"list success", map[string]any{"statusFilter": "success"}},
+	} {
+		_, calls, _ := streamed(t, c, openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user(tc.text)}, Tools: tools})
+		if len(calls) != 1 {
+			t.Fatalf("%q: calls %+v", tc.text, calls)
+		}
+		if got := args(t, calls[0]); !reflect.DeepEqual(got, tc.args) {
+			t.Errorf("%q: args %v, want %v", tc.text, got, tc.args)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package a2a_test
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/google/uuid"
@@ -188,4 +189,82 @@ func TestA2AAgentCard(t *testing.T) {
 	}
 	s.Must(404, "GET", "/.well-known/agent-card.json?assistant_id=missing", nil)
 	s.Must(400, "GET", "/.well-known/agent-card.json", nil)
+}
+
+// TestOptionsNeverAnswersACard sends OPTIONS, as a preflight and as a plain
+// request, to the card routes and an API route of a server with an API
+// key, without the key: each is answered 204 with the CORS headers and no
+// body. Before, a plain OPTIONS reached the card handler and answered the
+// card without the key. Other methods than GET on the card are 405.
+func TestOptionsNeverAnswersACard(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{Graphs: graphsJSON, APIKey: "k"})
+	for _, path := range []string{"/.well-known/agent-card.json?assistant_id=echo", "/a2a/echo/.well-known/agent-card.json", "/a2a/echo/agent-card.json", "/threads/search"} {
+		for _, preflight := range []bool{false, true} {
+			h := http.Header{"Origin": {"http://localhost:3000"}}
+			if preflight {
+				h.Set("Access-Control-Request-Method", "GET")
+			}
+			r := s.DoWith("OPTIONS", path, nil, h)
+			if r.Status != http.StatusNoContent || len(r.Raw) != 0 || r.Header.Get("Access-Control-Allow-Methods") == "" || r.Header.Get("Access-Control-Allow-Origin") != "http://localhost:3000" {
+				t.Fatalf("OPTIONS %s (preflight %v): %d %v %q", path, preflight, r.Status, r.Header, r.Raw)
+			}
+		}
+	}
+	s.Header = http.Header{"X-Api-Key": {"k"}}
+	for _, method := range []string{"POST", "PUT", "DELETE"} {
+		if r := s.Do(method, "/.well-known/agent-card.json?assistant_id=echo", nil); r.Status != http.StatusMethodNotAllowed || r.Object(t)["code"] != "method_not_allowed" {
+			t.Fatalf("%s on the card: %d %s", method, r.Status, r.Raw)
+		}
+	}
+}
+
+// TestA2AEnvelopeErrors sends raw bodies that are not valid requests, and
+// requests with bad params: each gets the JSON-RPC 2.0 code (JSON that is
+// not a request object is an invalid request, not a parse error; an id
+// must be a string, an integer or null; a task call without its task id
+// has invalid params), with the request's id when it could be read and
+// null otherwise; nothing runs.
+func TestA2AEnvelopeErrors(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{Graphs: graphsJSON})
+	send := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`
+	for _, c := range []struct {
+		body string
+		code float64
+		id   any
+	}{
+		{`{"jsonrpc":"2.0",`, -32700, nil},
+		{`[]`, -32600, nil},
+		{`[` + send + `]`, -32600, nil},
+		{`"message/send"`, -32600, nil},
+		{`42`, -32600, nil},
+		{`null`, -32600, nil},
+		{`true`, -32600, nil},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"message/send","params":{}}`, -32600, nil},
+		{`{"jsonrpc":"2.0","id":[1],"method":"message/send","params":{}}`, -32600, nil},
+		{`{"jsonrpc":"2.0","id":1.5,"method":"message/send","params":{}}`, -32600, nil},
+		{`{"jsonrpc":"2.0","id":true,"method":"message/send","params":{}}`, -32600, nil},
+		{`{"jsonrpc":"2.0","id":"s","method":7}`, -32600, "s"},
+		{`{"jsonrpc":"1.0","id":3,"method":"tasks/get","params":{"id":"x"}}`, -32600, 3.0},
+		{`{"jsonrpc":"2.0","id":4,"method":"tasks/nope","params":{}}`, -32601, 4.0},
+		{`{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{}}`, -32602, 5.0},
+		{`{"jsonrpc":"2.0","id":6,"method":"GetTask","params":{}}`, -32602, 6.0},
+		{`{"jsonrpc":"2.0","id":7,"method":"tasks/get"}`, -32602, 7.0},
+		{`{"jsonrpc":"2.0","id":8,"method":"tasks/get","params":null}`, -32602, 8.0},
+		{`{"jsonrpc":"2.0","id":9,"method":"tasks/cancel","params":["x"]}`, -32602, 9.0},
+		{`{"jsonrpc":"2.0","id":10,"method":"tasks/get","params":{"id":"` + uuid.NewString() + `"}}`, -32001, 10.0},
+		{`{"jsonrpc":"2.0","id":null,"method":"tasks/get","params":{"id":""}}`, -32602, nil},
+	} {
+		out := s.Do("POST", "/a2a/echo", c.body).Object(t)
+		e, _ := out["error"].(map[string]any)
+		if e == nil || e["code"] != c.code || out["id"] != c.id || out["jsonrpc"] != "2.0" {
+			t.Errorf("%s: answer %v, want code %v with id %v", c.body, out, c.code, c.id)
+		}
+	}
+	if n := s.Must(200, "POST", "/threads/count", nil).JSON; n != 0.0 {
+		t.Fatalf("refused requests made %v threads", n)
+	}
+	// A string id is echoed as sent.
+	if out := s.Must(200, "POST", "/a2a/echo", `{"jsonrpc":"2.0","id":"abc","method":"tasks/list"}`).Object(t); out["id"] != "abc" || out["result"] == nil {
+		t.Fatalf("tasks/list with a string id = %v", out)
+	}
 }

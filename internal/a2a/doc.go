@@ -19,4 +19,11 @@
 // answer in v1.0 shapes (TASK_STATE_* states, wrapped stream events).
 // tasks/list is accepted as a v0.3-shaped alias of ListTasks. The agent
 // card carries the fields of both versions.
+//
+// Errors follow JSON-RPC 2.0 (codes and bounds of package jsonrpc): a body
+// that is not JSON is a parse error; JSON that is not one request object
+// (batches included: A2A defines none), or whose id is not a string, an
+// integer or null, is an invalid request; params that are not an object,
+// or a task call without its task id, are invalid params. An answer over
+// jsonrpc.MaxAnswerBytes becomes an error.
 package a2a

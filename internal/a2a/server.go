@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 
 	"agentserver/internal/assistants"
 	"agentserver/internal/errdefs"
+	"agentserver/internal/jsonrpc"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
@@ -21,13 +23,10 @@ import (
 )
 
 // JSON-RPC and A2A error codes (the exported ones are those clients act
-// on).
+// on; the JSON-RPC ones are package jsonrpc's).
 const (
-	codeParse           = -32700
-	codeInvalidRequest  = -32600
-	CodeMethodNotFound  = -32601
-	CodeInvalidParams   = -32602
-	codeInternal        = -32603
+	CodeMethodNotFound  = jsonrpc.CodeMethodNotFound
+	CodeInvalidParams   = jsonrpc.CodeInvalidParams
 	CodeTaskNotFound    = -32001
 	CodeNotCancelable   = -32002
 	defaultListPageSize = 50
@@ -54,16 +53,11 @@ type Handler struct {
 func New(d Deps) *Handler { return &Handler{deps: d} }
 
 // rpcError is a JSON-RPC error object.
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
+type rpcError = jsonrpc.Error
 
-// Error is the error's message.
-func (e *rpcError) Error() string { return e.Message }
-
+// errorf builds a JSON-RPC error.
 func errorf(code int, format string, args ...any) *rpcError {
-	return &rpcError{Code: code, Message: fmt.Sprintf(format, args...)}
+	return jsonrpc.Errorf(code, format, args...)
 }
 
 // asRPC maps an error to its JSON-RPC error.
@@ -77,20 +71,53 @@ func asRPC(err error) *rpcError {
 	case errors.Is(err, errdefs.ErrInvalid), errors.Is(err, errdefs.ErrConflict):
 		return errorf(CodeInvalidParams, "%v", err)
 	}
-	return errorf(codeInternal, "%v", err)
+	return errorf(jsonrpc.CodeInternal, "%v", err)
 }
 
-// request is a JSON-RPC request.
+// request is a JSON-RPC request whose envelope parseRequest checked.
 type request struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      any             `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
+	// ID is the request's id as sent (nil when absent).
+	ID     json.RawMessage
+	Method string
+	Params json.RawMessage
+}
+
+// parseRequest reads the envelope of one JSON-RPC request: a body that is
+// not JSON is a parse error; JSON that is not a request object (a batch,
+// which A2A does not define, a scalar, an id that is not a string, an
+// integer or null, a missing jsonrpc "2.0" or method) is an invalid
+// request. The id is returned once it is known to be valid, so that the
+// error can carry it.
+func parseRequest(body []byte) (request, *rpcError) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		switch _, batch := jsonrpc.BatchLen(body); {
+		case !json.Valid(body):
+			return request{}, errorf(jsonrpc.CodeParse, "parse error: the body is not JSON")
+		case batch:
+			return request{}, errorf(jsonrpc.CodeInvalidRequest, "batches are not served: send one request per call")
+		}
+		return request{}, errorf(jsonrpc.CodeInvalidRequest, "a JSON-RPC request is an object")
+	}
+	id, hasID := fields["id"]
+	if hasID && !jsonrpc.ValidID(id) {
+		return request{}, errorf(jsonrpc.CodeInvalidRequest, "the id must be a string, an integer or null")
+	}
+	req := request{ID: id, Params: fields["params"]}
+	var version string
+	if json.Unmarshal(fields["jsonrpc"], &version) != nil || version != "2.0" || json.Unmarshal(fields["method"], &req.Method) != nil || req.Method == "" {
+		return req, errorf(jsonrpc.CodeInvalidRequest, `want {"jsonrpc": "2.0", "method": …}`)
+	}
+	return req, nil
 }
 
 // ServeHTTP routes the card and JSON-RPC requests.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/.well-known/agent-card.json" {
+		if r.Method != http.MethodGet {
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"detail": "GET the agent card", "code": "method_not_allowed"})
+			return
+		}
 		h.serveCard(w, r, r.URL.Query().Get("assistant_id"))
 		return
 	}
@@ -116,14 +143,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeRPC(w http.ResponseWriter, status int, id any, result any, err *rpcError) {
-	body := map[string]any{"jsonrpc": "2.0", "id": id}
-	if err != nil {
-		body["error"] = err
-	} else {
-		body["result"] = result
-	}
-	writeJSON(w, status, body)
+// writeRPC answers a request with its result or err; an answer over
+// jsonrpc.MaxAnswerBytes is replaced by an error.
+func writeRPC(w http.ResponseWriter, status int, id json.RawMessage, result any, err *rpcError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(jsonrpc.Response(id, result, err))
 }
 
 // serveCard answers an assistant's agent card, readable by v1.0 and v0.3
@@ -183,16 +208,12 @@ func card(a assistants.Assistant, base string) map[string]any {
 func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request, ref string) {
 	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
 	if err != nil || len(raw) > maxRequestBody {
-		writeRPC(w, http.StatusBadRequest, nil, nil, errorf(codeInvalidRequest, "the request body is unreadable or larger than %d bytes", maxRequestBody))
+		writeRPC(w, http.StatusBadRequest, nil, nil, errorf(jsonrpc.CodeInvalidRequest, "the request body is unreadable or larger than %d bytes", maxRequestBody))
 		return
 	}
-	var req request
-	if err := json.Unmarshal(raw, &req); err != nil {
-		writeRPC(w, http.StatusOK, nil, nil, errorf(codeParse, "parse error: %v", err))
-		return
-	}
-	if req.JSONRPC != "2.0" || req.Method == "" {
-		writeRPC(w, http.StatusOK, req.ID, nil, errorf(codeInvalidRequest, `want {"jsonrpc": "2.0", "method": …}`))
+	req, rerr := parseRequest(raw)
+	if rerr != nil {
+		writeRPC(w, http.StatusOK, req.ID, nil, rerr)
 		return
 	}
 	m, ok := methods[req.Method]
@@ -223,7 +244,7 @@ type call struct {
 	h         *Handler
 	w         http.ResponseWriter
 	r         *http.Request
-	id        any
+	id        json.RawMessage
 	assistant assistants.Assistant
 	wire      wire
 	// events receives the stream events of streaming methods.
@@ -259,14 +280,23 @@ func init() {
 	}
 }
 
+// decodeParams reads the params of a call, which must be an object.
 func decodeParams(raw json.RawMessage, v any) error {
-	if len(raw) == 0 {
+	if !hasParams(raw) {
 		return errorf(CodeInvalidParams, "params are required")
+	}
+	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); trimmed[0] != '{' {
+		return errorf(CodeInvalidParams, "params must be an object")
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return errorf(CodeInvalidParams, "params: %v", err)
 	}
 	return nil
+}
+
+// hasParams reports whether a call has params (absent and null are none).
+func hasParams(raw json.RawMessage) bool {
+	return len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null"
 }
 
 // sendParams are the params of message/send and message/stream (both
@@ -368,6 +398,9 @@ func (c *call) run(raw json.RawMessage) (storage.Run, error) {
 	if err := decodeParams(raw, &p); err != nil {
 		return storage.Run{}, err
 	}
+	if p.ID == "" {
+		return storage.Run{}, errorf(CodeInvalidParams, "params.id (the task id) is required")
+	}
 	rid, err := uuid.Parse(p.ID)
 	if err != nil {
 		return storage.Run{}, errorf(CodeTaskNotFound, "task %q not found", p.ID)
@@ -426,7 +459,7 @@ type listParams struct {
 
 func (c *call) list(raw json.RawMessage) (any, error) {
 	var p listParams
-	if len(raw) > 0 {
+	if hasParams(raw) {
 		if err := decodeParams(raw, &p); err != nil {
 			return nil, err
 		}

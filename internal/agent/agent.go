@@ -251,6 +251,7 @@ func (a *Agent) modelNode(ctx context.Context, rt *graph.Runtime, st graph.State
 	if err != nil {
 		return graph.Update{}, err
 	}
+	msgs = answerDangling(msgs)
 	call := &ModelCall{Runtime: rt, State: st, Messages: msgs, System: a.systemPrompt(rt, st), Tools: a.toolSpecs(), Update: map[string]any{}}
 	for _, mw := range a.middlewares {
 		if h, ok := mw.(BeforeModel); ok {
@@ -567,6 +568,47 @@ func messagesOf(st graph.State) ([]llm.Message, error) {
 		out[i] = msg
 	}
 	return out, nil
+}
+
+// answerDangling returns msgs with a tool message after every tool call no
+// tool message answers, as deepagents' PatchToolCallsMiddleware does: chat
+// models refuse a history with an unanswered call, which a thread keeps
+// when a client ends a run paused for approval (Agent Chat UI's "Mark as
+// Resolved" resumes with command goto __end__) or edits its state. msgs is
+// not modified; it is returned as it is when no call is unanswered.
+func answerDangling(msgs []llm.Message) []llm.Message {
+	answered := map[string]bool{}
+	for _, m := range msgs {
+		if m["type"] == "tool" {
+			id, _ := m["tool_call_id"].(string)
+			answered[id] = true
+		}
+	}
+	var out []llm.Message
+	for i, m := range msgs {
+		var missing []llm.Message
+		for _, c := range toolCalls(m) {
+			call, _ := c.(map[string]any)
+			id, _ := call["id"].(string)
+			if id == "" || answered[id] {
+				continue
+			}
+			answered[id] = true
+			name, _ := call["name"].(string)
+			missing = append(missing, llm.Message{"type": "tool", "id": uuid.NewString(), "tool_call_id": id, "name": name, "status": "error",
+				"content": fmt.Sprintf("Tool call %s with id %s was cancelled - another message came in before it could be completed.", name, id)})
+		}
+		if missing != nil && out == nil {
+			out = append(make([]llm.Message, 0, len(msgs)+len(missing)), msgs[:i]...)
+		}
+		if out != nil {
+			out = append(append(out, m), missing...)
+		}
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }
 
 func withSystem(system string, msgs []llm.Message) []llm.Message {

@@ -13,7 +13,10 @@
 // Invariants:
 //   - Messages in state are LangChain-serialized maps in generic JSON form.
 //   - Every tool call of an AI message gets exactly one tool message, even
-//     when it fails, is rejected, or names an unknown tool.
+//     when it fails, is rejected, or names an unknown tool. A call a thread
+//     left unanswered (a run paused for approval and then ended with
+//     command goto __end__, or an edited state) is answered in the model's
+//     request, not in the state (answerDangling).
 //   - A tool error never fails the run; it is the tool message's text.
 //   - Every tool call that runs reports on the "tools" stream mode: one
 //     on_tool_start, an on_tool_event per progress payload, then exactly one

@@ -2,6 +2,8 @@ package assistants
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"agentserver/internal/graphs"
 	"agentserver/internal/jsonx"
@@ -38,12 +40,21 @@ func (s *Service) definition(ctx context.Context, ref string) (Assistant, *graph
 }
 
 // Graph returns the nodes and edges of an assistant's graph. xray is the
-// depth to which subgraphs are expanded (0: none, negative: all); no served
-// graph has subgraphs yet, so it changes nothing.
+// depth to which subgraphs are expanded (0: none, negative: all): a graph
+// its host draws (a LangGraph.js graph) is drawn again with them; the
+// server's own graphs have no subgraphs.
 func (s *Service) Graph(ctx context.Context, ref string, xray int) (Graph, error) {
 	_, d, err := s.definition(ctx, ref)
 	if err != nil {
 		return Graph{}, err
+	}
+	if dr, ok := d.Worker.(graphs.Drawer); ok && xray != 0 {
+		raw, err := dr.Draw(ctx, xray)
+		if err != nil {
+			return Graph{}, fmt.Errorf("draw graph %q: %w", d.ID, err)
+		}
+		nodes, edges, err := graphs.ParseDrawing(raw)
+		return Graph{Nodes: nodes, Edges: edges}, err
 	}
 	return Graph{
 		Nodes: append([]graphs.Node{}, d.Nodes...),
@@ -72,12 +83,26 @@ func schemaOf(d *graphs.Definition) GraphSchema {
 }
 
 // Subgraphs returns the schemas of the subgraphs of an assistant's graph,
-// keyed by namespace, starting below namespace ("" for the root) and
-// descending through nested subgraphs when recurse is set. No served graph
-// has subgraphs yet, so the map is empty (also for an unknown namespace).
+// keyed by namespace ("node", "node|inner", as LangGraph names them):
+// with namespace "", the graph's own subgraphs; otherwise the subgraph at
+// namespace; and, with recurse, the subgraphs nested below those. A graph
+// without subgraphs (or an unknown namespace) gives an empty map.
 func (s *Service) Subgraphs(ctx context.Context, ref, namespace string, recurse bool) (map[string]GraphSchema, error) {
-	if _, _, err := s.definition(ctx, ref); err != nil {
+	_, d, err := s.definition(ctx, ref)
+	if err != nil {
 		return nil, err
 	}
-	return map[string]GraphSchema{}, nil
+	out := map[string]GraphSchema{}
+	for ns, sub := range d.Subgraphs {
+		var keep bool
+		if namespace == "" {
+			keep = recurse || !strings.Contains(ns, "|")
+		} else {
+			keep = ns == namespace || recurse && strings.HasPrefix(ns, namespace+"|")
+		}
+		if keep {
+			out[ns] = schemaOf(sub)
+		}
+	}
+	return out, nil
 }

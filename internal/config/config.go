@@ -81,6 +81,10 @@ type Config struct {
 	JSWorkers int
 	// JSWorkerConcurrency bounds the runs one graph worker runs at once.
 	JSWorkerConcurrency int
+	// Watch reloads the JavaScript graphs when a file of their project
+	// changes (new graph workers replace the old ones), as langgraphjs dev
+	// does.
+	Watch bool
 }
 
 // Default returns the configuration used when nothing is set.
@@ -146,6 +150,7 @@ const (
 	EnvAdvertiseURL    = "AGENTSERVER_ADVERTISE_URL"
 	EnvJSWorkers       = "AGENTSERVER_JS_WORKERS"
 	EnvJSConcurrency   = "AGENTSERVER_JS_WORKER_CONCURRENCY"
+	EnvWatch           = "AGENTSERVER_WATCH"
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
 	EnvBGJobTimeout = "BG_JOB_TIMEOUT_SECS"
@@ -198,6 +203,7 @@ var options = []option{
 	{"max-body-size", EnvMaxBody, "bytes", "largest request body in bytes; larger ones get 413", func(c *Config) flag.Value { return (*intValue)(&c.MaxBodyBytes) }},
 	{"js-workers", EnvJSWorkers, "n", "Node graph worker processes for langgraph.json's JavaScript graphs", func(c *Config) flag.Value { return (*intValue)(&c.JSWorkers) }},
 	{"js-worker-concurrency", EnvJSConcurrency, "n", "runs one Node graph worker runs at once; more wait for a free one", func(c *Config) flag.Value { return (*intValue)(&c.JSWorkerConcurrency) }},
+	{"watch", EnvWatch, "", "reload the JavaScript graphs when a file of their project changes (new graph workers replace the old ones once their runs end)", func(c *Config) flag.Value { return (*boolValue)(&c.Watch) }},
 	{"workspace-quota", EnvQuota, "bytes", "bytes of files the file tools may keep in one thread's workspace", func(c *Config) flag.Value { return (*intValue)(&c.WorkspaceQuota) }},
 }
 

@@ -27,4 +27,10 @@
 //   - A cron past its end_time, or whose schedule never fires again, keeps
 //     its record with next_run_date null and is not fired.
 //   - Runs made by a cron carry metadata.cron_id.
+//   - Schedules are checked when a cron is created or changed
+//     (ParseSchedule): a seconds field, and an "@every" interval under a
+//     minute, only with seconds enabled; an interval that is not a
+//     positive whole number of seconds never. A stored cron is read without
+//     these rules (parseStored), so that a restart with other settings does
+//     not stop it from moving on.
 package crons

@@ -104,6 +104,48 @@ func TestParseScheduleErrors(t *testing.T) {
 	}
 }
 
+// TestEveryIntervals checks the rules of @every schedules: under a minute
+// only with seconds, zero, negative and sub-second never; a stored cron is
+// read whatever the rules say now.
+func TestEveryIntervals(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		expr          string
+		plain, second bool // accepted without and with seconds
+		every         time.Duration
+	}{
+		{"@every 1s", false, true, time.Second},
+		{"@every 59s", false, true, 59 * time.Second},
+		{"@every 1m", true, true, time.Minute},
+		{"@every 90s", true, true, 90 * time.Second},
+		{"@every 0s", false, false, 0},
+		{"@every -1s", false, false, 0},
+		{"@every 1ms", false, false, 0},
+		{"@every 1500ms", false, false, 0},
+	} {
+		for _, seconds := range []bool{false, true} {
+			want := c.plain
+			if seconds {
+				want = c.second
+			}
+			s, err := ParseSchedule(c.expr, "", seconds)
+			if want != (err == nil) || err != nil && !errors.Is(err, errdefs.ErrInvalid) {
+				t.Errorf("ParseSchedule(%q, seconds=%v) = %v, accepted want %v", c.expr, seconds, err, want)
+				continue
+			}
+			if err != nil {
+				continue
+			}
+			if got, _ := s.Next(at); !got.Equal(at.Add(c.every)) {
+				t.Errorf("%q: next after %v = %v, want %v later", c.expr, at, got, c.every)
+			}
+		}
+		if _, err := parseStored(c.expr, ""); err != nil {
+			t.Errorf("a stored %q does not read: %v", c.expr, err)
+		}
+	}
+}
+
 // A schedule that never matches has no next firing.
 func TestScheduleNever(t *testing.T) {
 	s := mustParse(t, "0 0 30 2 *", "", false)

@@ -147,10 +147,7 @@ func (s *Service) claim(tx *storage.Tx, read storage.Cron, now time.Time) error 
 	if err != nil || !c.UpdatedAt.Equal(read.UpdatedAt) || !c.Enabled || c.NextRunDate == nil || c.NextRunDate.After(now) {
 		return errNotDue
 	}
-	// Seconds are allowed here whatever the configuration: the schedule
-	// was checked when it was stored, and a restart with --cron-seconds
-	// turned off must not stop a six-field cron from moving on.
-	sched, err := ParseSchedule(c.Schedule, c.Timezone, true)
+	sched, err := parseStored(c.Schedule, c.Timezone)
 	if err != nil {
 		return fmt.Errorf("cron %s: %w", c.CronID, err)
 	}

@@ -77,6 +77,15 @@ type Sink interface {
 	Note(key string, value any)
 }
 
+// EventsDeriver is implemented by sinks that derive the "events" stream
+// mode (LangChain's astream_events) from a run's messages and updates. A
+// runner whose executor streams LangChain's own events (a graph worker)
+// calls OwnEvents before the run starts, so that they are not derived as
+// well.
+type EventsDeriver interface {
+	OwnEvents()
+}
+
 // Usage is the token usage of one model call.
 type Usage struct {
 	Model        string
@@ -112,11 +121,19 @@ type Input struct {
 	ThreadID uuid.UUID
 	// From is the checkpoint to continue from (nil: an empty thread).
 	From *Checkpoint
+	// Addressed is set when the run named From (checkpoint_id: a replay or
+	// fork from an older checkpoint) rather than starting from the
+	// thread's newest.
+	Addressed bool
 	// Retry continues From.Next without applying Values (crash recovery).
 	Retry bool
 	// Values is the run input; nil continues From.Next (resume).
 	Values  any
 	Command map[string]any
+	// Begun holds the checkpoints Begin returned for this input, stored
+	// by the caller already: the run streams them and continues from the
+	// last one instead of applying Values and Command again.
+	Begun []Checkpoint
 	// InterruptBefore and InterruptAfter list node names, or "*" for all.
 	InterruptBefore []string
 	InterruptAfter  []string
@@ -162,20 +179,7 @@ type runState struct {
 
 // Run executes g from in and reports what it produced to sink.
 func (e *Executor) Run(ctx context.Context, g *Graph, in Input, sink Sink) (Result, error) {
-	rs := &runState{ex: e, g: g, in: in, sink: sink, values: State{}, step: -1, emitted: map[string]bool{}}
-	if in.From != nil {
-		rs.values = in.From.Values
-		if s, ok := in.From.Metadata["step"].(float64); ok {
-			rs.step = int(s)
-		}
-		id := in.From.CheckpointID
-		rs.parent = &id
-		rs.last = in.From
-	}
-	if in.Command != nil {
-		rs.resume, rs.hasResume = in.Command["resume"]
-		rs.resumeByID = resumeMap(rs.resume, in.From)
-	}
+	rs := e.newRunState(g, in, sink)
 	next, resumed, err := rs.start(ctx)
 	if err != nil {
 		return Result{}, err
@@ -208,40 +212,128 @@ func (e *Executor) Run(ctx context.Context, g *Graph, in Input, sink Sink) (Resu
 	return Result{Values: rs.values}, rs.finish(ctx)
 }
 
+// Begin returns the checkpoints a run starting from in writes before its
+// first node runs, as LangGraph writes them: for an input, an "input"
+// checkpoint holding the thread's values before it (Next: the virtual
+// __start__ task; metadata.writes: the input) and the __start__ step's
+// "loop" checkpoint, which applies it; for a command's update or goto, one
+// "input" checkpoint with them applied; nothing for a run that resumes what
+// its checkpoint left pending. A caller that stores them before the run
+// executes, so that the input shows in the thread's state at once, passes
+// them back as Input.Begun.
+func (e *Executor) Begin(g *Graph, in Input) ([]Checkpoint, error) {
+	if in.Retry || len(in.Begun) > 0 {
+		return nil, nil
+	}
+	cps, _, _, err := e.newRunState(g, in, nil).begin()
+	return cps, err
+}
+
+// newRunState prepares a run of g from in; sink may be nil when nothing is
+// executed (Begin).
+func (e *Executor) newRunState(g *Graph, in Input, sink Sink) *runState {
+	// An empty thread's input checkpoint is step -1, as in LangGraph.
+	rs := &runState{ex: e, g: g, in: in, sink: sink, values: State{}, step: -2, emitted: map[string]bool{}}
+	if in.From != nil {
+		rs.values = in.From.Values
+		rs.step = -1
+		if s, ok := in.From.Metadata["step"].(float64); ok {
+			rs.step = int(s)
+		}
+		id := in.From.CheckpointID
+		rs.parent = &id
+		rs.last = in.From
+	}
+	if in.Command != nil {
+		rs.resume, rs.hasResume = in.Command["resume"]
+		rs.resumeByID = resumeMap(rs.resume, in.From)
+	}
+	return rs
+}
+
 // start applies the input and returns the first tasks to run, and whether
 // they continue a paused checkpoint (so interrupt_before does not re-fire).
+// The checkpoints the input makes go to the sink (unless the caller stored
+// them: Input.Begun) and to the stream.
 func (rs *runState) start(ctx context.Context) ([]Task, bool, error) {
 	in := rs.in
-	if in.Retry && in.From != nil {
-		return PendingTasks(*in.From), true, nil
+	var cps []Checkpoint
+	var next []Task
+	var resumed bool
+	var err error
+	switch {
+	case len(in.Begun) > 0:
+		cps = in.Begun
+		last := cps[len(cps)-1]
+		rs.values, rs.last, rs.parent = last.Values, &last, &last.CheckpointID
+		if s, ok := last.Metadata["step"].(float64); ok {
+			rs.step = int(s)
+		}
+		next = PendingTasks(last)
+	case in.Retry && in.From != nil:
+		if cps, next, err = rs.startPending(); err != nil || cps == nil {
+			return next, true, err
+		}
+	default:
+		if cps, next, resumed, err = rs.begin(); err != nil {
+			return nil, false, err
+		}
 	}
+	for i, cp := range cps {
+		// The final checkpoint is handed over once, by finish.
+		if len(in.Begun) == 0 && (i < len(cps)-1 || len(next) > 0) {
+			if err := rs.sink.Checkpoint(ctx, cp, false); err != nil {
+				return nil, false, err
+			}
+		}
+		rs.emitCheckpoint(cp, len(cp.Next) != 1 || cp.Next[0] != Start)
+	}
+	return next, resumed, nil
+}
+
+// begin applies the run's input without handing anything to the sink: it
+// returns the checkpoints the input makes (Begin), the first tasks, and
+// whether they continue a paused checkpoint.
+func (rs *runState) begin() ([]Checkpoint, []Task, bool, error) {
+	in := rs.in
 	var update any = in.Values
 	var targets []Task
+	command := false
 	if in.Command != nil {
 		if u, ok := in.Command["update"]; ok && u != nil {
-			update = commandUpdate(u)
+			update, command = commandUpdate(u), true
 		}
 		var err error
 		if targets, err = ParseGoto(in.Command["goto"]); err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 	}
 	if update == nil && len(targets) == 0 {
-		if in.From != nil {
-			if pending := PendingTasks(*in.From); len(pending) > 0 {
-				return pending, true, nil
-			}
-		}
-		return nil, false, nil
+		cps, next, err := rs.startPending()
+		return cps, next, cps == nil && len(next) > 0, err
 	}
+	var m map[string]any
 	if update != nil {
-		m, ok := update.(map[string]any)
-		if !ok {
-			return nil, false, fmt.Errorf("%w: input must be an object", channels.ErrInvalidUpdate)
+		var ok bool
+		if m, ok = update.(map[string]any); !ok {
+			return nil, nil, false, fmt.Errorf("%w: input must be an object", channels.ErrInvalidUpdate)
 		}
+	}
+	if !command && len(targets) == 0 {
+		// An input: recorded before it is applied, as LangGraph does, on
+		// the values the thread has before any write (Graph.Initial).
+		rs.values = withInitial(rs.values, rs.g.Initial)
+		input := rs.newCheckpoint("input", map[string]any{Start: jsonx.Clone(update)}, []Task{{Node: Start}})
+		applied, next, err := rs.applyStart(m)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		return []Checkpoint{input, applied}, next, false, nil
+	}
+	if m != nil {
 		values, err := rs.ex.Reducers.Apply(withInitial(rs.values, rs.g.Initial), m)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		rs.values = values
 	}
@@ -250,11 +342,50 @@ func (rs *runState) start(ctx context.Context) ([]Task, bool, error) {
 	if len(targets) == 0 {
 		next = []Task{{Node: rs.g.Entry}}
 	}
-	writes := map[string]any{Start: jsonx.Clone(update)}
-	if err := rs.checkpoint(ctx, "input", writes, next, len(next) == 0); err != nil {
-		return nil, false, err
+	cp := rs.newCheckpoint("input", map[string]any{Start: jsonx.Clone(update)}, next)
+	return []Checkpoint{cp}, next, false, nil
+}
+
+// applyStart runs the virtual __start__ step: it applies the input through
+// the reducers (with the graph's initial channel values) and returns the
+// step's checkpoint and the entry task.
+func (rs *runState) applyStart(input map[string]any) (Checkpoint, []Task, error) {
+	values, err := rs.ex.Reducers.Apply(withInitial(rs.values, rs.g.Initial), input)
+	if err != nil {
+		return Checkpoint{}, nil, err
 	}
-	return next, false, nil
+	rs.values = values
+	next := []Task{{Node: rs.g.Entry}}
+	return rs.newCheckpoint("loop", map[string]any{Start: jsonx.Clone(input)}, next), next, nil
+}
+
+// startPending continues the checkpoint the run starts from: its pending
+// __start__ step when it is an input checkpoint (a run forked from one, or
+// the retry of a run stopped right after writing it), else its pending
+// tasks, returned without a checkpoint.
+func (rs *runState) startPending() ([]Checkpoint, []Task, error) {
+	if rs.in.From == nil {
+		return nil, nil, nil
+	}
+	if input, ok := pendingInput(*rs.in.From); ok {
+		cp, next, err := rs.applyStart(input)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []Checkpoint{cp}, next, nil
+	}
+	return nil, PendingTasks(*rs.in.From), nil
+}
+
+// pendingInput returns the input an input checkpoint holds when its
+// __start__ step has not run.
+func pendingInput(cp Checkpoint) (map[string]any, bool) {
+	if len(cp.Next) != 1 || cp.Next[0] != Start {
+		return nil, false
+	}
+	writes, _ := cp.Metadata["writes"].(map[string]any)
+	input, ok := writes[Start].(map[string]any)
+	return input, ok
 }
 
 // withInitial returns values with the channels of initial it lacks set;
@@ -501,6 +632,20 @@ func (rs *runState) checkpoint(ctx context.Context, source string, writes map[st
 // the sink by finish, pause or interruptStep. emitValues is false when the
 // caller streams the values itself.
 func (rs *runState) writeCheckpoint(ctx context.Context, source string, writes map[string]any, next []Task, final, emitValues bool) error {
+	cp := rs.newCheckpoint(source, writes, next)
+	// The final checkpoint is handed over once, by finish or pause.
+	if !final {
+		if err := rs.sink.Checkpoint(ctx, cp, false); err != nil {
+			return err
+		}
+	}
+	rs.emitCheckpoint(cp, emitValues)
+	return nil
+}
+
+// newCheckpoint builds the run's next checkpoint, a child of the last one,
+// from the current values, and makes it the last one.
+func (rs *runState) newCheckpoint(source string, writes map[string]any, next []Task) Checkpoint {
 	rs.step++
 	meta := jsonx.Merge(rs.in.Metadata, map[string]any{
 		"source": source, "step": float64(rs.step), "writes": writes, "parents": map[string]any{},
@@ -508,35 +653,36 @@ func (rs *runState) writeCheckpoint(ctx context.Context, source string, writes m
 	})
 	runID := rs.in.RunID
 	cp := Checkpoint{
-		ThreadID: rs.in.ThreadID, CheckpointID: uuid.Must(uuid.NewV7()), ParentID: rs.parent,
+		ThreadID: rs.in.ThreadID, CheckpointID: NewCheckpointID(), ParentID: rs.parent,
 		CreatedAt: rs.ex.now(), Values: rs.values, Metadata: meta, RunID: &runID,
 	}
 	cp.Next, cp.Tasks = CheckpointTasks(next)
 	id := cp.CheckpointID
 	rs.parent = &id
 	rs.last = &cp
-	// The final checkpoint is handed over once, by finish or pause.
-	if !final {
-		if err := rs.sink.Checkpoint(ctx, cp, false); err != nil {
-			return err
-		}
-	}
+	return cp
+}
+
+// emitCheckpoint streams a checkpoint: its values (when emitValues) and its
+// checkpoints and debug events.
+func (rs *runState) emitCheckpoint(cp Checkpoint, emitValues bool) {
 	if emitValues && rs.sink.Wants("values") {
-		rs.sink.Emit("values", rs.values)
+		rs.sink.Emit("values", cp.Values)
 	}
-	if rs.sink.Wants("checkpoints") || rs.sink.Wants("debug") {
-		payload := map[string]any{
-			"values": rs.values, "metadata": meta, "next": cp.Next,
-			"config":        map[string]any{"configurable": map[string]any{"thread_id": rs.in.ThreadID.String(), "checkpoint_ns": "", "checkpoint_id": id.String()}},
-			"parent_config": parentConfig(rs.in.ThreadID, cp.ParentID),
-			"tasks":         streamTasks(cp.Tasks),
-		}
-		if rs.sink.Wants("checkpoints") {
-			rs.sink.Emit("checkpoints", payload)
-		}
-		rs.debug("checkpoint", payload)
+	if !rs.sink.Wants("checkpoints") && !rs.sink.Wants("debug") {
+		return
 	}
-	return nil
+	payload := map[string]any{
+		"values": cp.Values, "metadata": cp.Metadata, "next": cp.Next,
+		"config":        map[string]any{"configurable": map[string]any{"thread_id": rs.in.ThreadID.String(), "checkpoint_ns": "", "checkpoint_id": cp.CheckpointID.String()}},
+		"parent_config": parentConfig(rs.in.ThreadID, cp.ParentID),
+		"tasks":         streamTasks(cp.Tasks),
+	}
+	if rs.sink.Wants("checkpoints") {
+		rs.sink.Emit("checkpoints", payload)
+	}
+	step, _ := cp.Metadata["step"].(float64)
+	rs.debugAt(step, "checkpoint", payload)
 }
 
 // streamTasks writes a checkpoint's tasks as LangGraph's checkpoints
@@ -588,8 +734,13 @@ func (rs *runState) emitTaskResult(name string, update map[string]any) {
 }
 
 func (rs *runState) debug(kind string, payload any) {
+	rs.debugAt(float64(rs.step), kind, payload)
+}
+
+// debugAt streams a debug event of the given step.
+func (rs *runState) debugAt(step float64, kind string, payload any) {
 	if rs.sink.Wants("debug") {
-		rs.sink.Emit("debug", map[string]any{"type": kind, "step": float64(rs.step), "timestamp": rs.ex.now().Format(time.RFC3339Nano), "payload": payload})
+		rs.sink.Emit("debug", map[string]any{"type": kind, "step": step, "timestamp": rs.ex.now().Format(time.RFC3339Nano), "payload": payload})
 	}
 }
 

@@ -1,13 +1,16 @@
 package graph
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -84,20 +87,148 @@ func TestRunWritesOneCheckpointPerStep(t *testing.T) {
 	if got := trailOf(res.Values); !slices.Equal(got, []any{"a", "b", "c"}) {
 		t.Fatalf("trail = %v", got)
 	}
-	if len(sink.cps) != 4 || sink.finals != 1 {
-		t.Fatalf("%d checkpoints (%d final), want input + 3 steps with one final", len(sink.cps), sink.finals)
+	if len(sink.cps) != 5 || sink.finals != 1 {
+		t.Fatalf("%d checkpoints (%d final), want input + __start__ + 3 steps with one final", len(sink.cps), sink.finals)
 	}
 	for i, cp := range sink.cps {
-		if cp.Metadata["step"] != float64(i) {
-			t.Fatalf("checkpoint %d step = %v", i, cp.Metadata["step"])
+		if cp.Metadata["step"] != float64(i-1) {
+			t.Fatalf("checkpoint %d step = %v, want %d (LangGraph numbers an empty thread's input -1)", i, cp.Metadata["step"], i-1)
 		}
 		if i > 0 && *cp.ParentID != sink.cps[i-1].CheckpointID {
 			t.Fatalf("checkpoint %d parent is not the previous one", i)
 		}
 	}
-	if src := sink.cps[0].Metadata["source"]; src != "input" || len(sink.cps[0].Next) != 1 {
-		t.Fatalf("input checkpoint = %v next %v", src, sink.cps[0].Next)
+	if sink.cps[0].ParentID != nil {
+		t.Fatalf("the first checkpoint of a thread has a parent: %v", sink.cps[0].ParentID)
 	}
+}
+
+// TestInputCheckpointChain checks LangGraph's chain for an input: an
+// "input" checkpoint with the values before the input and __start__
+// pending, then the __start__ step's "loop" checkpoint that applies it and
+// schedules the entry node; the values stream starts with the applied
+// input, not with the values before it.
+func TestInputCheckpointChain(t *testing.T) {
+	first, sink, err := run(t, chain(), Input{Values: map[string]any{"trail": []any{"x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, start := sink.cps[0], sink.cps[1]
+	if in.Metadata["source"] != "input" || !slices.Equal(in.Next, []string{Start}) || len(trailOf(in.Values)) != 0 {
+		t.Fatalf("input checkpoint: source %v next %v values %v", in.Metadata["source"], in.Next, in.Values)
+	}
+	if w, _ := in.Metadata["writes"].(map[string]any); !slices.Equal(trailOf(mapOf(w[Start])), []any{"x"}) {
+		t.Fatalf("input checkpoint writes = %v", in.Metadata["writes"])
+	}
+	if start.Metadata["source"] != "loop" || !slices.Equal(start.Next, []string{"a"}) || !slices.Equal(trailOf(start.Values), []any{"x"}) {
+		t.Fatalf("__start__ checkpoint: source %v next %v values %v", start.Metadata["source"], start.Next, start.Values)
+	}
+	if n := countOf(sink.events, "values"); n != len(sink.cps)-1 {
+		t.Fatalf("%d values events for %d checkpoints; want one per checkpoint but the input's", n, len(sink.cps))
+	}
+	// A second run on the thread: its input checkpoint holds the first
+	// run's final values and is its child.
+	last := sink.cps[len(sink.cps)-1]
+	_, sink2, err := run(t, chain(), Input{From: &last, Values: map[string]any{"trail": []any{"y"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in2 := sink2.cps[0]
+	if *in2.ParentID != last.CheckpointID || !slices.Equal(trailOf(in2.Values), trailOf(first.Values)) || in2.Metadata["step"] != float64(4) {
+		t.Fatalf("second input checkpoint: parent %v values %v step %v", in2.ParentID, in2.Values, in2.Metadata["step"])
+	}
+}
+
+// TestBegunCheckpointsAreNotRewritten checks the contract of Begin and
+// Input.Begun: the checkpoints Begin returns are those the run would write
+// first, and a run given them continues after them without handing them
+// to the sink again, streaming them as its own.
+func TestBegunCheckpointsAreNotRewritten(t *testing.T) {
+	ex := &Executor{Reducers: channels.NewRegistry()}
+	in := Input{RunID: uuid.New(), ThreadID: uuid.New(), Values: map[string]any{"trail": []any{"x"}}, InterruptBefore: []string{"a"}}
+	begun, err := ex.Begin(chain(), in)
+	if err != nil || len(begun) != 2 {
+		t.Fatalf("Begin = %d checkpoints, %v", len(begun), err)
+	}
+	in.Begun = begun
+	sink := &memSink{}
+	res, err := ex.Run(context.Background(), chain(), in, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// interrupt_before still fires on the entry node: the begun run is a
+	// fresh start, not a resume.
+	if !slices.Equal(res.Next, []string{"a"}) {
+		t.Fatalf("next = %v, want a (interrupt_before)", res.Next)
+	}
+	for _, cp := range sink.cps {
+		if cp.CheckpointID == begun[0].CheckpointID {
+			t.Fatal("the stored input checkpoint was handed to the sink again")
+		}
+	}
+	if n := countOf(sink.events, "values"); n != 1 || countOf(sink.events, "checkpoints") != 2 {
+		t.Fatalf("events %v; want the begun checkpoints streamed, values only for the applied input", sink.events)
+	}
+	// Run to the end from the begun checkpoints: the next checkpoint is
+	// the child of the last begun one.
+	in.InterruptBefore = nil
+	sink = &memSink{}
+	if _, err := ex.Run(context.Background(), chain(), in, sink); err != nil {
+		t.Fatal(err)
+	}
+	if *sink.cps[0].ParentID != begun[1].CheckpointID || sink.cps[0].Metadata["step"] != float64(1) {
+		t.Fatalf("first new checkpoint: parent %v step %v", sink.cps[0].ParentID, sink.cps[0].Metadata["step"])
+	}
+	if resumed, err := ex.Begin(chain(), Input{From: &begun[1]}); err != nil || resumed != nil {
+		t.Fatalf("Begin of a resume = %v, %v; want nothing", resumed, err)
+	}
+}
+
+// TestForkFromInputCheckpoint checks the branch an edited first message
+// makes: a run from the input checkpoint (values before the message) with
+// a new input is a sibling of the original __start__ step, and a run from
+// it without input replays the input it holds.
+func TestForkFromInputCheckpoint(t *testing.T) {
+	_, sink, err := run(t, chain(), Input{Values: map[string]any{"trail": []any{"x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := sink.cps[0]
+	res, fork, err := run(t, chain(), Input{From: &root, Values: map[string]any{"trail": []any{"edited"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *fork.cps[0].ParentID != root.CheckpointID || !slices.Equal(trailOf(res.Values), []any{"edited", "a", "b", "c"}) {
+		t.Fatalf("fork: parent %v values %v", fork.cps[0].ParentID, res.Values)
+	}
+	res, replay, err := run(t, chain(), Input{From: &root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replay.cps[0].Metadata["source"] != "loop" || *replay.cps[0].ParentID != root.CheckpointID || !slices.Equal(trailOf(res.Values), []any{"x", "a", "b", "c"}) {
+		t.Fatalf("replay: first %v parent %v values %v", replay.cps[0].Metadata["source"], replay.cps[0].ParentID, res.Values)
+	}
+	// A retry of a run stopped right after its input checkpoint applies
+	// the input once.
+	res, _, err = run(t, chain(), Input{From: &root, Retry: true, Values: map[string]any{"trail": []any{"x"}}})
+	if err != nil || !slices.Equal(trailOf(res.Values), []any{"x", "a", "b", "c"}) {
+		t.Fatalf("retry from the input checkpoint = %v, %v", res.Values, err)
+	}
+}
+
+func countOf(list []string, v string) int {
+	n := 0
+	for _, e := range list {
+		if e == v {
+			n++
+		}
+	}
+	return n
+}
+
+func mapOf(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
 
 func TestInterruptsAndResume(t *testing.T) {
@@ -332,5 +463,33 @@ func TestResumeMapByInterruptID(t *testing.T) {
 	res, _, err := run(t, g, Input{From: &paused, Command: map[string]any{"resume": byID}})
 	if err != nil || res.Values["p"] != "for p" || res.Values["q"] != "for q" {
 		t.Fatalf("resume by id = %v %v", err, res.Values)
+	}
+}
+
+// TestNewCheckpointIDOrder: checkpoint ids sort, as bytes and as text, in
+// the order they were made, and after the UUIDv7 ids earlier releases
+// minted.
+func TestNewCheckpointIDOrder(t *testing.T) {
+	old := uuid.Must(uuid.NewV7())
+	before := time.Now()
+	prev := NewCheckpointID()
+	if bytes.Compare(prev[:], old[:]) <= 0 {
+		t.Fatalf("checkpoint id %s sorts before the UUIDv7 %s", prev, old)
+	}
+	if prev.Version() != 6 || prev.Variant() != uuid.RFC4122 {
+		t.Fatalf("checkpoint id %s is version %d, variant %v", prev, prev.Version(), prev.Variant())
+	}
+	// RFC 9562: the 60-bit timestamp is time_high, time_mid, time_low.
+	ticks := uint64(binary.BigEndian.Uint32(prev[0:]))<<28 | uint64(binary.BigEndian.Uint16(prev[4:]))<<12 | uint64(binary.BigEndian.Uint16(prev[6:])&0x0fff)
+	made := time.Unix(0, int64(ticks-gregorianOffset)*100)
+	if made.Before(before.Add(-time.Millisecond)) || made.After(time.Now().Add(time.Millisecond)) {
+		t.Fatalf("checkpoint id %s carries the time %v, made at %v", prev, made, before)
+	}
+	for i := 0; i < 10000; i++ {
+		id := NewCheckpointID()
+		if bytes.Compare(id[:], prev[:]) <= 0 || id.String() <= prev.String() {
+			t.Fatalf("checkpoint id %s made after %s sorts before it", id, prev)
+		}
+		prev = id
 	}
 }

@@ -83,6 +83,12 @@ func (rt *Runtime) MessageChunk(chunk map[string]any) {
 	}
 }
 
+// ToolNamespace is the stream namespace of what a tool call runs, a task
+// subagent's events or a tool called inside one: "tools:<tool call id>",
+// the shape LangGraph gives a tool execution and the SDKs group subagent
+// events by.
+func ToolNamespace(toolCallID string) string { return "tools:" + toolCallID }
+
 // SubgraphsMode is the pseudo stream mode a Sink wants when the run asked
 // for subgraph events (stream_subgraphs).
 const SubgraphsMode = "subgraphs"

@@ -55,6 +55,9 @@ type Definition struct {
 	// Worker runs graph code hosted outside the server process (a Node
 	// graph worker); nil for Go graphs.
 	Worker graph.Runner
+	// Subgraphs are the graph's subgraphs by namespace ("node",
+	// "node|inner"), each with its schemas (nil: none).
+	Subgraphs map[string]*Definition
 	// File is the spec file the graph was compiled from (its source
 	// resolved against langgraph.json's directory); empty for built-ins.
 	File string
@@ -108,6 +111,17 @@ func (r *Registry) Get(id string) (*Definition, bool) {
 	defer r.mu.RUnlock()
 	d, ok := r.defs[id]
 	return d, ok
+}
+
+// Replace installs a new definition of a graph the registry serves (a
+// JavaScript graph whose workers reloaded it): new runs and the
+// assistants' graph info use it, runs already executing keep theirs.
+func (r *Registry) Replace(d *Definition) error {
+	if _, ok := r.Get(d.ID); !ok {
+		return fmt.Errorf("%w: graph %q is not served", ErrInvalidConfig, d.ID)
+	}
+	r.replace(d)
+	return nil
 }
 
 // replace installs a new definition of a served graph.

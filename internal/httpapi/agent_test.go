@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,6 +268,42 @@ func TestAgentHumanInTheLoop(t *testing.T) {
 				t.Fatalf("thread after resume = %v", st)
 			}
 		})
+	}
+}
+
+// TestAgentMarkResolvedThenContinue checks Agent Chat UI's "Mark as
+// Resolved" of an approval: command goto __end__ ends the paused run
+// without running the call (no file, no tool message in the thread, no
+// interrupt left), and the next turn's model request answers the call the
+// thread left open, since chat models refuse a history with an unanswered
+// tool call.
+func TestAgentMarkResolvedThenContinue(t *testing.T) {
+	s, model := agentServer(t, "middleware:\n  interrupt_on:\n    write_file: true\n")
+	model.Script(scripted.ToolCalls(scripted.Call("write_file", map[string]any{"file_path": "/x.txt", "content": "v1"})), scripted.Text("ok"))
+	tid := newThread(t, s)
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("write")})
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": map[string]any{}, "command": map[string]any{"goto": "__end__"}})
+	th := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)
+	st := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)
+	if th["status"] != "idle" || len(st["next"].([]any)) != 0 || len(st["interrupts"].([]any)) != 0 {
+		t.Fatalf("resolved thread: status %v next %v interrupts %v", th["status"], st["next"], st["interrupts"])
+	}
+	var types []string
+	for _, m := range messagesIn(t, st["values"]) {
+		types = append(types, m.(map[string]any)["type"].(string))
+	}
+	if !slices.Equal(types, []string{"human", "ai"}) {
+		t.Fatalf("resolved thread messages = %v, want the call left unrun", types)
+	}
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("next")})
+	reqs := model.Requests()
+	last := reqs[len(reqs)-1].Chat.Messages
+	var roles []string
+	for _, m := range last {
+		roles = append(roles, m.Role)
+	}
+	if !slices.Equal(roles, []string{"system", "user", "assistant", "tool", "user"}) || last[3].ToolCallID != last[2].ToolCalls[0].ID {
+		t.Fatalf("next turn's model request: roles %v; want the open call answered after it", roles)
 	}
 }
 

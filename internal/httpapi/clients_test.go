@@ -75,8 +75,8 @@ func TestEmptyOptionalQueryValuesMeanDefaults(t *testing.T) {
 	if l := s.Must(200, "GET", "/threads/"+tid+"/runs?limit=&offset=", nil).List(t); len(l) != 1 {
 		t.Fatalf("runs with empty limit: %d, want the one run", len(l))
 	}
-	if l := s.Must(200, "GET", "/threads/"+tid+"/history?limit=", nil).List(t); len(l) != 2 {
-		t.Fatalf("history with empty limit: %d states, want both", len(l))
+	if l := s.Must(200, "GET", "/threads/"+tid+"/history?limit=", nil).List(t); len(l) != 3 {
+		t.Fatalf("history with empty limit: %d states, want all three (input, __start__, echo)", len(l))
 	}
 	for _, path := range []string{
 		run + "/stream?stream_mode=&cancel_on_disconnect=false",

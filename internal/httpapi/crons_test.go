@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +93,47 @@ func TestCronCreateRejectsBadInput(t *testing.T) {
 	}
 	if n := s.Must(200, "POST", "/runs/crons/count", nil).JSON; n != float64(0) {
 		t.Fatalf("count after refused creations = %v", n)
+	}
+}
+
+// TestCronIntervalRules creates and changes @every crons: intervals under
+// a minute are refused without --cron-seconds (as six-field schedules
+// are), zero, negative and sub-second intervals always; nothing refused is
+// stored. Before, every one of them was accepted and ran each second.
+func TestCronIntervalRules(t *testing.T) {
+	bad := []string{"@every 0s", "@every -1s", "@every 1ms", "@every 1500ms"}
+	for _, seconds := range []bool{false, true} {
+		t.Run(fmt.Sprintf("seconds=%v", seconds), func(t *testing.T) {
+			s := startCronServer(t, fakeclock.New(time.Now()), testutil.Options{CronSeconds: seconds})
+			refused := bad
+			if !seconds {
+				refused = append([]string{"@every 1s", "@every 59s"}, bad...)
+			}
+			for _, schedule := range refused {
+				r := s.Do("POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": schedule})
+				wantError(t, r, http.StatusUnprocessableEntity, "invalid_request")
+				if !strings.Contains(r.Object(t)["detail"].(string), "interval") {
+					t.Fatalf("%q: the error does not say why: %s", schedule, r.Raw)
+				}
+			}
+			if n := s.Must(200, "POST", "/runs/crons/count", nil).JSON; n != float64(0) {
+				t.Fatalf("count after refused creations = %v", n)
+			}
+			ok := []string{"@every 1m", "@every 90s", "@every 1h30m"}
+			if seconds {
+				ok = append(ok, "@every 1s")
+			}
+			for _, schedule := range ok {
+				s.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": schedule})
+			}
+			id := s.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "@every 2m"}).Object(t)["cron_id"].(string)
+			for _, schedule := range refused {
+				s.Must(422, "PATCH", "/runs/crons/"+id, map[string]any{"schedule": schedule})
+			}
+			if got := s.Must(200, "GET", "/runs/crons/"+id, nil).Object(t)["schedule"]; got != "@every 2m" {
+				t.Fatalf("schedule after refused changes = %v", got)
+			}
+		})
 	}
 }
 

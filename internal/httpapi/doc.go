@@ -7,6 +7,10 @@
 //
 // # Invariants
 //
+//   - Every OPTIONS request is answered by the CORS middleware as a
+//     preflight (204, CORS headers, no body), before the API key is
+//     checked: no route ever sees OPTIONS, so none answers a resource
+//     through it.
 //   - Every error leaves as ErrorBody {detail, message, code}; statuses are
 //     chosen only in errors.go, from the errdefs kind of the error. Requests
 //     net/http refuses before any handler runs get the same body through
@@ -20,6 +24,15 @@
 //     operator-only, or a resource and action); the services then
 //     authorise the action on the object named (internal/authz), so an
 //     object another user owns answers 404 like a missing one.
+//   - A request refused before its body was read whole (413, 408, a broken
+//     body) gets its answer, then its connection closes: nothing more is
+//     read of a stalled or broken body, and the rest of a body over the
+//     size limit is read and discarded (bounded) first, so that a client
+//     that sends its whole body before reading gets the answer.
+//   - Bodies of LargeBodyBytes or more are checked and decoded by the edge
+//     (body checks, request validation) at most GOMAXPROCS-1 at a time (at
+//     least one), so that a processor is left to the small requests; the
+//     handler runs outside that bound.
 //   - A refused request changes nothing: every check runs before the
 //     service call that writes.
 package httpapi

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,9 +10,14 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"runtime"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"agentserver/internal/errdefs"
 )
 
 // Limits bound what one request may carry. Zero fields take the defaults
@@ -44,6 +50,11 @@ const (
 	// MaxMetadataKeys bounds the number of keys of a body's metadata field:
 	// each top-level key of a thread's metadata is a secondary-index entry.
 	MaxMetadataKeys = 256
+	// LargeBodyBytes is the size from which a request body is large: large
+	// bodies are checked and decoded by the edge at most GOMAXPROCS-1 at a
+	// time (at least one), so that decoding them leaves a processor to the
+	// small requests.
+	LargeBodyBytes = 1 << 20
 )
 
 func (l Limits) withDefaults() Limits {
@@ -67,6 +78,7 @@ func positiveOr[T int64 | time.Duration](v, def T) T {
 // The body is then handed on from memory.
 func bodyGuard(l Limits) echo.MiddlewareFunc {
 	l = l.withDefaults()
+	large := newSlots(max(1, runtime.GOMAXPROCS(0)-1))
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
@@ -74,11 +86,20 @@ func bodyGuard(l Limits) echo.MiddlewareFunc {
 				return next(c)
 			}
 			if r.ContentLength > l.MaxBodyBytes {
-				return bodyTooLarge(l.MaxBodyBytes)
+				return answerUnread(c, bodyTooLarge(l.MaxBodyBytes))
 			}
 			body, err := readBody(c, l)
 			if err != nil {
-				return err
+				return answerUnread(c, err)
+			}
+			if len(body) >= LargeBodyBytes {
+				release, err := large.acquire(r.Context())
+				if err != nil {
+					return err
+				}
+				release = sync.OnceFunc(release)
+				defer release()
+				c.Set(largeSlotKey, release)
 			}
 			if isJSON(r.Header.Get("Content-Type")) {
 				if err := checkJSONBody(body); err != nil {
@@ -89,6 +110,40 @@ func bodyGuard(l Limits) echo.MiddlewareFunc {
 			r.ContentLength = int64(len(body))
 			return next(c)
 		}
+	}
+}
+
+// largeSlotKey holds, in the echo context of a request with a large body,
+// the function that gives its slot back.
+const largeSlotKey = "httpapi.largeSlot"
+
+// releaseLargeBody gives back the slot of a large body once the request
+// validator has decoded and checked it: the slot bounds that decoding (the
+// work a large body costs at the edge), not the handler, which may wait
+// for a run for minutes.
+func releaseLargeBody() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if release, ok := c.Get(largeSlotKey).(func()); ok {
+				release()
+			}
+			return next(c)
+		}
+	}
+}
+
+// slots is a counting semaphore.
+type slots chan struct{}
+
+func newSlots(n int) slots { return make(slots, n) }
+
+// acquire takes a slot, or gives up when ctx ends; release returns it.
+func (s slots) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case s <- struct{}{}:
+		return func() { <-s }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 
@@ -103,22 +158,56 @@ func readBody(c echo.Context, l Limits) ([]byte, error) {
 		defer rc.SetReadDeadline(time.Time{})
 		body = &deadlineReader{r: body, rc: rc, stall: l.BodyStallTimeout, end: time.Now().Add(l.BodyReadTimeout)}
 	}
-	data, err := io.ReadAll(body)
+	// A declared length (within the limit, checked before) sizes the
+	// buffer at once instead of growing it by copies.
+	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+1))
+	_, err := buf.ReadFrom(body)
+	data := buf.Bytes()
 	var tooLarge *http.MaxBytesError
 	var netErr net.Error
 	switch {
 	case errors.As(err, &tooLarge):
 		return nil, bodyTooLarge(l.MaxBodyBytes)
 	case errors.As(err, &netErr) && netErr.Timeout():
-		c.Response().Header().Set("Connection", "close")
 		return nil, echo.NewHTTPError(http.StatusRequestTimeout, fmt.Sprintf("the request body stalled for %s or took longer than %s", l.BodyStallTimeout, l.BodyReadTimeout))
 	case err != nil:
 		// What is left of the body must not be read as the next request,
-		// nor waited for.
-		c.Response().Header().Set("Connection", "close")
+		// nor waited for (answerUnread).
 		return nil, invalidf("could not read the request body: " + err.Error())
 	}
 	return data, nil
+}
+
+// After a request is refused with part of its body unread, the server
+// reads and discards at most drainBytes more of it, for at most
+// drainTime, before it closes the connection: a client that sends its
+// whole body before reading the answer (most do) then gets the answer
+// instead of a reset connection.
+const (
+	drainBytes = 64 << 20
+	drainTime  = 10 * time.Second
+)
+
+// answerUnread writes the answer to a request refused before its body was
+// read whole, then ends what is left of the body so that the connection
+// closes right after the answer: the rest of a body over the size limit is
+// drained (drainBytes, drainTime), unless the client waits for a 100
+// Continue it will not get; nothing more is read of a body that stalled or
+// broke. The connection does not stay open waiting for the rest.
+func answerUnread(c echo.Context, err error) error {
+	c.Response().Header().Set("Connection", "close")
+	c.Error(err)
+	c.Response().Flush()
+	r := c.Request()
+	rc := http.NewResponseController(c.Response().Writer)
+	if errors.Is(err, errdefs.ErrTooLarge) && !strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		if rc.SetReadDeadline(time.Now().Add(drainTime)) == nil {
+			_, _ = io.CopyN(io.Discard, r.Body, drainBytes)
+		}
+	}
+	// Whatever net/http would still read of the body fails at once.
+	_ = rc.SetReadDeadline(time.Now())
+	return nil
 }
 
 // deadlineReader moves the connection's read deadline before each read:

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -216,7 +218,80 @@ func TestStalledBodyIsCut(t *testing.T) {
 			if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(raw), "request_timeout") {
 				t.Fatalf("status %d: %s", resp.StatusCode, raw)
 			}
+			// The server closes the connection after the answer instead
+			// of waiting for the rest of the body.
+			wantClosed(t, conn, 2*time.Second)
 		})
+	}
+}
+
+// wantClosed fails unless the server closes conn within d (a read ends in
+// EOF or a reset rather than a timeout).
+func wantClosed(t *testing.T, conn net.Conn, d time.Duration) {
+	t.Helper()
+	conn.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, conn)
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		t.Fatalf("the connection is still open %s after the answer", d)
+	}
+}
+
+// TestTooLargeBodyAnswerReachesClient sends bodies over the limit the
+// way curl and most clients do: the whole body first, then the answer is
+// read. The server must read and discard the rest so that the body can be
+// sent and the 413 JSON answer read, with and without Connection: close
+// and with a chunked body, then close the connection. Before, with
+// Connection: close the server closed at once and the client's send failed
+// with a reset connection.
+func TestTooLargeBodyAnswerReachesClient(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{Configure: func(c *config.Config) { c.MaxBodyBytes = 1 << 20 }})
+	const size = 32 << 20 // more than the socket buffers hold
+	chunk := strings.Repeat("x", 64<<10)
+	for _, tc := range []struct {
+		name, headers string
+		chunked       bool
+	}{
+		{"content-length, connection close", fmt.Sprintf("Content-Length: %d\r\nConnection: close\r\n", size), false},
+		{"content-length", fmt.Sprintf("Content-Length: %d\r\n", size), false},
+		{"chunked, connection close", "Transfer-Encoding: chunked\r\nConnection: close\r\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", s.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(30 * time.Second))
+			w := bufio.NewWriter(conn)
+			fmt.Fprintf(w, "POST /threads HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%s\r\n", tc.headers)
+			for sent := 0; sent < size; sent += len(chunk) {
+				if tc.chunked {
+					fmt.Fprintf(w, "%x\r\n%s\r\n", len(chunk), chunk)
+				} else {
+					w.WriteString(chunk)
+				}
+			}
+			if tc.chunked {
+				w.WriteString("0\r\n\r\n")
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatalf("sending the body: %v", err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("reading the answer: %v", err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(raw), "payload_too_large") {
+				t.Fatalf("status %d: %s", resp.StatusCode, raw)
+			}
+			wantClosed(t, conn, 5*time.Second)
+		})
+	}
+	if n := len(s.Must(200, "POST", "/threads/search", map[string]any{}).List(t)); n != 0 {
+		t.Fatalf("%d threads stored from refused bodies", n)
 	}
 }
 
@@ -386,5 +461,41 @@ func TestFramingErrorsAreJSON(t *testing.T) {
 	resp, body = rawExchange(t, s, "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	if resp.StatusCode != 200 || body["ok"] != true {
 		t.Fatalf("normal request: %d %v", resp.StatusCode, body)
+	}
+}
+
+// TestLargeBodySlotsAreNotHeldByHandlers starts, with large inputs, as many
+// waiting runs (runs/wait on a gated graph) as there are processors, then
+// puts a large store item: it must be stored while the runs still wait.
+// The slots that bound large bodies cover their checks and decoding, not
+// handlers that wait for minutes.
+func TestLargeBodySlotsAreNotHeldByHandlers(t *testing.T) {
+	s := startRunsServer(t)
+	gate := "large-body-" + uuid.NewString()
+	defer testutil.Release(gate)
+	filler := strings.Repeat("x", httpapi.LargeBodyBytes)
+	waits := runtime.GOMAXPROCS(0)
+	done := make(chan testutil.Response, waits)
+	for range waits {
+		go func() {
+			done <- s.Do("POST", "/runs/wait", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate, "filler": filler}})
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := testutil.AwaitWaiters(ctx, gate, waits); err != nil {
+		t.Fatal(err)
+	}
+	s.Must(204, "PUT", "/store/items", map[string]any{"namespace": []string{"n"}, "key": "large", "value": map[string]any{"filler": filler}})
+	select {
+	case r := <-done:
+		t.Fatalf("a waiting run ended before its gate opened: %d %s", r.Status, r.Raw)
+	default:
+	}
+	testutil.Release(gate)
+	for range waits {
+		if r := <-done; r.Status != 200 {
+			t.Fatalf("runs/wait: %d %s", r.Status, r.Raw)
+		}
 	}
 }

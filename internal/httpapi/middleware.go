@@ -13,8 +13,13 @@ import (
 // exposedHeaders are the response headers browsers may read.
 const exposedHeaders = "Content-Location, Location, X-Pagination-Total, X-Pagination-Next"
 
-// cors answers preflight requests and marks every response readable from any
-// origin, exposing the headers the SDKs read.
+// allowedMethods are the methods the API answers.
+const allowedMethods = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
+
+// cors answers every OPTIONS request itself, as a preflight (204, CORS
+// headers only, never a resource, so no route needs the API key for it),
+// and marks every other response readable from any origin, exposing the
+// headers the SDKs read.
 func cors() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -26,8 +31,9 @@ func cors() echo.MiddlewareFunc {
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Add("Vary", "Origin")
 			h.Set("Access-Control-Expose-Headers", exposedHeaders)
-			if c.Request().Method == http.MethodOptions && c.Request().Header.Get("Access-Control-Request-Method") != "" {
-				h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
+			if c.Request().Method == http.MethodOptions {
+				h.Set("Allow", allowedMethods)
+				h.Set("Access-Control-Allow-Methods", allowedMethods)
 				allow := c.Request().Header.Get("Access-Control-Request-Headers")
 				if allow == "" {
 					allow = "*"

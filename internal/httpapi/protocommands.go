@@ -102,8 +102,11 @@ func decodeParams(raw json.RawMessage, v any) error {
 }
 
 type runStartParams struct {
-	AssistantID        string         `json:"assistant_id"`
-	Input              any            `json:"input"`
+	AssistantID string `json:"assistant_id"`
+	Input       any    `json:"input"`
+	// Command, when not empty, is the run's command and its input is
+	// ignored, as on the run routes.
+	Command            map[string]any `json:"command"`
 	Config             map[string]any `json:"config"`
 	Metadata           map[string]any `json:"metadata"`
 	Context            map[string]any `json:"context"`
@@ -113,8 +116,9 @@ type runStartParams struct {
 
 // protoRunStart starts a run on the thread (creating the thread when it
 // does not exist), or resumes it with the input when it is interrupted.
-// Runs already active are followed by this one (strategy enqueue unless
-// another is asked).
+// A command, when given, is the run's command instead (it takes precedence
+// over the input). Runs already active are followed by this one (strategy
+// enqueue unless another is asked).
 func (h *Handler) protoRunStart(ctx context.Context, threadID uuid.UUID, raw json.RawMessage) (any, error) {
 	var p runStartParams
 	if err := decodeParams(raw, &p); err != nil {
@@ -124,8 +128,15 @@ func (h *Handler) protoRunStart(ctx context.Context, threadID uuid.UUID, raw jso
 		return nil, protoErrorf("invalid_argument", "assistant_id is required")
 	}
 	strategy := firstNonEmpty(p.MultitaskStrategy, p.MultitaskStrategy2, runs.StrategyEnqueue)
-	cp := runs.CreateParams{Assistant: p.AssistantID, Input: p.Input, Config: p.Config, Metadata: p.Metadata, Context: p.Context, MultitaskStrategy: strategy, IfNotExists: "create"}
-	if th, err := h.threads.Get(ctx, threadID); err == nil && th.Status == threads.StatusInterrupted {
+	if err := h.validator.checkField("MultitaskStrategy", "multitask_strategy", strategy); err != nil {
+		return nil, err
+	}
+	cp := runs.CreateParams{Assistant: p.AssistantID, Input: p.Input, Command: p.Command, Config: p.Config, Metadata: p.Metadata, Context: p.Context, MultitaskStrategy: strategy, IfNotExists: "create"}
+	if len(p.Command) > 0 {
+		if err := checkGoto(p.Command["goto"], true); err != nil {
+			return nil, err
+		}
+	} else if th, err := h.threads.Get(ctx, threadID); err == nil && th.Status == threads.StatusInterrupted {
 		cp.Input, cp.Command = nil, map[string]any{"resume": p.Input}
 	}
 	r, err := h.startProtoRun(ctx, threadID, cp)

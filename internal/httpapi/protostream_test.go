@@ -385,3 +385,35 @@ func TestProtocolAgentTreeFollowsTheThreadsRuns(t *testing.T) {
 		t.Fatalf("root after the pending run was cancelled = %v, want failed", r)
 	}
 }
+
+// TestRunStartStrategyIsTheRESTEnum sends run.start with a
+// multitask_strategy outside the contract's enum (under both spellings of
+// the field): it is refused as the REST route refuses it, with the same
+// reason, and nothing is created; a strategy of the enum is taken. Before,
+// any strategy was stored.
+func TestRunStartStrategyIsTheRESTEnum(t *testing.T) {
+	s := startRunsServer(t)
+	tid := newThread(t, s)
+	rest := s.Do("POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "multitask_strategy": "explode"})
+	wantError(t, rest, http.StatusUnprocessableEntity, "invalid_request")
+	reason := rest.Object(t)["detail"].(string)
+	reason = reason[strings.Index(reason, "value is not one of"):]
+	fresh := uuid.NewString()
+	for i, field := range []string{"multitask_strategy", "multitaskStrategy"} {
+		for _, thread := range []string{tid, fresh} {
+			env := command(t, s, thread, i, "run.start", map[string]any{"assistant_id": "echo", "input": map[string]any{}, field: "explode"})
+			if env["type"] != "error" || env["error"] != "invalid_argument" || !strings.Contains(env["message"].(string), reason) {
+				t.Fatalf("run.start with %s explode = %v, want the REST reason %q", field, env, reason)
+			}
+		}
+	}
+	if runs := s.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t); len(runs) != 0 {
+		t.Fatalf("refused commands created runs: %v", runs)
+	}
+	s.Must(404, "GET", "/threads/"+fresh, nil)
+	res := mustSucceed(t, command(t, s, tid, 3, "run.start", map[string]any{"assistant_id": "echo", "input": map[string]any{}, "multitask_strategy": "reject"}))
+	run := s.Must(200, "GET", "/threads/"+tid+"/runs/"+res["run_id"].(string), nil).Object(t)
+	if run["multitask_strategy"] != "reject" {
+		t.Fatalf("stored strategy = %v", run["multitask_strategy"])
+	}
+}

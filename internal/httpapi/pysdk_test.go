@@ -111,7 +111,7 @@ func TestPythonSDKRequests(t *testing.T) {
 	py.ok("POST", "/threads/"+tid+"/state/checkpoint", body(`{"checkpoint":`+string(cpJSON)+`,"subgraphs":false}`))
 	// threads.get_history(tid, before=<Checkpoint dict>): the states before it.
 	hist := py.ok("POST", "/threads/"+tid+"/history", body(`{"limit":10,"before":`+string(cpJSON)+`}`)).([]any)
-	if len(hist) != 1 || field(field(hist[0], "checkpoint"), "checkpoint_id") != field(state, "parent_checkpoint").(map[string]any)["checkpoint_id"] {
+	if len(hist) != 2 || field(field(hist[0], "checkpoint"), "checkpoint_id") != field(state, "parent_checkpoint").(map[string]any)["checkpoint_id"] {
 		t.Fatalf("history before the newest checkpoint = %v", hist)
 	}
 	// threads.search(select=[...]) and threads.count().

@@ -73,8 +73,8 @@ func TestRunWaitEcho(t *testing.T) {
 		t.Fatalf("thread values = %v", th["values"])
 	}
 	hist := s.Must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 10}).List(t)
-	if len(hist) != 2 {
-		t.Fatalf("history = %d checkpoints, want input + loop", len(hist))
+	if len(hist) != 3 {
+		t.Fatalf("history = %d checkpoints, want input + __start__ + echo", len(hist))
 	}
 	newest := hist[0].(map[string]any)["metadata"].(map[string]any)
 	if newest["source"] != "loop" || newest["run_id"] != rid || newest["writes"].(map[string]any)["echo"] == nil {
@@ -480,11 +480,15 @@ func TestRunOptions(t *testing.T) {
 		tid := newThread(t, s)
 		s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("one")})
 		hist := s.Must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 10}).List(t)
-		first := hist[len(hist)-1].(map[string]any)["checkpoint"].(map[string]any)["checkpoint_id"].(string)
-		r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("two"), "checkpoint_id": first})
-		msgs := r.Object(t)["messages"].([]any)
-		if len(msgs) != 3 || lastMessage(t, r.JSON)["content"] != "echo: two" {
-			t.Fatalf("fork messages = %v", msgs)
+		// From the input checkpoint, before "one": the new input replaces
+		// it (an edited first message); from the __start__ step, after it.
+		for i, want := range []int{2, 3} {
+			from := hist[len(hist)-1-i].(map[string]any)["checkpoint"].(map[string]any)["checkpoint_id"].(string)
+			r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("two"), "checkpoint_id": from})
+			msgs := r.Object(t)["messages"].([]any)
+			if len(msgs) != want || lastMessage(t, r.JSON)["content"] != "echo: two" {
+				t.Fatalf("fork from checkpoint %d (oldest first): messages = %v, want %d", i, msgs, want)
+			}
 		}
 	})
 	t.Run("config, context and metadata", func(t *testing.T) {

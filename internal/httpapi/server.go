@@ -67,6 +67,9 @@ type Handler struct {
 	onDelete   func(ctx context.Context, graphID string, values map[string]any)
 	cancelSub  func(run uuid.UUID, toolCallID string) error
 	stream     *protostream.Hub
+	// validator checks requests against the contract; handlers of
+	// requests it cannot route check fields with it.
+	validator *requestValidator
 }
 
 var _ api.StrictServerInterface = (*Handler)(nil)
@@ -91,8 +94,8 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
-	e.Use(observe(), accessLog(d.Log), cors(), authenticate(d.Auth, routes), markPeers(), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
-	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, crons: d.Crons, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent, stream: d.Stream}
+	e.Use(observe(), accessLog(d.Log), cors(), authenticate(d.Auth, routes), markPeers(), lenientJSON(), bodyGuard(d.Limits), validator.middleware(), releaseLargeBody())
+	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, crons: d.Crons, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent, stream: d.Stream, validator: validator}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	console.Register(e)
 	if err := registerContractRoutes(e); err != nil {

@@ -1354,7 +1354,7 @@ func TestTaskSubgraphEventsStreamUnderANamespace(t *testing.T) {
 		}
 		var nested []string
 		for _, e := range evs {
-			if strings.Contains(e.Event, "|task:") {
+			if strings.Contains(e.Event, "|tools:") {
 				nested = append(nested, e.Event)
 			}
 		}
@@ -1364,8 +1364,8 @@ func TestTaskSubgraphEventsStreamUnderANamespace(t *testing.T) {
 		if subgraphs {
 			var sawMessages, sawUpdates bool
 			for _, n := range nested {
-				sawMessages = sawMessages || strings.HasPrefix(n, "messages|task:")
-				sawUpdates = sawUpdates || strings.HasPrefix(n, "updates|task:")
+				sawMessages = sawMessages || n == "messages|tools:call_1"
+				sawUpdates = sawUpdates || n == "updates|tools:call_1"
 			}
 			if !sawMessages || !sawUpdates {
 				t.Fatalf("namespaced subagent events = %v", nested)

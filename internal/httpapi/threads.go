@@ -196,10 +196,7 @@ func (h *Handler) CountThreads(ctx context.Context, req api.CountThreadsRequestO
 
 // GetThreadState implements GET /threads/{thread_id}/state.
 func (h *Handler) GetThreadState(ctx context.Context, req api.GetThreadStateRequestObject) (api.GetThreadStateResponseObject, error) {
-	if _, err := parseBool(req.Params.Subgraphs, false); err != nil {
-		return nil, err
-	}
-	st, err := h.threads.GetState(ctx, req.ThreadId, nil)
+	st, err := h.state(ctx, req.ThreadId, nil, req.Params.Subgraphs)
 	if err != nil {
 		return nil, err
 	}
@@ -208,30 +205,48 @@ func (h *Handler) GetThreadState(ctx context.Context, req api.GetThreadStateRequ
 
 // GetThreadStateAtCheckpoint implements GET /threads/{thread_id}/state/{checkpoint_id}.
 func (h *Handler) GetThreadStateAtCheckpoint(ctx context.Context, req api.GetThreadStateAtCheckpointRequestObject) (api.GetThreadStateAtCheckpointResponseObject, error) {
-	if _, err := parseBool(req.Params.Subgraphs, false); err != nil {
-		return nil, err
-	}
 	id, err := checkpointIDFrom(req.CheckpointId)
 	if err != nil {
 		return nil, err
 	}
-	st, err := h.threads.GetState(ctx, req.ThreadId, id)
+	st, err := h.state(ctx, req.ThreadId, id, req.Params.Subgraphs)
 	if err != nil {
 		return nil, err
 	}
 	return api.GetThreadStateAtCheckpoint200JSONResponse(toAPIState(st)), nil
 }
 
+// state reads a thread's state at a checkpoint (nil: the newest), with its
+// subgraphs' states when the subgraphs parameter says so.
+func (h *Handler) state(ctx context.Context, threadID uuid.UUID, checkpointID *uuid.UUID, subgraphsParam *string) (threads.State, error) {
+	subgraphs, err := parseBool(subgraphsParam, false)
+	if err != nil {
+		return threads.State{}, err
+	}
+	if subgraphs {
+		return h.threads.GetStateWithSubgraphs(ctx, threadID, checkpointID)
+	}
+	return h.threads.GetState(ctx, threadID, checkpointID)
+}
+
 // GetThreadStateByCheckpointConfig implements POST /threads/{thread_id}/state/checkpoint.
 func (h *Handler) GetThreadStateByCheckpointConfig(ctx context.Context, req api.GetThreadStateByCheckpointConfigRequestObject) (api.GetThreadStateByCheckpointConfigResponseObject, error) {
 	var id *uuid.UUID
-	if req.Body != nil && req.Body.Checkpoint.CheckpointId != nil {
-		var err error
-		if id, err = checkpointIDFrom(*req.Body.Checkpoint.CheckpointId); err != nil {
-			return nil, err
+	subgraphs := false
+	if req.Body != nil {
+		if req.Body.Checkpoint.CheckpointId != nil {
+			var err error
+			if id, err = checkpointIDFrom(*req.Body.Checkpoint.CheckpointId); err != nil {
+				return nil, err
+			}
 		}
+		subgraphs = req.Body.Subgraphs != nil && *req.Body.Subgraphs
 	}
-	st, err := h.threads.GetState(ctx, req.ThreadId, id)
+	get := h.threads.GetState
+	if subgraphs {
+		get = h.threads.GetStateWithSubgraphs
+	}
+	st, err := get(ctx, req.ThreadId, id)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +355,12 @@ func toAPIState(st threads.State) api.ThreadState {
 		out.ParentCheckpoint = &cp
 	}
 	for _, t := range st.Tasks {
-		out.Tasks = append(out.Tasks, toAPITask(t))
+		task := toAPITask(t)
+		if sub, ok := st.Subgraphs[t.ID]; ok {
+			state := toAPIState(sub)
+			task.State = &state
+		}
+		out.Tasks = append(out.Tasks, task)
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strings"
 
@@ -21,6 +20,7 @@ const uuidPattern = `^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 // requestValidator checks each request against the OpenAPI document before a
 // handler sees it. A request that fails is answered 422 and changes nothing.
 type requestValidator struct {
+	doc     *openapi3.T
 	router  routers.Router
 	options *openapi3filter.Options
 }
@@ -32,6 +32,7 @@ func newRequestValidator(doc *openapi3.T) (*requestValidator, error) {
 		return nil, fmt.Errorf("build validation router: %w", err)
 	}
 	return &requestValidator{
+		doc:    doc,
 		router: router,
 		options: &openapi3filter.Options{
 			AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
@@ -52,9 +53,6 @@ func (v *requestValidator) middleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			if r.Method == http.MethodOptions {
-				return next(c)
-			}
 			route, params, err := v.router.FindRoute(r)
 			if err != nil {
 				// Unknown paths and methods are echo's to answer (404/405).
@@ -71,6 +69,25 @@ func (v *requestValidator) middleware() echo.MiddlewareFunc {
 }
 
 // validationMessage turns a kin-openapi error into one readable sentence.
+// checkField checks v, the field named field of a request that is no
+// route of the contract (a command of the thread-centric protocol), against
+// the contract's component schema name: the check the request validator
+// makes of the same field in a REST body, with the same message.
+func (v *requestValidator) checkField(name, field string, value any) error {
+	ref := v.doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("the contract has no schema %s", name)
+	}
+	if err := ref.Value.VisitJSON(value, v.options.SchemaValidationOptions...); err != nil {
+		var se *openapi3.SchemaError
+		if errors.As(err, &se) {
+			return invalidf(fmt.Sprintf("invalid params: field %q: %s", field, se.Reason))
+		}
+		return invalidf(fmt.Sprintf("invalid params: field %q: %v", field, err))
+	}
+	return nil
+}
+
 func validationMessage(err error) string {
 	var re *openapi3filter.RequestError
 	if errors.As(err, &re) {

@@ -43,7 +43,8 @@ func (e *WireError) ErrorName() string {
 	return e.Name
 }
 
-// errConnClosed fails the calls pending when the worker's connection ends.
+// errConnClosed fails the calls pending when the worker's connection ends,
+// and wraps the error of a request that could not be written.
 var errConnClosed = errors.New("graph worker connection closed")
 
 // conn is one end of the protocol: newline-delimited JSON over a stream
@@ -97,7 +98,7 @@ func (c *conn) call(ctx context.Context, method string, params, out any) error {
 		c.mu.Unlock()
 	}()
 	if err := c.write(message{ID: id, Method: method, Params: raw}); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errConnClosed, err)
 	}
 	select {
 	case m, ok := <-ch:

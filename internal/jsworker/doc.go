@@ -21,9 +21,18 @@
 //     (version nativeVersion) beside the projection the API reads
 //     (values with messages as dicts, metadata, next, tasks).
 //   - Checkpoint ids are LangGraph.js's own (uuid6: time first, so byte
-//     order is creation order, as for the server's UUIDv7 ids); a JS
-//     thread's checkpoints are all written by the worker, so its
-//     newest checkpoint is its last key.
+//     order is creation order, as for the ids the server mints with
+//     graph.NewCheckpointID); a thread's newest checkpoint is its last
+//     key whoever wrote it.
+//   - A reload (Reload, Watch) swaps the whole set of workers at once,
+//     and only after every new one loaded the project without error; a
+//     retired worker takes no new run and stops when its last run ends.
+//   - Checkpoints of every namespace (the graph's own and its subgraphs')
+//     go to the run's sink once their put and their snapshot arrived;
+//     storage keeps nested ones apart from the thread's own.
+//   - A client's state update of a JS thread is applied by the graph in a
+//     worker (update_state, graph.StateUpdater), in a session of its own
+//     whose checkpoints name no run; the caller stores them.
 //   - The worker's calls for a run are answered only while the run's
 //     session is open: once Run returns, they fail, so nothing a run does
 //     afterwards reaches its sink.
@@ -32,7 +41,11 @@
 //     reader; reads of storage and store calls run on goroutines of their
 //     own.
 //   - A worker that exits or stops answering pings is replaced; its
-//     in-flight runs end with an error (status error) that says so, their
-//     checkpoints so far kept. Close stops every worker; Pdeathsig (Linux)
-//     and the closed socket end a worker whose server died.
+//     in-flight runs fail with an error wrapping graph.ErrExecutorLost,
+//     which the run engine retries from their last checkpoint. Before a
+//     run returns, whatever ended it, every root checkpoint whose pending
+//     writes arrived after it was handed to the sink is handed again, so
+//     no write the worker was answered for is lost. Close stops every
+//     worker; Pdeathsig (Linux) and the closed socket end a worker whose
+//     server died.
 package jsworker

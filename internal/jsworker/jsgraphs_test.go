@@ -2,6 +2,7 @@ package jsworker_test
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"agentserver/internal/config"
 	"agentserver/internal/llm/scripted"
+	"agentserver/internal/runs"
+	"agentserver/internal/server"
 	"agentserver/internal/testutil"
 )
 
@@ -304,29 +308,94 @@ func TestJSGraphCancel(t *testing.T) {
 	}
 }
 
-// TestJSGraphWorkerKilled kills the worker with SIGKILL mid-run: the run
-// ends in error saying what happened, a new worker replaces it, and the
-// next run succeeds.
-func TestJSGraphWorkerKilled(t *testing.T) {
-	s := startFixture(t, testutil.Options{})
-	thread, run := startSlow(t, s)
-	pool := s.GraphWorkers()
-	before := pool.Workers()
-	if _, err := pool.Kill(0); err != nil {
+// storeCount reads a count the crash graph keeps in the store (0: none).
+func storeCount(t *testing.T, s *testutil.Server, thread, key string) float64 {
+	t.Helper()
+	item, _ := s.Do("GET", "/store/items?namespace=crash."+thread+"&key="+key, nil).JSON.(map[string]any)
+	value, _ := item["value"].(map[string]any)
+	n, _ := value["n"].(float64)
+	return n
+}
+
+// killWhenReady waits until the crash graph's "hang" node of thread has
+// started for the nth time (and its sibling "quick" has finished), then
+// kills the worker running it with SIGKILL.
+func killWhenReady(t *testing.T, s *testutil.Server, thread string, n float64) {
+	t.Helper()
+	testutil.Eventually(t, 20*time.Second, "the hang node is ready", func() bool { return storeCount(t, s, thread, "ready") == n })
+	if _, err := s.GraphWorkers().Kill(0); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 10*time.Second, "the killed worker's run ends", func() bool { return runStatus(t, s, thread, run) == "error" })
-	th := s.Do("GET", "/threads/"+thread, nil).Object(t)
-	if !strings.Contains(fmt.Sprint(th["error"]), "graph worker running this run exited") {
-		t.Errorf("thread error = %v", th["error"])
+}
+
+// TestJSGraphWorkerKilledRunRetried kills the worker with SIGKILL while
+// one task of a super-step waits and its sibling has finished: the run is
+// retried from its last checkpoint with attempt 2 on the worker that
+// replaces the killed one, and completes. The finished sibling's pending
+// write was kept (it ran once in all), the waiting task ran again, and no
+// step was committed twice.
+func TestJSGraphWorkerKilledRunRetried(t *testing.T) {
+	s := startFixture(t, testutil.Options{})
+	thread := newThread(t, s)
+	before := s.GraphWorkers().Workers()
+	run := s.Do("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "js_crash", "input": map[string]any{}, "stream_resumable": true, "stream_mode": []string{"values"}}).Object(t)["run_id"].(string)
+	killWhenReady(t, s, thread, 1)
+	s.Do("GET", "/threads/"+thread+"/runs/"+run+"/join", nil)
+	got := s.Do("GET", "/threads/"+thread+"/runs/"+run, nil).Object(t)
+	if got["status"] != "success" {
+		t.Fatalf("run after the worker was killed = %v %v", got["status"], got["error"])
 	}
-	testutil.Eventually(t, 30*time.Second, "a new worker replaces the killed one", func() bool {
-		now := pool.Workers()
-		return len(now) == 1 && now[0] != before[0]
-	})
-	out := wait(t, s, newThread(t, s), map[string]any{"assistant_id": "js_chat", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "still there?"}}}})
-	if msgs := messages(t, out); len(msgs) != 2 || msgs[1]["content"] != "you said: still there?" {
-		t.Errorf("run on the new worker = %v", out)
+	if now := s.GraphWorkers().Workers(); len(now) != 1 || now[0] == before[0] {
+		t.Errorf("workers %v after killing %v", now, before)
+	}
+	values := s.Do("GET", "/threads/"+thread+"/state", nil).Object(t)["values"].(map[string]any)
+	if values["quick_runs"] != float64(1) || values["hang_runs"] != float64(2) || values["done"] != true {
+		t.Errorf("values = %v, want quick 1 (its write kept), hang 2 (run again), done", values)
+	}
+	if q, h := storeCount(t, s, thread, "quick"), storeCount(t, s, thread, "hang"); q != 1 || h != 2 {
+		t.Errorf("quick ran %v times and hang %v, want 1 and 2", q, h)
+	}
+	steps := map[float64]int{}
+	for _, h := range s.Do("POST", "/threads/"+thread+"/history", map[string]any{}).List(t) {
+		steps[h.(map[string]any)["metadata"].(map[string]any)["step"].(float64)]++
+	}
+	if len(steps) != 4 || steps[-1] != 1 || steps[0] != 1 || steps[1] != 1 || steps[2] != 1 {
+		t.Errorf("checkpoints per step = %v, want one each of -1 to 2", steps)
+	}
+	resp := s.Stream("GET", "/threads/"+thread+"/runs/"+run+"/stream", nil, http.Header{"Last-Event-ID": {"-1"}})
+	events, err := testutil.NewSSEReader(resp.Body).All()
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attempts []float64
+	for _, ev := range events {
+		if ev.Event == "metadata" {
+			attempts = append(attempts, ev.Data.(map[string]any)["attempt"].(float64))
+		}
+	}
+	if !slices.Equal(attempts, []float64{1, 2}) {
+		t.Errorf("the run's stream announced attempts %v, want 1 then 2", attempts)
+	}
+}
+
+// TestJSGraphWorkerKilledEveryAttempt: a run whose worker is killed on
+// each of its attempts ends in error once it used them all, saying so.
+func TestJSGraphWorkerKilledEveryAttempt(t *testing.T) {
+	s := startFixture(t, testutil.Options{})
+	thread := newThread(t, s)
+	run := s.Do("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "js_crash", "input": map[string]any{}, "config": map[string]any{"configurable": map[string]any{"hang_times": 9}}}).Object(t)["run_id"].(string)
+	for n := 1; n <= runs.MaxAttempts; n++ {
+		killWhenReady(t, s, thread, float64(n))
+	}
+	testutil.Eventually(t, 20*time.Second, "the run ends", func() bool { return runStatus(t, s, thread, run) == "error" })
+	got := s.Do("GET", "/threads/"+thread+"/runs/"+run, nil).Object(t)
+	th := s.Do("GET", "/threads/"+thread, nil).Object(t)
+	if msg := fmt.Sprint(th["error"]); !strings.Contains(msg, "graph worker running this run exited") || !strings.Contains(msg, "started 3 times and is not retried again") {
+		t.Errorf("run %v: thread error = %v", got, th["error"])
+	}
+	if h := storeCount(t, s, thread, "hang"); h != runs.MaxAttempts {
+		t.Errorf("hang ran %v times, want %d", h, runs.MaxAttempts)
 	}
 }
 
@@ -462,4 +531,398 @@ func BenchmarkJSGraphSuperStep(b *testing.B) {
 	sort.Float64s(per)
 	b.ReportMetric(per[len(per)/2], "p50-ns/step")
 	b.ReportMetric(per[len(per)*9/10], "p90-ns/step")
+}
+
+// history reads a thread's checkpoints, newest first.
+func history(t *testing.T, s *testutil.Server, thread string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, h := range s.Do("POST", "/threads/"+thread+"/history", map[string]any{"limit": 100}).List(t) {
+		out = append(out, h.(map[string]any))
+	}
+	return out
+}
+
+func checkpointID(state map[string]any) string {
+	return state["checkpoint"].(map[string]any)["checkpoint_id"].(string)
+}
+
+// TestJSGraphUpdateState updates JS threads' state through their graph:
+// LangGraph.js's reducers apply it (messages are appended), as_node picks
+// what runs next (an interrupted node's answer supplied by hand lets the
+// graph continue after it), the new checkpoint is the thread's newest,
+// and an update the graph refuses is a 422 that changes nothing.
+func TestJSGraphUpdateState(t *testing.T) {
+	s := startFixture(t, testutil.Options{})
+	thread := newThread(t, s)
+	wait(t, s, thread, map[string]any{"assistant_id": "js_chat", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}})
+	r := s.Do("POST", "/threads/"+thread+"/state", map[string]any{"values": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "added by hand"}}}})
+	if r.Status != 200 {
+		t.Fatalf("update_state: %d %s", r.Status, r.Raw)
+	}
+	ref := r.Object(t)["checkpoint"].(map[string]any)["checkpoint_id"].(string)
+	state := s.Do("GET", "/threads/"+thread+"/state", nil).Object(t)
+	msgs := messages(t, state["values"].(map[string]any))
+	if len(msgs) != 3 || msgs[2]["content"] != "added by hand" || msgs[2]["type"] != "human" || msgs[0]["content"] != "hi" {
+		t.Fatalf("messages after the update = %v", msgs)
+	}
+	if checkpointID(state) != ref || state["metadata"].(map[string]any)["source"] != "update" {
+		t.Errorf("state after the update: checkpoint %v (update answered %s), metadata %v", state["checkpoint"], ref, state["metadata"])
+	}
+	if h := history(t, s, thread); len(h) != 4 || checkpointID(h[0]) != ref {
+		t.Errorf("history newest first: %d entries, first %v; want 4 with the update first", len(h), h[0]["checkpoint"])
+	}
+	out := wait(t, s, thread, map[string]any{"assistant_id": "js_chat", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "more"}}}})
+	if msgs := messages(t, out); len(msgs) != 5 || msgs[4]["content"] != "you said: more" {
+		t.Errorf("a run after the update = %v", msgs)
+	}
+
+	before := len(history(t, s, thread))
+	bad := s.Do("POST", "/threads/"+thread+"/state", map[string]any{"values": map[string]any{"messages": []any{}}, "as_node": "nope"})
+	if bad.Status != 422 || !strings.Contains(string(bad.Raw), `Node \"nope\" does not exist`) {
+		t.Errorf("update as an unknown node: %d %s", bad.Status, bad.Raw)
+	}
+	if after := len(history(t, s, thread)); after != before {
+		t.Errorf("a refused update changed the history from %d to %d checkpoints", before, after)
+	}
+
+	paused := newThread(t, s)
+	wait(t, s, paused, map[string]any{"assistant_id": "js_interrupt", "input": map[string]any{"question": "ship it?"}})
+	r = s.Do("POST", "/threads/"+paused+"/state", map[string]any{"values": map[string]any{"answer": "by hand"}, "as_node": "ask"})
+	if r.Status != 200 {
+		t.Fatalf("update_state as ask: %d %s", r.Status, r.Raw)
+	}
+	state = s.Do("GET", "/threads/"+paused+"/state", nil).Object(t)
+	if next := state["next"].([]any); len(next) != 1 || next[0] != "finish" {
+		t.Errorf("next after answering as ask = %v, want [finish]", next)
+	}
+	out = wait(t, s, paused, map[string]any{"assistant_id": "js_interrupt", "input": nil})
+	if out["done"] != "answered: by hand" {
+		t.Errorf("the run after the update = %v", out)
+	}
+}
+
+// TestJSGraphForkCopy: a run from an older checkpoint of a JS thread
+// (time travel) replays from there, an update of an older checkpoint
+// forks the thread, and a copied thread continues on its own.
+func TestJSGraphForkCopy(t *testing.T) {
+	s := startFixture(t, testutil.Options{})
+	thread := newThread(t, s)
+	say := func(text string) map[string]any {
+		return map[string]any{"messages": []any{map[string]any{"role": "user", "content": text}}}
+	}
+	wait(t, s, thread, map[string]any{"assistant_id": "js_chat", "input": say("one")})
+	wait(t, s, thread, map[string]any{"assistant_id": "js_chat", "input": say("two")})
+	h := history(t, s, thread)
+	// Newest first: loop(two) loop input(two) | loop(one) loop input(one).
+	if len(h) != 6 {
+		t.Fatalf("history has %d checkpoints, want 6", len(h))
+	}
+	afterOne := h[3]
+	if msgs := messages(t, afterOne["values"].(map[string]any)); len(msgs) != 2 {
+		t.Fatalf("checkpoint after the first run = %v", afterOne["values"])
+	}
+
+	out := wait(t, s, thread, map[string]any{"assistant_id": "js_chat", "input": say("three"), "checkpoint_id": checkpointID(afterOne)})
+	if msgs := messages(t, out); len(msgs) != 4 || msgs[2]["content"] != "three" || msgs[3]["content"] != "you said: three" {
+		t.Fatalf("run from the checkpoint after the first run = %v", msgs)
+	}
+	h = history(t, s, thread)
+	if parent := h[2]["parent_checkpoint"].(map[string]any)["checkpoint_id"]; parent != checkpointID(afterOne) {
+		t.Errorf("the fork's first checkpoint has parent %v, want %s", parent, checkpointID(afterOne))
+	}
+
+	r := s.Do("POST", "/threads/"+thread+"/state", map[string]any{"values": say("edited"), "checkpoint_id": checkpointID(afterOne)})
+	if r.Status != 200 {
+		t.Fatalf("update of an older checkpoint: %d %s", r.Status, r.Raw)
+	}
+	state := s.Do("GET", "/threads/"+thread+"/state", nil).Object(t)
+	if msgs := messages(t, state["values"].(map[string]any)); len(msgs) != 3 || msgs[2]["content"] != "edited" {
+		t.Errorf("state after forking the older checkpoint = %v", msgs)
+	}
+	if parent := state["parent_checkpoint"].(map[string]any)["checkpoint_id"]; parent != checkpointID(afterOne) {
+		t.Errorf("the update's parent = %v, want %s", parent, checkpointID(afterOne))
+	}
+
+	copied := s.Do("POST", "/threads/"+thread+"/copy", nil).Object(t)["thread_id"].(string)
+	out = wait(t, s, copied, map[string]any{"assistant_id": "js_chat", "input": say("on the copy")})
+	if msgs := messages(t, out); len(msgs) != 5 || msgs[4]["content"] != "you said: on the copy" {
+		t.Errorf("a run on the copy = %v", msgs)
+	}
+	if msgs := messages(t, s.Do("GET", "/threads/"+thread+"/state", nil).Object(t)["values"].(map[string]any)); len(msgs) != 3 {
+		t.Errorf("the original thread changed with its copy: %v", msgs)
+	}
+}
+
+// TestJSThreadOrdersServerCheckpoints: checkpoints the server writes on a
+// thread whose checkpoints LangGraph.js wrote (a Go graph's run here) are
+// its newest, as they were made last: the server's ids sort with
+// LangGraph's uuid6 ids by time.
+func TestJSThreadOrdersServerCheckpoints(t *testing.T) {
+	s := startFixture(t, testutil.Options{})
+	thread := newThread(t, s)
+	wait(t, s, thread, map[string]any{"assistant_id": "js_chat", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}})
+	out := wait(t, s, thread, map[string]any{"assistant_id": "echo", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "and echo"}}}})
+	state := s.Do("GET", "/threads/"+thread+"/state", nil).Object(t)
+	if msgs := messages(t, state["values"].(map[string]any)); len(msgs) != 4 || msgs[3]["content"] != "echo: and echo" || fmt.Sprint(out["messages"]) != fmt.Sprint(state["values"].(map[string]any)["messages"]) {
+		t.Fatalf("state after the echo run = %v (run values %v)", msgs, out)
+	}
+	h := history(t, s, thread)
+	if h[0]["metadata"].(map[string]any)["graph_id"] != "echo" || checkpointID(h[0]) != checkpointID(state) {
+		t.Errorf("newest checkpoint is %v, want the echo run's", h[0]["metadata"])
+	}
+	for i := 1; i < len(h); i++ {
+		if checkpointID(h[i-1]) <= checkpointID(h[i]) {
+			t.Errorf("history is not newest first at %d: %s then %s", i, checkpointID(h[i-1]), checkpointID(h[i]))
+		}
+	}
+}
+
+// TestJSGraphSubgraphInterrupt pauses inside a subgraph of a subgraph: the
+// nested graphs' checkpoints are in our storage, so the paused state with
+// subgraphs=true shows each level's state, a stream with
+// stream_subgraphs names the nested events "mode|ns", and after a restart
+// a Command resumes the innermost node and the run completes.
+func TestJSGraphSubgraphInterrupt(t *testing.T) {
+	data := t.TempDir()
+	s := startFixture(t, testutil.Options{DataDir: data})
+	thread := newThread(t, s)
+	resp := s.Stream("POST", "/threads/"+thread+"/runs/stream", map[string]any{"assistant_id": "js_nested", "input": map[string]any{}, "stream_mode": []string{"updates"}, "stream_subgraphs": true}, nil)
+	events, err := testutil.NewSSEReader(resp.Body).All()
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ev := range events {
+		names = append(names, ev.Event)
+	}
+	hasPrefix := func(prefix string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, prefix) })
+	}
+	if !slices.Contains(names, "updates") || !hasPrefix("updates|middle:") || !hasPrefix("updates|middle:") || !slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "|inner:") }) {
+		t.Errorf("stream events %v, want updates of the graph, of middle and of middle|inner", names)
+	}
+
+	state := s.Do("GET", "/threads/"+thread+"/state?subgraphs=true", nil).Object(t)
+	if next := state["next"].([]any); len(next) != 1 || next[0] != "middle" {
+		t.Fatalf("paused state next = %v", next)
+	}
+	task := state["tasks"].([]any)[0].(map[string]any)
+	middle, _ := task["state"].(map[string]any)
+	if middle == nil || fmt.Sprint(middle["next"]) != "[inner]" || fmt.Sprint(middle["values"].(map[string]any)["trail"]) != "[prepared middle entered]" {
+		t.Fatalf("the middle subgraph's state = %v", task["state"])
+	}
+	inner, _ := middle["tasks"].([]any)[0].(map[string]any)["state"].(map[string]any)
+	if inner == nil || fmt.Sprint(inner["next"]) != "[ask]" || !strings.Contains(fmt.Sprint(inner["tasks"]), "which way?") {
+		t.Fatalf("the inner subgraph's state = %v", middle["tasks"])
+	}
+	if plain := s.Do("GET", "/threads/"+thread+"/state", nil).Object(t)["tasks"].([]any)[0].(map[string]any); plain["state"] != nil {
+		t.Errorf("without subgraphs=true a task has state %v", plain["state"])
+	}
+	s.Shutdown(t.Context())
+
+	s = startFixture(t, testutil.Options{DataDir: data})
+	out := wait(t, s, thread, map[string]any{"assistant_id": "js_nested", "command": map[string]any{"resume": "left"}})
+	// What LangGraph.js gives with its own MemorySaver: each subgraph
+	// returns its whole trail to its parent, whose reducer appends it.
+	if fmt.Sprint(out["trail"]) != "[prepared prepared middle entered prepared middle entered inner asked finished with left]" {
+		t.Fatalf("resumed run values = %v", out)
+	}
+	if st := s.Do("GET", "/threads/"+thread, nil).Object(t)["status"]; st != "idle" {
+		t.Errorf("thread status after the resume = %v", st)
+	}
+}
+
+// TestJSGraphSubgraphs lists a JS graph's subgraphs as LangGraph names
+// them: the graph's own, the nested ones with recurse, and those at a
+// namespace; each with schemas of its state channels.
+func TestJSGraphSubgraphs(t *testing.T) {
+	s := startFixture(t, testutil.Options{})
+	a := s.Do("POST", "/assistants/search", map[string]any{"graph_id": "js_nested"}).List(t)[0].(map[string]any)["assistant_id"].(string)
+	keys := func(path string) []string {
+		r := s.Do("GET", "/assistants/"+a+path, nil)
+		if r.Status != 200 {
+			t.Fatalf("GET %s: %d %s", path, r.Status, r.Raw)
+		}
+		var out []string
+		for ns := range r.Object(t) {
+			out = append(out, ns)
+		}
+		sort.Strings(out)
+		return out
+	}
+	if got := keys("/subgraphs"); !slices.Equal(got, []string{"middle"}) {
+		t.Errorf("subgraphs = %v", got)
+	}
+	if got := keys("/subgraphs?recurse=true"); !slices.Equal(got, []string{"middle", "middle|inner"}) {
+		t.Errorf("subgraphs with recurse = %v", got)
+	}
+	if got := keys("/subgraphs/middle?recurse=true"); !slices.Equal(got, []string{"middle", "middle|inner"}) {
+		t.Errorf("subgraphs at middle with recurse = %v", got)
+	}
+	if got := keys("/subgraphs/middle"); !slices.Equal(got, []string{"middle"}) {
+		t.Errorf("subgraphs at middle = %v", got)
+	}
+	sc := s.Do("GET", "/assistants/"+a+"/subgraphs?recurse=true", nil).Object(t)["middle|inner"].(map[string]any)
+	props := sc["state_schema"].(map[string]any)["properties"].(map[string]any)
+	if _, ok := props["trail"]; !ok {
+		t.Errorf("the inner subgraph's state schema = %v", sc["state_schema"])
+	}
+	if got := keys("/subgraphs/nope"); len(got) != 0 {
+		t.Errorf("subgraphs at an unknown namespace = %v", got)
+	}
+}
+
+// TestJSGraphStreamModes streams the modes LangGraph.js produces itself:
+// checkpoints (named as checkpoint objects, configs without internal
+// keys), tasks (starts and results), debug (both, typed), and events
+// (LangChain's own astream_events, not derived from the other modes).
+func TestJSGraphStreamModes(t *testing.T) {
+	s := startFixture(t, testutil.Options{})
+	thread := newThread(t, s)
+	resp := s.Stream("POST", "/threads/"+thread+"/runs/stream", map[string]any{
+		"assistant_id": "js_chat", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "modes"}}},
+		"stream_mode": []string{"checkpoints", "tasks", "debug", "events"},
+	}, nil)
+	events, err := testutil.NewSSEReader(resp.Body).All()
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string][]map[string]any{}
+	for _, ev := range events {
+		if m, ok := ev.Data.(map[string]any); ok {
+			byName[ev.Event] = append(byName[ev.Event], m)
+		}
+	}
+	cps := byName["checkpoints"]
+	if len(cps) != 3 {
+		t.Fatalf("%d checkpoints events, want 3 (input, start, respond): %v", len(cps), byName)
+	}
+	last := cps[2]
+	cfg := last["config"].(map[string]any)["configurable"].(map[string]any)
+	if last["checkpoint"].(map[string]any)["checkpoint_id"] != cfg["checkpoint_id"] || last["parent_checkpoint"].(map[string]any)["checkpoint_id"] != cps[1]["checkpoint"].(map[string]any)["checkpoint_id"] {
+		t.Errorf("last checkpoints event = %v", last)
+	}
+	for k := range cfg {
+		if strings.HasPrefix(k, "__") {
+			t.Errorf("a checkpoints event's config has the internal key %s", k)
+		}
+	}
+	if state := s.Do("GET", "/threads/"+thread+"/state", nil).Object(t); checkpointID(state) != cfg["checkpoint_id"] {
+		t.Errorf("the last checkpoints event names %v, the thread's state %v", cfg["checkpoint_id"], state["checkpoint"])
+	}
+	var started, finished bool
+	for _, task := range byName["tasks"] {
+		if task["name"] != "respond" {
+			continue
+		}
+		if _, ok := task["input"]; ok {
+			started = true
+		}
+		if _, ok := task["result"]; ok {
+			finished = true
+		}
+	}
+	if !started || !finished {
+		t.Errorf("tasks events = %v, want the respond task's start and result", byName["tasks"])
+	}
+	kinds := map[any]bool{}
+	for _, d := range byName["debug"] {
+		kinds[d["type"]] = true
+	}
+	if !kinds["checkpoint"] || !kinds["task"] || !kinds["task_result"] {
+		t.Errorf("debug event types = %v", kinds)
+	}
+	evs := map[any]int{}
+	for _, e := range byName["events"] {
+		evs[fmt.Sprint(e["event"], " ", e["name"])]++
+	}
+	if evs["on_chain_start LangGraph"] != 1 || evs["on_chain_end LangGraph"] != 1 || evs["on_chain_start respond"] != 1 {
+		t.Errorf("events = %v, want LangGraph's start and end and respond's start", evs)
+	}
+}
+
+// TestJSGraphSchemasAndXray: a graph whose state is a zod schema gets
+// schemas derived from it (types, descriptions, required fields); a graph
+// built on Annotation keeps the channel-based ones; getGraph with xray
+// draws the subgraphs' nodes, as LangGraph names them.
+func TestJSGraphSchemasAndXray(t *testing.T) {
+	s := startFixture(t, testutil.Options{})
+	assistant := func(graphID string) string {
+		return s.Do("POST", "/assistants/search", map[string]any{"graph_id": graphID}).List(t)[0].(map[string]any)["assistant_id"].(string)
+	}
+	sc := s.Do("GET", "/assistants/"+assistant("js_typed")+"/schemas", nil).Object(t)
+	state := sc["state_schema"].(map[string]any)
+	question, _ := state["properties"].(map[string]any)["question"].(map[string]any)
+	if question["type"] != "string" || question["description"] != "What to answer" || fmt.Sprint(state["required"]) != "[question]" {
+		t.Errorf("state schema of the zod graph = %v", state)
+	}
+	if in := sc["input_schema"].(map[string]any); in["required"] != nil || in["properties"].(map[string]any)["answer"] == nil {
+		t.Errorf("input schema of the zod graph (every field optional) = %v", in)
+	}
+	chat := s.Do("GET", "/assistants/"+assistant("js_chat")+"/schemas", nil).Object(t)
+	if _, ok := chat["state_schema"].(map[string]any)["properties"].(map[string]any)["messages"]; !ok {
+		t.Errorf("state schema of the Annotation graph = %v", chat["state_schema"])
+	}
+
+	ids := func(query string) []string {
+		var out []string
+		for _, n := range s.Do("GET", "/assistants/"+assistant("js_nested")+"/graph"+query, nil).Object(t)["nodes"].([]any) {
+			out = append(out, n.(map[string]any)["id"].(string))
+		}
+		sort.Strings(out)
+		return out
+	}
+	if got := ids(""); !slices.Equal(got, []string{"__end__", "__start__", "finish", "middle", "prepare"}) {
+		t.Errorf("nodes = %v", got)
+	}
+	if got := ids("?xray=true"); !slices.Contains(got, "middle:enter") || !slices.Contains(got, "middle:inner") || slices.Contains(got, "middle") {
+		t.Errorf("nodes with xray = %v, want middle's nodes in its place", got)
+	}
+}
+
+// TestJSGraphWatchReload serves a project with --watch: an edited graph
+// file is loaded by new workers that replace the old ones, a broken edit
+// is refused with the old graphs still serving, and the next good edit is
+// loaded again.
+func TestJSGraphWatchReload(t *testing.T) {
+	version := func(v string) string {
+		return `import { Annotation, StateGraph } from "@langchain/langgraph";
+export const graph = new StateGraph(Annotation.Root({ x: Annotation() })).addNode("n", () => ({ x: "` + v + `" })).addEdge("__start__", "n").compile();
+`
+	}
+	file := project(t, `{"graphs": {"g": "./g.mjs:graph"}}`, map[string]string{"g.mjs": version("v1")}, nil)
+	src := filepath.Join(filepath.Dir(file), "g.mjs")
+	logs := &testutil.LogBuffer{}
+	s := testutil.StartServer(t, testutil.Options{GraphsFile: file, Log: logs, Configure: func(c *config.Config) { c.Watch = true },
+		Server: server.Options{ReloadInterval: 20 * time.Millisecond}})
+	x := func() any {
+		return wait(t, s, newThread(t, s), map[string]any{"assistant_id": "g", "input": map[string]any{}})["x"]
+	}
+	if got := x(); got != "v1" {
+		t.Fatalf("first run x = %v", got)
+	}
+	before := s.GraphWorkers().Workers()
+	write := func(body string) {
+		if err := os.WriteFile(src, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(version("v2"))
+	testutil.Eventually(t, 30*time.Second, "the edited graph is served", func() bool { return x() == "v2" })
+	testutil.Eventually(t, 10*time.Second, "the old worker stops", func() bool {
+		now := s.GraphWorkers().Workers()
+		return len(now) == 1 && now[0] != before[0]
+	})
+	write("export const graph = {;\n")
+	testutil.Eventually(t, 30*time.Second, "the broken edit is refused", func() bool {
+		return strings.Contains(logs.String(), "the previous ones keep serving") && strings.Contains(logs.String(), "SyntaxError")
+	})
+	if got := x(); got != "v2" {
+		t.Errorf("after a broken edit x = %v, want the previous graph's v2", got)
+	}
+	write(version("v3"))
+	testutil.Eventually(t, 30*time.Second, "the fixed graph is served", func() bool { return x() == "v3" })
 }

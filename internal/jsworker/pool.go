@@ -51,6 +51,11 @@ type Options struct {
 	Env []string
 	// Store serves the graphs' BaseStore (nil: store calls fail).
 	Store Store
+	// APIURL is the server's own base URL: LangGraph SDK clients in the
+	// graphs that name no URL (deepagents' co-deployed async subagents)
+	// reach it, and graphs read it as LANGGRAPH_API_URL. APIKey, when
+	// set, is sent with those clients' requests.
+	APIURL, APIKey string
 	// Log receives the pool's records and the workers' output.
 	Log *slog.Logger
 	// PingInterval and PingTimeout detect a hung worker (defaults 5s and
@@ -283,16 +288,22 @@ func (p *Pool) acquire(ctx context.Context) (*process, error) {
 	}
 }
 
-// release gives back a slot taken by acquire.
+// release gives back a slot taken by acquire; a retired worker stops
+// with its last run.
 func (p *Pool) release(w *process) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w.load--
+	if w.retired && w.load == 0 {
+		go w.stop(p.opts.CancelWait)
+	}
 	p.wake()
 }
 
 // Loaded reports the graph ids the workers loaded.
 func (p *Pool) Loaded() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	ids := make([]string, 0, len(p.loaded))
 	for id := range p.loaded {
 		ids = append(ids, id)
@@ -306,26 +317,69 @@ func (p *Pool) Loaded() []string {
 // conditional); nil for a factory whose graph cannot be made without a
 // run's config.
 func (p *Pool) Drawing(graphID string) json.RawMessage {
-	return p.loaded[graphID].Drawable
+	return p.load(graphID).Drawable
+}
+
+// load is what the workers found behind a graph entry.
+func (p *Pool) load(graphID string) loadResult {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.loaded[graphID]
 }
 
 // StateKeys lists a graph's state channels as the worker found them at
 // load (empty for a factory that needs a run's config).
 func (p *Pool) StateKeys(graphID string) []string {
-	return p.loaded[graphID].StateKeys
+	return p.load(graphID).StateKeys
 }
 
-// Draw asks a worker for a graph's drawing, with its subgraphs when xray
-// is set.
-func (p *Pool) Draw(ctx context.Context, graphID string, xray bool) (json.RawMessage, error) {
+// Schemas returns the JSON Schemas the worker derived at load from a
+// graph's zod or StateSchema definitions, by kind ("input", "output",
+// "state", "config"); empty for a graph built on Annotation.
+func (p *Pool) Schemas(graphID string) map[string]map[string]any {
+	return p.load(graphID).Schemas
+}
+
+// Subgraphs maps the namespaces of a graph's subgraphs ("node",
+// "node|inner", as LangGraph names them) to their state channels, as the
+// worker found them at load (none for a factory that needs a run's
+// config).
+func (p *Pool) Subgraphs(graphID string) map[string][]string {
+	out := map[string][]string{}
+	for ns, sg := range p.load(graphID).Subgraphs {
+		out[ns] = sg.StateKeys
+	}
+	return out
+}
+
+// Draw asks a worker for a graph's drawing with its subgraphs expanded to
+// depth xray (0: none, negative: all).
+func (p *Pool) Draw(ctx context.Context, graphID string, xray int) (json.RawMessage, error) {
 	w, err := p.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer p.release(w)
+	var depth any = xray
+	if xray < 0 {
+		depth = true // LangGraph's "every level"
+	}
 	var out json.RawMessage
-	err = w.c.call(ctx, "graph", map[string]any{"graph_id": graphID, "xray": xray}, &out)
+	err = w.c.call(ctx, "graph", map[string]any{"graph_id": graphID, "xray": depth}, &out)
 	return out, err
+}
+
+// call sends one request for session s to the worker with the fewest
+// runs, with s attached while it lasts.
+func (p *Pool) call(ctx context.Context, s *session, method string, params, out any) error {
+	w, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.release(w)
+	w.attach(s)
+	defer w.detach(s)
+	return w.c.call(ctx, method, params, out)
 }
 
 // Runner returns the graph.Runner of one graph.

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"agentserver/internal/graph"
 )
 
 // process is one running Node graph worker.
@@ -28,7 +30,8 @@ type process struct {
 
 	mu       sync.Mutex
 	sessions map[uuid.UUID]*session
-	load     int  // runs assigned to it
+	load     int  // runs assigned to it (guarded by the pool's mu)
+	retired  bool // replaced by a reload (guarded by the pool's mu)
 	stopping bool // stopped on purpose: its exit is not a crash
 
 	// exited is closed once the process has exited and its connection is
@@ -57,6 +60,15 @@ type loadResult struct {
 	Drawable json.RawMessage `json:"drawable"`
 	// StateKeys are the graph's state channels (its output).
 	StateKeys []string `json:"state_keys"`
+	// Subgraphs are the graph's subgraphs by namespace ("node",
+	// "node|inner").
+	Subgraphs map[string]struct {
+		StateKeys []string `json:"state_keys"`
+	} `json:"subgraphs"`
+	// Schemas are the JSON Schemas derived from the graph's zod or
+	// StateSchema definitions (input, output, state, config), when it has
+	// them.
+	Schemas map[string]map[string]any `json:"schemas"`
 }
 
 // loadError is one graph the worker could not load.
@@ -106,7 +118,8 @@ func (p *Pool) startProcess(ctx context.Context, id int) (*process, *initResult,
 	var res initResult
 	ictx, cancel := context.WithTimeout(ctx, p.opts.InitTimeout)
 	defer cancel()
-	if err := w.c.call(ictx, "init", map[string]any{"project_dir": p.opts.ProjectDir, "graphs": p.wireGraphs()}, &res); err != nil {
+	init := map[string]any{"project_dir": p.opts.ProjectDir, "graphs": p.wireGraphs(), "api_url": p.opts.APIURL, "api_key": p.opts.APIKey}
+	if err := w.c.call(ictx, "init", init, &res); err != nil {
 		w.kill()
 		<-w.exited
 		if w.exitErr != nil {
@@ -256,5 +269,19 @@ func (w *process) detach(s *session) {
 
 // crashError describes the worker's exit to the runs it took with it.
 func (w *process) crashError() error {
-	return &WireError{Name: "WorkerCrashed", Message: fmt.Sprintf("the graph worker running this run exited (%v); the server replaced it", w.exitErr)}
+	return &workerLost{exit: w.exitErr}
 }
+
+// workerLost is the error of a run whose worker exited under it. It wraps
+// graph.ErrExecutorLost: the run engine retries such a run from its last
+// checkpoint on another worker.
+type workerLost struct{ exit error }
+
+func (e *workerLost) Error() string {
+	return fmt.Sprintf("the graph worker running this run exited (%v)", e.exit)
+}
+
+// ErrorName is the name a run that is not retried again records.
+func (e *workerLost) ErrorName() string { return "WorkerCrashed" }
+
+func (e *workerLost) Unwrap() error { return graph.ErrExecutorLost }

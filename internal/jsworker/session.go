@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,7 +33,14 @@ type session struct {
 	// latest is the newest checkpoint put during the run, per namespace.
 	latest map[string]*jsCheckpoint
 	// from is the checkpoint the run starts from (nil: an empty thread).
-	from   *jsCheckpoint
+	from *jsCheckpoint
+	// head is the thread's newest stored checkpoint when the run named
+	// from (in.Addressed), read when the worker first asks for it.
+	head     *jsCheckpoint
+	headRead bool
+	// update is set for a state update (no run): its checkpoints name no
+	// run.
+	update bool
 	closed bool
 }
 
@@ -210,14 +218,22 @@ func (s *session) snapshot(raw json.RawMessage) {
 		return
 	}
 	cp := s.entry(p.CheckpointNS, id)
+	if cp.snap != nil && len(p.Metadata) == 0 {
+		// A checkpoint described again (a subgraph's when the run
+		// paused): its tasks changed, its metadata did not.
+		p.Metadata, p.ParentID = cp.snap.Metadata, cp.snap.ParentID
+	}
 	cp.snap = &p
+	if cp.handed {
+		cp.dirty = true
+	}
 	s.hand(cp)
 }
 
-// hand gives a root checkpoint to the sink once both halves of it are
-// there; s.mu is held.
+// hand gives a checkpoint (of any namespace) to the sink once both halves
+// of it are there; s.mu is held.
 func (s *session) hand(cp *jsCheckpoint) {
-	if cp.ns != "" || cp.handed || cp.checkpoint == nil || cp.snap == nil {
+	if cp.handed || cp.checkpoint == nil || cp.snap == nil {
 		return
 	}
 	cp.handed, cp.dirty = true, false
@@ -294,12 +310,20 @@ func (s *session) getTuple(raw json.RawMessage) (map[string]any, error) {
 	if err := s.checkThread(p.ThreadID); err != nil {
 		return nil, err
 	}
+	if p.CheckpointID == "" && p.CheckpointNS == "" && s.in.Addressed {
+		if err := s.readHead(); err != nil {
+			return nil, err
+		}
+	}
 	s.mu.Lock()
 	var found *jsCheckpoint
 	if p.CheckpointID == "" {
 		found = s.latest[p.CheckpointNS]
 		if found == nil && p.CheckpointNS == "" {
 			found = s.from
+			if s.in.Addressed {
+				found = s.head
+			}
 		}
 	} else {
 		found = s.cps[cpKey{p.CheckpointNS, p.CheckpointID}]
@@ -310,23 +334,74 @@ func (s *session) getTuple(raw json.RawMessage) (map[string]any, error) {
 		t = &tt
 	}
 	s.mu.Unlock()
-	if t == nil && p.CheckpointID != "" && p.CheckpointNS == "" {
+	if t == nil && (p.CheckpointID != "" || p.CheckpointNS != "") {
 		var err error
-		if t, err = s.readStored(p.CheckpointID); err != nil {
+		if t, err = s.readStored(p.CheckpointNS, p.CheckpointID); err != nil {
 			return nil, err
 		}
 	}
 	return map[string]any{"tuple": t}, nil
 }
 
-// readStored reads a checkpoint of the thread from storage; nil when there
-// is none of that id.
-func (s *session) readStored(idText string) (*tuple, error) {
-	id, err := uuid.Parse(idText)
-	if err != nil || s.in.Checkpoints == nil {
+// readHead reads the thread's newest stored checkpoint once, for a run or
+// an update that named an older one: LangGraph compares the two to tell a
+// fork of the past from a resume at the head.
+func (s *session) readHead() error {
+	s.mu.Lock()
+	done := s.headRead
+	s.mu.Unlock()
+	if done || s.in.Checkpoints == nil {
+		return nil
+	}
+	newest, err := s.in.Checkpoints.ListCheckpoints(context.Background(), s.in.ThreadID, nil, 1)
+	if err != nil {
+		return err
+	}
+	var head *jsCheckpoint
+	if len(newest) == 1 {
+		if head, err = fromStored(newest[0]); err != nil {
+			return fmt.Errorf("thread %s: %w", s.in.ThreadID, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.headRead {
+		s.head, s.headRead = head, true
+		if head != nil && s.cps[cpKey{"", head.id.String()}] == nil {
+			s.cps[cpKey{"", head.id.String()}] = head
+		}
+	}
+	return nil
+}
+
+// readStored reads a checkpoint of the thread from storage: of namespace
+// ns ("": the thread's own), the one of that id, or (nested namespaces
+// only) the namespace's newest when idText is empty. It is kept in the
+// session, so that the run's writes against it are recorded. nil when
+// there is none.
+func (s *session) readStored(ns, idText string) (*tuple, error) {
+	if s.in.Checkpoints == nil {
 		return nil, nil
 	}
-	cp, err := s.in.Checkpoints.ReadCheckpoint(context.Background(), s.in.ThreadID, id)
+	var id *uuid.UUID
+	if idText != "" {
+		parsed, err := uuid.Parse(idText)
+		if err != nil {
+			return nil, nil
+		}
+		id = &parsed
+	}
+	ctx := context.Background()
+	var cp graph.Checkpoint
+	var err error
+	switch {
+	case ns != "":
+		cp, err = s.in.Checkpoints.ReadNested(ctx, s.in.ThreadID, ns, id)
+	case id != nil:
+		cp, err = s.in.Checkpoints.ReadCheckpoint(ctx, s.in.ThreadID, *id)
+	default:
+		return nil, nil
+	}
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return nil, nil
 	}
@@ -336,6 +411,14 @@ func (s *session) readStored(idText string) (*tuple, error) {
 	js, err := fromStored(cp)
 	if err != nil {
 		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := cpKey{ns, js.id.String()}
+	if known := s.cps[k]; known != nil {
+		js = known
+	} else {
+		s.cps[k] = js
 	}
 	t := js.tuple(s.in.ThreadID)
 	return &t, nil
@@ -358,14 +441,20 @@ func (s *session) list(raw json.RawMessage) (map[string]any, error) {
 		return nil, err
 	}
 	byID := map[cpKey]tuple{}
-	if (p.CheckpointNS == nil || *p.CheckpointNS == "") && s.in.Checkpoints != nil {
-		stored, err := s.in.Checkpoints.ListCheckpoints(context.Background(), s.in.ThreadID, nil, 0)
+	if s.in.Checkpoints != nil {
+		var stored []graph.Checkpoint
+		var err error
+		if p.CheckpointNS == nil || *p.CheckpointNS == "" {
+			stored, err = s.in.Checkpoints.ListCheckpoints(context.Background(), s.in.ThreadID, nil, 0)
+		} else {
+			stored, err = s.in.Checkpoints.ListNested(context.Background(), s.in.ThreadID, *p.CheckpointNS, nil, 0)
+		}
 		if err != nil {
 			return nil, err
 		}
 		for _, cp := range stored {
 			if js, err := fromStored(cp); err == nil {
-				byID[cpKey{"", cp.CheckpointID.String()}] = js.tuple(s.in.ThreadID)
+				byID[cpKey{cp.CheckpointNS, cp.CheckpointID.String()}] = js.tuple(s.in.ThreadID)
 			}
 		}
 	}
@@ -422,7 +511,7 @@ func (s *session) event(raw json.RawMessage) {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
-	if closed || !s.sink.Wants(p.Mode) {
+	if closed || !s.wants(p.Mode) {
 		return
 	}
 	var payload any
@@ -432,18 +521,22 @@ func (s *session) event(raw json.RawMessage) {
 	s.sink.Emit(p.Mode, payload)
 }
 
-// close ends the session: later calls of the worker for the run fail.
-func (s *session) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
+// wants reports whether the run's sink wants events named mode: "values",
+// or "values|outer:task|…" for a nested graph's, wanted when the run also
+// wants subgraph events.
+func (s *session) wants(mode string) bool {
+	base, nested, _ := strings.Cut(mode, "|")
+	return s.sink.Wants(base) && (nested == "" || s.sink.Wants(graph.SubgraphsMode))
 }
 
-// closeWith ends the session and hands the run's last checkpoint to the
-// sink with its pending writes: as the final checkpoint, with the state
-// the worker read at the end (res), when the run succeeded or paused; as
-// an intermediate one when it failed (so the failed task's error and the
-// other tasks' writes are kept).
+// closeWith ends the session: later calls of the worker for the run fail.
+// It hands the sink, in order, every checkpoint whose pending writes
+// arrived after it was handed (so that no write the worker was told is
+// stored is lost, whatever ended the run), and then the run's last
+// checkpoint: as the final checkpoint, with the state the worker read at
+// the end (res), when the run succeeded or paused; as an intermediate one
+// otherwise (with the state after a failure when the worker sent it), so
+// that the failed task's error and the other tasks' writes are kept.
 func (s *session) closeWith(res *runResult, ok bool) (graph.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -467,6 +560,12 @@ func (s *session) closeWith(res *runResult, ok bool) (graph.Result, error) {
 			last.dirty = true
 		}
 	}
+	for _, cp := range s.checkpointsByID() {
+		if cp != last && cp.handed && cp.dirty {
+			cp.dirty = false
+			_ = s.sink.Checkpoint(context.Background(), s.graphCheckpoint(cp), false) // intermediate: never fails
+		}
+	}
 	if last == nil || last.checkpoint == nil || !last.dirty && last.handed && !ok {
 		return out, nil
 	}
@@ -478,14 +577,28 @@ func (s *session) closeWith(res *runResult, ok bool) (graph.Result, error) {
 	return out, s.sink.Checkpoint(context.Background(), cp, ok)
 }
 
+// checkpointsByID lists the session's checkpoints of every namespace,
+// oldest first; s.mu is held.
+func (s *session) checkpointsByID() []*jsCheckpoint {
+	out := make([]*jsCheckpoint, 0, len(s.cps))
+	for _, cp := range s.cps {
+		out = append(out, cp)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id.String() < out[j].id.String() })
+	return out
+}
+
 // graphCheckpoint builds the engine's checkpoint of cp; s.mu is held.
 func (s *session) graphCheckpoint(cp *jsCheckpoint) graph.Checkpoint {
 	var out graph.Checkpoint
 	if cp.stored != nil {
 		out = *cp.stored
 	} else {
-		runID := s.in.RunID
-		out = graph.Checkpoint{ThreadID: s.in.ThreadID, CheckpointID: cp.id, CreatedAt: cp.created, RunID: &runID}
+		out = graph.Checkpoint{ThreadID: s.in.ThreadID, CheckpointID: cp.id, CheckpointNS: cp.ns, CreatedAt: cp.created}
+		if !s.update {
+			runID := s.in.RunID
+			out.RunID = &runID
+		}
 		if parent, err := uuid.Parse(cp.parent); err == nil {
 			out.ParentID = &parent
 		}
@@ -506,7 +619,11 @@ func (s *session) graphCheckpoint(cp *jsCheckpoint) graph.Checkpoint {
 			var md map[string]any
 			_ = json.Unmarshal(snap.Metadata, &md)
 			out.Metadata = jsonx.Merge(s.in.Metadata, md)
-			out.Metadata = jsonx.Merge(out.Metadata, map[string]any{"run_id": s.in.RunID.String(), "thread_id": s.in.ThreadID.String()})
+			ids := map[string]any{"thread_id": s.in.ThreadID.String()}
+			if !s.update {
+				ids["run_id"] = s.in.RunID.String()
+			}
+			out.Metadata = jsonx.Merge(out.Metadata, ids)
 		}
 	}
 	out.Native, _ = json.Marshal(native{V: nativeVersion, Checkpoint: cp.checkpoint, Metadata: cp.metadata, Writes: cp.writes})

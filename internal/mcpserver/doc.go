@@ -14,4 +14,7 @@
 //     thread's latest run (a run paused on an interrupt is "interrupted").
 //   - Tool failures are tool results with isError set, never protocol
 //     errors, except for an unknown tool.
+//   - A batch of more than jsonrpc.MaxBatch calls is refused whole before
+//     any call runs, and an answer over jsonrpc.MaxAnswerBytes leaves as an
+//     error (package jsonrpc).
 package mcpserver

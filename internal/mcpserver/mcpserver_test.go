@@ -3,8 +3,10 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"agentserver/internal/jsonrpc"
 	"agentserver/internal/testutil"
 )
 
@@ -199,4 +202,92 @@ func cancelledCall(t *testing.T, protocol string) {
 	}
 	// The run was cancelled: it ended and took its temporary thread along.
 	testutil.Eventually(t, 10*time.Second, "the run of the cancelled call still runs", func() bool { return threads() == 0 })
+}
+
+// postMCP posts a raw JSON-RPC body to /mcp as a client of protocol
+// 2025-03-26 (the last that allows batches) and returns the status and body.
+func postMCP(t *testing.T, s *testutil.Server, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("POST", s.URL()+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, raw
+}
+
+// batchOf is a JSON-RPC batch of n calls of method with params.
+func batchOf(n int, method string, params any) string {
+	calls := make([]any, n)
+	for i := range calls {
+		calls[i] = map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": method, "params": params}
+	}
+	raw, _ := json.Marshal(calls)
+	return string(raw)
+}
+
+// wantRPCError checks that raw is one JSON-RPC error of null id with code,
+// whose message names the bound.
+func wantRPCError(t *testing.T, raw []byte, code int, bound int) {
+	t.Helper()
+	var out struct {
+		ID    any `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("not one JSON-RPC answer: %v: %.300s", err, raw)
+	}
+	if out.ID != nil || out.Error.Code != code || !strings.Contains(out.Error.Message, strconv.Itoa(bound)) {
+		t.Fatalf("answer = %+v, want error %d naming %d", out, code, bound)
+	}
+}
+
+// TestMCPBatchAndAnswerBounds sends batches over the wire: one of more
+// than jsonrpc.MaxBatch calls is refused whole (none of its calls runs),
+// one at the bound is answered, and an answer over jsonrpc.MaxAnswerBytes
+// leaves as an error naming the bound. Before, a batch of any length was
+// run and answered, however large its answer.
+func TestMCPBatchAndAnswerBounds(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{Graphs: graphsJSON})
+	start := map[string]any{"name": "start_async_task", "arguments": map[string]any{"description": "x", "subagent_type": "echo"}}
+	status, raw := postMCP(t, s, batchOf(jsonrpc.MaxBatch+1, "tools/call", start))
+	if status != http.StatusBadRequest {
+		t.Fatalf("batch over the bound: status %d: %.300s", status, raw)
+	}
+	wantRPCError(t, raw, jsonrpc.CodeInvalidRequest, jsonrpc.MaxBatch)
+	if n := s.Must(200, "POST", "/threads/count", nil).JSON; n != 0.0 {
+		t.Fatalf("a refused batch started %v tasks", n)
+	}
+
+	status, raw = postMCP(t, s, batchOf(jsonrpc.MaxBatch, "tools/list", map[string]any{}))
+	var answers []map[string]any
+	if err := json.Unmarshal(raw, &answers); status != 200 || err != nil || len(answers) != jsonrpc.MaxBatch || answers[0]["result"] == nil {
+		t.Fatalf("batch at the bound: status %d, %d answers, %v: %.300s", status, len(answers), err, raw)
+	}
+
+	// Two assistants with long descriptions make each tools/list answer
+	// over MaxAnswerBytes/MaxBatch.
+	desc := strings.Repeat("d", jsonrpc.MaxAnswerBytes/jsonrpc.MaxBatch/2+1024)
+	for _, name := range []string{"long-1", "long-2"} {
+		s.Must(200, "POST", "/assistants", map[string]any{"graph_id": "echo", "name": name, "description": desc})
+	}
+	status, raw = postMCP(t, s, batchOf(jsonrpc.MaxBatch, "tools/list", map[string]any{}))
+	if status != 200 || len(raw) > 4096 {
+		t.Fatalf("answer over the bound: status %d, %d bytes", status, len(raw))
+	}
+	wantRPCError(t, raw, jsonrpc.CodeInternal, jsonrpc.MaxAnswerBytes)
 }

@@ -1,9 +1,11 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"agentserver/internal/assistants"
 	"agentserver/internal/asynctasks"
+	"agentserver/internal/jsonrpc"
 	"agentserver/internal/runs"
 	"agentserver/internal/threads"
 	"agentserver/internal/version"
@@ -42,8 +45,27 @@ func New(d Deps) *Handler {
 	return h
 }
 
-// ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.http.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. A batch of more than
+// jsonrpc.MaxBatch calls is refused before any call runs, and an answer
+// over jsonrpc.MaxAnswerBytes leaves as an error (package jsonrpc). The
+// body was read whole, within the server's body limit, by the HTTP edge.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			jsonrpc.WriteError(w, http.StatusBadRequest, jsonrpc.Errorf(jsonrpc.CodeParse, "reading the body: %v", err))
+			return
+		}
+		if rerr := jsonrpc.CheckBatch(body); rerr != nil {
+			jsonrpc.WriteError(w, http.StatusBadRequest, rerr)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	bw := jsonrpc.BoundAnswers(w)
+	defer bw.End()
+	h.http.ServeHTTP(bw, r)
+}
 
 // server builds the MCP server of one request: a tool per assistant and
 // the task tools.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -204,6 +205,33 @@ func TestFilterMatchesNamespacesAndDepth(t *testing.T) {
 	}
 }
 
+// Tool events are namespaced as LangGraph namespaces tool executions and
+// the SDKs group subagents: the task tool's own events in its subagent's
+// namespace tools:<call id>, a tool a subagent calls one level below it
+// (kept out of the root's tool calls), a root tool call at the root.
+func TestTranslateToolNamespaces(t *testing.T) {
+	tr := newTranslator(testRun(uuid.New()))
+	h := NewHub(nil, Options{})
+	cases := []struct {
+		name, tool, id string
+		want           []string
+	}{
+		{"tools", "read_file", "r1", nil},
+		{"tools", "task", "t1", []string{"tools:t1"}},
+		{"tools|tools:t1", "read_file", "r2", []string{"tools:t1", "tools:r2"}},
+		{"tools|tools:t1", "task", "t2", []string{"tools:t1", "tools:t2"}},
+	}
+	for _, c := range cases {
+		evs := tr.translate(h, c.name, map[string]any{"event": "on_tool_start", "toolCallId": c.id, "name": c.tool, "input": map[string]any{}})
+		if len(evs) == 0 {
+			t.Fatalf("%s %s: no event", c.name, c.tool)
+		}
+		if !slices.Equal(evs[0].ns, c.want) {
+			t.Fatalf("%s %s: namespace %v, want %v", c.name, c.tool, evs[0].ns, c.want)
+		}
+	}
+}
+
 // A streamed answer with a tool call ends with the call as a tool_call
 // block and finish reason tool_use; the task tool's events go in its
 // subagent's namespace.
@@ -233,7 +261,7 @@ func TestTranslateChunksAndTaskTool(t *testing.T) {
 		if d["event"] == "message-finish" && d["reason"] != "tool_use" {
 			t.Fatalf("finish = %v", d)
 		}
-		if e.method == "tools" && (len(e.ns) != 1 || e.ns[0] != "task:c1") {
+		if e.method == "tools" && (len(e.ns) != 1 || e.ns[0] != "tools:c1") {
 			t.Fatalf("task tool event in namespace %v", e.ns)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"agentserver/internal/graph"
 	"agentserver/internal/storage"
 )
 
@@ -124,7 +125,7 @@ func (t *translator) custom(ns []string, payload any) []out {
 	if id == "" || !strings.HasPrefix(typ, "task_") {
 		return evs
 	}
-	sub := childNamespace(ns, "task:"+id)
+	sub := childNamespace(ns, graph.ToolNamespace(id))
 	switch typ {
 	case "task_started":
 		evs = append(evs, out{method: "lifecycle", ns: sub, data: map[string]any{"event": "running"}})
@@ -142,15 +143,18 @@ func childNamespace(ns []string, seg string) []string {
 }
 
 // tools maps LangGraph.js-style tool events to the protocol's. The task
-// tool's own events go in its subagent's namespace (task:<call id>),
-// where the SDK's thread.subagents scopes the subagent.
+// tool's own events go in its subagent's namespace (tools:<call id>), where
+// the SDK's thread.subagents and useStream scope the subagent; a tool called
+// inside a subagent runs in a namespace of its own below the subagent's, as
+// LangGraph nests tool executions, so that clients keep it out of the
+// root's tool calls.
 func (t *translator) tools(h *Hub, ns []string, payload any) []out {
 	m, _ := payload.(map[string]any)
 	id, _ := m["toolCallId"].(string)
 	name, _ := m["name"].(string)
 	evNs := ns
-	if name == "task" && id != "" {
-		evNs = childNamespace(ns, "task:"+id)
+	if id != "" && (name == "task" || len(ns) > 0) {
+		evNs = childNamespace(ns, graph.ToolNamespace(id))
 	}
 	base := map[string]any{"tool_call_id": id, "tool_name": name}
 	with := func(event string, kv ...any) out {

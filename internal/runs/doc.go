@@ -30,6 +30,11 @@
 //   - On start-up, runs found running were interrupted by a crash: each is
 //     retried from its last checkpoint with attempt+1, and marked error once
 //     it has used MaxAttempts. Pending runs stay queued.
+//   - A run whose executor died under it (an error wrapping
+//     graph.ErrExecutorLost: a graph worker killed or hung) follows the
+//     same rules at once: its unwritten checkpoints are written, it is
+//     pending again at the head of its thread's queue (retryLost), and it
+//     ends in error (RunAttemptsExhausted) when that was its last attempt.
 //   - Producers never wait for stream consumers: events go to the run's log
 //     (package events), which subscribers read at their own pace.
 //   - Fencing: every start of a run (its creation as running, a worker's
@@ -58,6 +63,17 @@
 //     commit is queued after it, so it lands after every earlier checkpoint
 //     of the run. A crash can lose the newest intermediate checkpoints (the
 //     retry resumes from an older one); a graceful shutdown writes them.
+//   - The checkpoints a run writes before its first node (the input
+//     checkpoint and the __start__ step; graph.Starter) are computed before
+//     the transaction that marks it running and written in it (startPlan:
+//     its creation, or markRunning), so its input is in the thread's state
+//     from the moment it runs; the transaction writes them only while the
+//     thread's newest checkpoint (or the named fork) is still their base
+//     and the run's metadata is unchanged. Otherwise, and when a replica
+//     claims a run from the shared queue, they are computed again at the
+//     start and committed on their own, fenced by the run's token. A
+//     temporary run, and a graph whose runner cannot tell them ahead, hand
+//     them over with the first step instead.
 //   - A run's record keeps the W3C traceparent of the request that created
 //     it, so its execution span (package tracing) is that request's child
 //     whenever, and after however many restarts, it runs.

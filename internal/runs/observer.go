@@ -20,7 +20,7 @@ type ThreadObserver interface {
 	// RunStarted tells that a run of the thread began executing.
 	RunStarted(run storage.Run)
 	// RunEvent passes one event of a run under its stream name
-	// ("values", "messages", "updates|task:<id>", ...).
+	// ("values", "messages", "updates|tools:<id>", ...).
 	RunEvent(run storage.Run, name string, payload any)
 	// RunEnded tells how a run ended: its status, its error text and the
 	// interrupts its thread now waits on.
@@ -29,6 +29,19 @@ type ThreadObserver interface {
 	// run on another thread (an async subagent's), before that run can
 	// start.
 	ChildRunCreated(parent, child storage.Run)
+}
+
+// CreationObserver is told of every run this server creates, once it is
+// stored and before it can have ended (Done and Wait follow it); its
+// method must not block.
+type CreationObserver interface {
+	RunCreated(run storage.Run)
+}
+
+// SetCreationObserver installs the observer of run creations; it must be
+// called before Start.
+func (s *Service) SetCreationObserver(o CreationObserver) {
+	s.creations = o
 }
 
 // parentRunKey marks the context of a run's execution with the run.

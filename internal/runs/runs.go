@@ -90,6 +90,8 @@ type Service struct {
 	watchers threadWatchers
 	relays   threadRelays
 	observer ThreadObserver // nil: none (SetThreadObserver)
+	// creations is told of every created run (nil: none).
+	creations CreationObserver
 
 	mu      sync.Mutex
 	live    map[uuid.UUID]*liveRun // runs with a goroutine, a cancel or waiters
@@ -113,6 +115,9 @@ type liveRun struct {
 	// since is when its execution began.
 	here  bool
 	since time.Time
+	// plan is the start written with the run's creation, for its
+	// execution to continue from.
+	plan *startPlan
 }
 
 // outcome is how a run ended.
@@ -161,8 +166,9 @@ func New(db *storage.DB, th *threads.Service, as *assistants.Service, reg *graph
 // CreateParams describe a run to create.
 type CreateParams struct {
 	// ThreadID is nil for a stateless run (a temporary thread is made).
-	ThreadID          *uuid.UUID
-	Assistant         string
+	ThreadID  *uuid.UUID
+	Assistant string
+	// Input is ignored when Command is not empty.
 	Input             any
 	Command           map[string]any
 	Metadata          map[string]any
@@ -205,6 +211,10 @@ func (s *Service) CreateGuarded(ctx context.Context, p CreateParams, guard func(
 	// A run whose thread is idle starts in the same commit that creates it
 	// when a worker is free, saving one durable write per run.
 	claimed := !c.run.NotBefore.After(c.run.CreatedAt) && s.sched.claim(c.run.ThreadID)
+	if claimed {
+		// So is its input's first checkpoint, computed out here.
+		c.plan = s.planCreation(c)
+	}
 	err = s.db.UpdateReading(ctx, c.reads, func(tx *storage.Tx) error {
 		if guard != nil {
 			if err := guard(tx); err != nil {
@@ -278,11 +288,17 @@ type creation struct {
 	// checkpoints can exist, so apply reads none.
 	freshThread bool
 
+	// plan is the run's start, computed when it may start in its
+	// creation's commit (planCreation).
+	plan *startPlan
+
 	// Set by apply: runs of the thread to cancel once committed, pending
-	// runs it ended, and whether the run was stored as running.
-	cancelIDs []uuid.UUID
-	ended     []storage.Run
-	startNow  bool
+	// runs it ended, whether the run was stored as running, and whether
+	// its plan was written with it.
+	cancelIDs   []uuid.UUID
+	ended       []storage.Run
+	startNow    bool
+	planWritten bool
 }
 
 // prepare checks a run's parameters and builds its record, reading but not
@@ -301,6 +317,12 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 	strategy := p.MultitaskStrategy
 	if strategy == "" {
 		strategy = DefaultStrategy
+	}
+	if len(p.Command) > 0 {
+		// A command takes precedence over an input sent with it, as on
+		// LangGraph's servers: chat clients resume an interrupt with
+		// {"input": {}, "command": {"resume": …}}.
+		p.Input = nil
 	}
 	modes, err := normalizeModes(p.StreamModes)
 	if err != nil {
@@ -392,24 +414,13 @@ func (c *creation) reads(tx *storage.Tx) {
 func (c *creation) apply(tx *storage.Tx, claimed bool) error {
 	p, run := c.p, &c.run
 	now := run.CreatedAt
-	c.cancelIDs, c.ended, c.startNow = nil, nil, false
+	c.cancelIDs, c.ended, c.startNow, c.planWritten = nil, nil, false, false
 	run.Status, run.Attempt, run.StartedAt, run.UpdatedAt = storage.RunPending, 0, nil, now
 	th, err := storage.Thread{}, storage.ErrNotFound
 	if !c.freshThread {
 		th, err = tx.GetThread(run.ThreadID)
 	}
-	switch {
-	case err == nil && len(c.restrict) > 0 && !jsonx.Contains(th.Metadata, c.restrict):
-		// Another user's thread: not found, and never taken over by
-		// if_not_exists.
-		return fmt.Errorf("thread %s: %w", run.ThreadID, errdefs.ErrNotFound)
-	case err == nil:
-	case p.IfNotExists == "create":
-		th = storage.Thread{ThreadID: run.ThreadID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Metadata: jsonx.CloneMap(c.newThread)}
-		if th.Metadata == nil {
-			th.Metadata = map[string]any{}
-		}
-	default:
+	if th, err = c.threadFor(th, err); err != nil {
 		return err
 	}
 	if p.CheckpointID != nil {
@@ -433,7 +444,12 @@ func (c *creation) apply(tx *storage.Tx, claimed bool) error {
 		c.startNow = true
 		markStarted(run, now, c.replica)
 	}
-	run.Metadata = ownerFields(jsonx.Merge(jsonx.Merge(c.asst.Metadata, th.Metadata), p.Metadata), c.restrict)
+	run.Metadata = c.runMetadata(th.Metadata)
+	if c.startNow && c.plan != nil && sameMetadata(run.Metadata, c.plan.metadata) {
+		if c.planWritten, err = c.plan.write(tx, c.freshThread); err != nil {
+			return err
+		}
+	}
 	th.Metadata = jsonx.Merge(th.Metadata, map[string]any{"graph_id": c.asst.GraphID, "assistant_id": c.asst.AssistantID.String()})
 	th.Status = threads.StatusBusy
 	th.UpdatedAt = now
@@ -446,6 +462,35 @@ func (c *creation) apply(tx *storage.Tx, claimed bool) error {
 		return err
 	}
 	return tx.PutRun(*run)
+}
+
+// runMetadata is the metadata of the run being created on a thread with
+// the given metadata: the assistant's, the thread's, then the request's,
+// and the caller's owner fields.
+func (c *creation) runMetadata(thread map[string]any) map[string]any {
+	return ownerFields(jsonx.Merge(jsonx.Merge(c.asst.Metadata, thread), c.p.Metadata), c.restrict)
+}
+
+// threadFor returns the thread the run is created on, given what reading
+// it gave: the existing one (another user's is not found), or the one
+// if_not_exists creates.
+func (c *creation) threadFor(th storage.Thread, err error) (storage.Thread, error) {
+	now := c.run.CreatedAt
+	switch {
+	case err == nil && len(c.restrict) > 0 && !jsonx.Contains(th.Metadata, c.restrict):
+		// Another user's thread: not found, and never taken over by
+		// if_not_exists.
+		return th, fmt.Errorf("thread %s: %w", c.run.ThreadID, errdefs.ErrNotFound)
+	case err == nil:
+		return th, nil
+	case c.p.IfNotExists == "create":
+		th = storage.Thread{ThreadID: c.run.ThreadID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Metadata: jsonx.CloneMap(c.newThread)}
+		if th.Metadata == nil {
+			th.Metadata = map[string]any{}
+		}
+		return th, nil
+	}
+	return th, err
 }
 
 // ownerFields sets the single-valued keys of restrict in a run's metadata,
@@ -533,6 +578,10 @@ func (s *Service) launch(c *creation) storage.Run {
 	log.Append("metadata", meta)
 	s.watchers.publish(run.ThreadID, "metadata", meta)
 	s.track(run.RunID, c.p.Streamed, c.startNow)
+	s.attachPlan(c)
+	if s.creations != nil {
+		s.creations.RunCreated(run)
+	}
 	if !c.startNow {
 		s.sched.enqueue(run)
 		return run

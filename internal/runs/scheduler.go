@@ -16,6 +16,10 @@ import (
 type runScheduler interface {
 	// enqueue hands over a run stored as pending.
 	enqueue(r storage.Run)
+	// retry hands back a run that stopped without ending (its executor
+	// died) and is stored as pending again: it starts before the other
+	// runs queued on its thread.
+	retry(r storage.Run)
 	// forget drops a pending run that will never start.
 	forget(thread, run uuid.UUID)
 	// claim reserves a worker (and, where the scheduler tracks threads,
@@ -65,6 +69,20 @@ func (q *scheduler) enqueue(r storage.Run) {
 		q.queues[r.ThreadID] = tq
 	}
 	tq.pending = append(tq.pending, r)
+	q.mu.Unlock()
+	q.dispatch(r.ThreadID)
+}
+
+// retry puts a run back at the head of its thread's queue; it starts once
+// its previous attempt has released the thread.
+func (q *scheduler) retry(r storage.Run) {
+	q.mu.Lock()
+	tq := q.queues[r.ThreadID]
+	if tq == nil {
+		tq = &threadQueue{}
+		q.queues[r.ThreadID] = tq
+	}
+	tq.pending = append([]storage.Run{r}, tq.pending...)
 	q.mu.Unlock()
 	q.dispatch(r.ThreadID)
 }

@@ -330,6 +330,10 @@ func (q *sharedScheduler) enqueue(storage.Run) {
 	q.wake()
 }
 
+// retry wakes the loop: the run is pending in the shared queue, which
+// starts a thread's runs in creation order.
+func (q *sharedScheduler) retry(r storage.Run) { q.enqueue(r) }
+
 func (q *sharedScheduler) forget(uuid.UUID, uuid.UUID) {}
 
 func (q *sharedScheduler) claim(uuid.UUID) bool {

@@ -59,14 +59,18 @@ func (s *Service) execute(queued storage.Run, started bool, release func()) {
 	}
 	lr.cancel, lr.here, lr.since = cancel, true, time.Now()
 	requested := lr.action
+	plan := lr.takePlan()
 	s.mu.Unlock()
 	if requested != "" {
 		cancel(&cancelCause{requested})
 	}
 
 	run, ok := queued, started // started: the creation already marked it running
-	if !started {
-		run, ok = s.markRunning(queued.RunID)
+	switch {
+	case !started:
+		run, plan, ok = s.markRunning(queued.RunID, s.planStart(queued))
+	case plan == nil:
+		plan = s.commitStart(run)
 	}
 	if !ok {
 		return
@@ -102,7 +106,12 @@ func (s *Service) execute(queued storage.Run, started bool, release func()) {
 	if err == nil {
 		sink.repair, _ = runner.(graph.CancelRepairer)
 		var in graph.Input
-		if in, err = s.input(ctx, run); err == nil {
+		if plan != nil {
+			in = plan.in // its start is written: it continues from there
+		} else {
+			in, err = s.input(ctx, run)
+		}
+		if err == nil {
 			res, err = runner.Run(ctx, in, sink)
 		}
 	}
@@ -119,12 +128,15 @@ func (s *Service) runner(graphID string) (graph.Runner, error) {
 	return nil, fmt.Errorf("graph %q is not served by this server", graphID)
 }
 
-// markRunning moves a pending run to running and counts the attempt. It
-// returns false when the run is no longer pending (cancelled or deleted
-// while queued).
-func (s *Service) markRunning(id uuid.UUID) (storage.Run, bool) {
+// markRunning moves a pending run to running and counts the attempt, and
+// writes plan (when not nil) in the same commit. It returns false when the
+// run is no longer pending (cancelled or deleted while queued), and the
+// plan only when it was written.
+func (s *Service) markRunning(id uuid.UUID, plan *startPlan) (storage.Run, *startPlan, bool) {
 	var run storage.Run
+	wrote := false
 	err := s.db.Update(context.Background(), func(tx *storage.Tx) error {
+		wrote = false
 		r, err := tx.GetRun(id)
 		if err != nil {
 			return err
@@ -134,15 +146,22 @@ func (s *Service) markRunning(id uuid.UUID) (storage.Run, bool) {
 		}
 		markStarted(&r, s.now(), s.opts.ReplicaID)
 		run = r
-		return tx.PutRun(r)
+		if err := tx.PutRun(r); err != nil || plan == nil {
+			return err
+		}
+		wrote, err = plan.write(tx, false)
+		return err
 	})
 	if err != nil {
 		if !errors.Is(err, errdefs.ErrNotFound) && !errors.Is(err, errdefs.ErrConflict) {
 			s.log.Error("start run", "run_id", id, "err", err)
 		}
-		return run, false
+		return run, nil, false
 	}
-	return run, true
+	if !wrote {
+		plan = nil
+	}
+	return run, plan, true
 }
 
 // markStarted moves a run record to running for a new start on replica:
@@ -157,54 +176,67 @@ func markStarted(r *storage.Run, now time.Time, replica string) {
 // checkpoint; otherwise the run starts from the requested checkpoint (a
 // fork) or the thread's newest one.
 func (s *Service) input(ctx context.Context, run storage.Run) (graph.Input, error) {
+	in := s.inputOf(run)
+	if run.Stateless && !run.Restarted {
+		// Its thread was made with it: there is no checkpoint to read.
+		return in, nil
+	}
+	err := s.db.View(ctx, func(tx *storage.Tx) error { return startingPoint(tx, run, &in) })
+	return in, err
+}
+
+// inputOf is the executor input of a run, without the checkpoint it
+// starts from.
+func (s *Service) inputOf(run storage.Run) graph.Input {
 	kw := run.Kwargs
 	in := graph.Input{
 		RunID: run.RunID, ThreadID: run.ThreadID, Values: kw.Input, Command: kw.Command,
 		InterruptBefore: kw.InterruptBefore, InterruptAfter: kw.InterruptAfter,
 		Config: kw.Config, Context: kw.Context,
 		Metadata:    map[string]any{"graph_id": run.GraphID, "assistant_id": run.AssistantID.String()},
-		Checkpoints: checkpointReader{s.db},
+		Checkpoints: s.threads.Checkpoints(),
 	}
 	for k, v := range run.Metadata {
 		if _, taken := in.Metadata[k]; !taken {
 			in.Metadata[k] = v
 		}
 	}
-	if run.Stateless && !run.Restarted {
-		// Its thread was made with it: there is no checkpoint to read.
-		return in, nil
+	return in
+}
+
+// startingPoint reads the checkpoint a run starts from into in.From: its
+// own last one for a restarted run (a retry), else the requested one (a
+// fork) or the thread's newest (none: From stays nil).
+func startingPoint(tx *storage.Tx, run storage.Run, in *graph.Input) error {
+	if run.Restarted {
+		own, err := tx.ListCheckpoints(run.ThreadID, nil, 1, func(cp storage.Checkpoint) bool { return cp.RunID != nil && *cp.RunID == run.RunID })
+		if err == nil && len(own) == 1 {
+			from := threads.ExecutorCheckpoint(own[0])
+			in.From, in.Retry = &from, true
+			return nil
+		}
 	}
-	err := s.db.View(ctx, func(tx *storage.Tx) error {
-		var from storage.Checkpoint
-		var err error
-		if run.Restarted {
-			own, lerr := tx.ListCheckpoints(run.ThreadID, nil, 1, func(cp storage.Checkpoint) bool { return cp.RunID != nil && *cp.RunID == run.RunID })
-			if lerr == nil && len(own) == 1 {
-				from := threads.ExecutorCheckpoint(own[0])
-				in.From, in.Retry = &from, true
-				return nil
-			}
+	var from storage.Checkpoint
+	var err error
+	if id := run.Kwargs.CheckpointID; id != "" {
+		cid, perr := uuid.Parse(id)
+		if perr != nil {
+			return fmt.Errorf("checkpoint_id %q: %w", id, errdefs.ErrInvalid)
 		}
-		if id := kw.CheckpointID; id != "" {
-			cid, perr := uuid.Parse(id)
-			if perr != nil {
-				return fmt.Errorf("checkpoint_id %q: %w", id, errdefs.ErrInvalid)
-			}
-			from, err = tx.GetCheckpoint(run.ThreadID, cid)
-		} else {
-			from, err = tx.LatestCheckpoint(run.ThreadID)
-			if errors.Is(err, errdefs.ErrNotFound) {
-				return nil
-			}
+		from, err = tx.GetCheckpoint(run.ThreadID, cid)
+		in.Addressed = true
+	} else {
+		from, err = tx.LatestCheckpoint(run.ThreadID)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return nil
 		}
-		if err != nil {
-			return err
-		}
-		executed := threads.ExecutorCheckpoint(from)
-		in.From = &executed
-		return nil
-	})
-	return in, err
+	}
+	if err != nil {
+		return err
+	}
+	executed := threads.ExecutorCheckpoint(from)
+	in.From = &executed
+	return nil
 }
 
 // finish records how the run ended, settles its thread and tells everyone.
@@ -243,6 +275,17 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 			s.log.Error("write intermediate checkpoints", "run_id", run.RunID, "thread_id", run.ThreadID, "err", err)
 		}
 		return
+	}
+	if cause == nil && errors.Is(runErr, graph.ErrExecutorLost) {
+		if run.Attempt < MaxAttempts && s.retryLost(run, encoded, runErr) {
+			if err := sink.checkpoints.settled(); err != nil {
+				s.log.Error("write intermediate checkpoints", "run_id", run.RunID, "thread_id", run.ThreadID, "err", err)
+			}
+			return
+		}
+		if run.Attempt >= MaxAttempts {
+			runErr = &attemptsExhausted{err: runErr, attempts: run.Attempt}
+		}
 	}
 	e := s.endingOf(run.RunID, cause, runErr)
 	e.checkpoints, e.final, e.finalCheckpoint = encoded, encodedFinal, sink.final
@@ -471,7 +514,7 @@ func (s *Service) repairCancelled(tx *storage.Tx, run storage.Run, repair graph.
 	step, _ := cp.Metadata["step"].(float64)
 	parent := cp.CheckpointID
 	closing := storage.Checkpoint{
-		ThreadID: run.ThreadID, CheckpointID: uuid.Must(uuid.NewV7()), ParentID: &parent, CreatedAt: s.now(), Values: values,
+		ThreadID: run.ThreadID, CheckpointID: graph.NewCheckpointID(), ParentID: &parent, CreatedAt: s.now(), Values: values,
 		Metadata: map[string]any{"source": "update", "step": step + 1, "writes": map[string]any{"__cancel__": writes}, "parents": map[string]any{}, "run_id": run.RunID.String()},
 		Next:     []string{}, Tasks: []storage.CheckpointTask{}, RunID: &run.RunID,
 	}
@@ -506,6 +549,66 @@ func (s *Service) requeueOnShutdown(run storage.Run, unwritten []storage.Encoded
 	}
 	metrics.RunRequeued()
 }
+
+// retryLost puts a run whose executor died under it (graph.ErrExecutorLost)
+// back at the head of its thread's queue, as a crash of the server would:
+// its next start continues from its last checkpoint with attempt+1. The
+// checkpoints no background commit had taken are written with it, so the
+// retry loses no step the run acknowledged. It returns false, writing
+// nothing, when the run no longer holds its thread or a cancellation was
+// requested meanwhile: the run then ends as it is.
+func (s *Service) retryLost(run storage.Run, unwritten []storage.EncodedCheckpoint, cause error) bool {
+	var requeued storage.Run
+	err := s.db.Update(context.Background(), func(tx *storage.Tx) error {
+		if !tx.RunHeldBy(run.RunID, run.Token) {
+			return errNotRetried
+		}
+		r, err := tx.GetRun(run.RunID)
+		if err != nil {
+			return err
+		}
+		if r.CancelAction != "" {
+			return errNotRetried
+		}
+		if err := putEncoded(tx, unwritten); err != nil {
+			return err
+		}
+		r.Status, r.UpdatedAt, r.Restarted = storage.RunPending, s.now(), true
+		r.Token, r.Owner = 0, ""
+		requeued = r
+		return tx.PutRun(r)
+	})
+	if err != nil {
+		if !errors.Is(err, errNotRetried) {
+			s.log.Error("requeue run after its executor died", "run_id", run.RunID, "err", err)
+		}
+		return false
+	}
+	s.log.Warn("run's executor died; retrying the run from its last checkpoint", "run_id", run.RunID, "thread_id", run.ThreadID,
+		"attempt", run.Attempt, "err", cause)
+	metrics.RunRetried()
+	s.sched.retry(requeued)
+	return true
+}
+
+// errNotRetried ends retryLost's transaction without writing.
+var errNotRetried = errors.New("run not retried")
+
+// attemptsExhausted is the error of a run whose executor died under it on
+// its last attempt.
+type attemptsExhausted struct {
+	err      error
+	attempts int
+}
+
+func (e *attemptsExhausted) Error() string {
+	return fmt.Sprintf("%v; the run was started %d times and is not retried again", e.err, e.attempts)
+}
+
+// ErrorName is the name the run records, as for runs stopped by restarts.
+func (e *attemptsExhausted) ErrorName() string { return "RunAttemptsExhausted" }
+
+func (e *attemptsExhausted) Unwrap() error { return e.err }
 
 // later returns the later of two times.
 func later(a, b time.Time) time.Time {
@@ -606,8 +709,10 @@ type runSink struct {
 	modes map[string]bool
 	// final is the last checkpoint, written with the run's end.
 	final *storage.Checkpoint
-	// pending holds the input checkpoint until the next write, so that a
-	// run's start costs no commit of its own (a crash before that write
+	// pending holds the checkpoints the executor made before the first
+	// node (the input checkpoint and the __start__ step) until the next
+	// write, so that a run whose start was not written with its start
+	// (a temporary run) pays no commit for them (a crash before that write
 	// loses nothing: the retry applies the input again).
 	pending []storage.Checkpoint
 	legacy  map[string]map[string]any // legacy "messages" mode: accumulated message per id
@@ -615,6 +720,9 @@ type runSink struct {
 	streamed bool
 	// repair is the cancel repair of the run's graph (nil: none).
 	repair graph.CancelRepairer
+	// ownEvents is set when the executor streams the "events" mode itself
+	// (OwnEvents): they are not derived from messages and updates then.
+	ownEvents atomic.Bool
 
 	mu    sync.Mutex // guards usage, notes and pending
 	usage *usageTotals
@@ -723,13 +831,22 @@ func (k *runSink) Checkpoint(ctx context.Context, executed graph.Checkpoint, fin
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if cp.Metadata["source"] == "input" {
+	if beforeFirstNode(cp) {
 		k.pending = append(k.pending, cp)
 		return nil
 	}
 	k.checkpoints.add(append(k.pending, cp)...)
 	k.pending = nil
 	return nil
+}
+
+// beforeFirstNode reports whether a checkpoint is one a run writes before
+// its first node runs: an input checkpoint, or a step whose writes are the
+// input's (__start__).
+func beforeFirstNode(cp storage.Checkpoint) bool {
+	writes, _ := cp.Metadata["writes"].(map[string]any)
+	_, ok := writes[graph.Start]
+	return ok || cp.Metadata["source"] == "input"
 }
 
 // handedOver stops background commits and returns, in order, every
@@ -742,6 +859,10 @@ func (k *runSink) handedOver() []storage.Checkpoint {
 	k.pending = nil
 	return rest
 }
+
+// OwnEvents tells the sink that the executor streams the "events" mode
+// itself (graph.EventsDeriver).
+func (k *runSink) OwnEvents() { k.ownEvents.Store(true) }
 
 // Wants maps executor modes to the stream modes the run was created with.
 // Nothing is built for a run nobody can read: not streamed by its creator,
@@ -787,12 +908,12 @@ func (k *runSink) Emit(mode string, payload any) {
 		if k.modes["messages"] {
 			k.emitLegacyMessage(payload)
 		}
-		if k.modes["events"] {
+		if k.modes["events"] && !k.ownEvents.Load() {
 			k.emitRaw("events", streamEvent("on_chat_model_stream", payload))
 		}
 		return
 	case "updates":
-		if k.modes["events"] {
+		if k.modes["events"] && !k.ownEvents.Load() {
 			k.emitRaw("events", map[string]any{"event": "on_chain_stream", "name": "LangGraph", "run_id": k.run.RunID.String(), "tags": []any{}, "metadata": map[string]any{}, "data": map[string]any{"chunk": payload}})
 		}
 		if !k.modes["updates"] {

@@ -14,6 +14,7 @@ import (
 	"agentserver/internal/asynctasks"
 	"agentserver/internal/channels"
 	"agentserver/internal/config"
+	"agentserver/internal/graph"
 	"agentserver/internal/graphs"
 	"agentserver/internal/mcptools"
 	"agentserver/internal/storage"
@@ -30,9 +31,10 @@ type agentRuntime struct {
 	notifier *supervisor.Notifier
 	// mcp owns the MCP client sessions (and stdio processes) of agents.
 	mcp *mcptools.Pool
-	// localGraphs are graph ids async subagents expect on this server,
-	// collected while langgraph.json loads and checked once it has.
-	localGraphs map[string]string // graph id -> the spec that needs it
+	// localGraphs are graph ids subagents (async, or task types that run
+	// a graph) expect on this server, collected while langgraph.json loads
+	// and checked once it has.
+	localGraphs map[string]graphNeed
 	// served, set once the graphs are loaded, checks those ids directly
 	// when a spec is reloaded.
 	served func(graphID string) bool
@@ -50,12 +52,23 @@ type agentRuntime struct {
 // subagents) on the way and describing JavaScript graphs with code, and
 // checks that co-deployed subagent graphs exist.
 func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry, db *storage.DB, code graphs.CodeResolver) (*graphs.Registry, *agentRuntime, error) {
-	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]string{}, supervisors: map[string]*supervisor.Supervisor{}, mcp: mcptools.NewPool(log)}
+	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]graphNeed{}, supervisors: map[string]*supervisor.Supervisor{}, mcp: mcptools.NewPool(log)}
 	workspaces := tools.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
 	models := agent.NewModelFactory(os.Getenv, log)
 	builtins := tools.Builtins(tools.Options{Shell: cfg.EnableShell, WorkspaceQuota: int64(cfg.WorkspaceQuota)})
+	var reg *graphs.Registry // set once langgraph.json is loaded
+	exec := &graph.Executor{Reducers: reducers}
 	rt.env = subagents.Env{DB: db, Models: models, Tools: builtins, Workspace: workspaces.Dir,
-		Admission: subagents.NewAdmission(cfg.MaxSubagents), Live: &subagents.Live{}, Shell: cfg.EnableShell}
+		Admission: subagents.NewAdmission(cfg.MaxSubagents), Live: &subagents.Live{}, Shell: cfg.EnableShell,
+		Graphs: func(graphID string) graph.Runner {
+			if reg == nil {
+				return nil
+			}
+			if def, ok := reg.Get(graphID); ok {
+				return def.Runner(exec)
+			}
+			return nil
+		}}
 	rt.resolve = agent.Resolver(agent.Options{
 		Models:    models,
 		Tools:     builtins,
@@ -65,34 +78,44 @@ func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry
 		MCP:       rt.mcp,
 		Log:       log,
 	})
-	reg, err := graphs.LoadWith(cfg.GraphsFile, graphs.Sources{Spec: rt.resolve, Code: code})
+	loaded, err := graphs.LoadWith(cfg.GraphsFile, graphs.Sources{Spec: rt.resolve, Code: code})
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, graph := range slices.Sorted(maps.Keys(rt.localGraphs)) { // sorted: the same error every start
-		spec := rt.localGraphs[graph]
-		if _, ok := reg.Get(graph); !ok {
-			return nil, nil, notServed(spec, graph)
+	reg = loaded
+	for _, id := range slices.Sorted(maps.Keys(rt.localGraphs)) { // sorted: the same error every start
+		if _, ok := reg.Get(id); !ok {
+			return nil, nil, rt.localGraphs[id].notServed(id)
 		}
 	}
 	rt.served = func(graphID string) bool { _, ok := reg.Get(graphID); return ok }
 	return reg, rt, nil
 }
 
-func notServed(spec, graph string) error {
-	return fmt.Errorf("%w: agent %q: async subagent graph %q is not served by this server (add it to langgraph.json or give the subagent a url)", graphs.ErrInvalidConfig, spec, graph)
+// graphNeed is an agent spec's need of a graph on this server: as an
+// in-process async subagent, or as a task subagent type (task).
+type graphNeed struct {
+	spec string
+	task bool
 }
 
-// needLocalGraph records that spec runs graph as an in-process async
-// subagent: while langgraph.json loads the check waits for the whole set of
-// graphs; on a reload it is made at once.
-func (rt *agentRuntime) needLocalGraph(spec, graph string) error {
+func (n graphNeed) notServed(graph string) error {
+	if n.task {
+		return fmt.Errorf("%w: agent %q: subagent type graph %q is not served by this server (add it to langgraph.json)", graphs.ErrInvalidConfig, n.spec, graph)
+	}
+	return fmt.Errorf("%w: agent %q: async subagent graph %q is not served by this server (add it to langgraph.json or give the subagent a url)", graphs.ErrInvalidConfig, n.spec, graph)
+}
+
+// needLocalGraph records that an agent spec runs graph on this server:
+// while langgraph.json loads the check waits for the whole set of graphs;
+// on a reload it is made at once.
+func (rt *agentRuntime) needLocalGraph(n graphNeed, graph string) error {
 	if rt.served == nil {
-		rt.localGraphs[graph] = spec
+		rt.localGraphs[graph] = n
 		return nil
 	}
 	if !rt.served(graph) {
-		return notServed(spec, graph)
+		return n.notServed(graph)
 	}
 	return nil
 }
@@ -105,6 +128,11 @@ func (rt *agentRuntime) middlewaresFor(graphID string, spec *agent.Spec) ([]agen
 		cfg, err := subagents.ParseConfig(spec.Subagents)
 		if err != nil {
 			return nil, err
+		}
+		for _, id := range cfg.Graphs() {
+			if err := rt.needLocalGraph(graphNeed{spec: spec.Name, task: true}, id); err != nil {
+				return nil, err
+			}
 		}
 		d, err := subagents.New(cfg, spec, rt.env, 0)
 		if err != nil {
@@ -130,7 +158,7 @@ func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent
 		if a.URL != "" || a.Protocol != "" {
 			continue
 		}
-		if err := rt.needLocalGraph(spec.Name, a.GraphID); err != nil {
+		if err := rt.needLocalGraph(graphNeed{spec: spec.Name}, a.GraphID); err != nil {
 			return nil, err
 		}
 	}

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"agentserver/internal/config"
+	"agentserver/internal/graph"
 	"agentserver/internal/graphs"
 	"agentserver/internal/jsworker"
+	"agentserver/internal/threads"
 )
 
 // jsGraphsStartTimeout bounds starting the graph workers and loading the
@@ -17,8 +19,9 @@ const jsGraphsStartTimeout = 2 * time.Minute
 
 // startJSGraphs starts the Node graph workers of langgraph.json's
 // JavaScript graphs; nil when it has none. The file's env is loaded first,
-// so that the workers inherit it.
-func startJSGraphs(cfg config.Config, log *slog.Logger, st jsworker.Store) (*jsworker.Pool, error) {
+// so that the workers inherit it. apiURL is where the workers reach the
+// server's API.
+func startJSGraphs(cfg config.Config, log *slog.Logger, st jsworker.Store, apiURL string) (*jsworker.Pool, error) {
 	file, err := filepath.Abs(cfg.GraphsFile)
 	if err != nil {
 		return nil, err
@@ -39,7 +42,7 @@ func startJSGraphs(cfg config.Config, log *slog.Logger, st jsworker.Store) (*jsw
 	return jsworker.Start(ctx, jsworker.Options{
 		NodeVersion: nodeVersion, ProjectDir: filepath.Dir(file), Graphs: specs,
 		Workers: cfg.JSWorkers, Concurrency: cfg.JSWorkerConcurrency,
-		CacheDir: filepath.Join(cfg.DataDir, "graph-worker"), Store: st, Log: log,
+		CacheDir: filepath.Join(cfg.DataDir, "graph-worker"), Store: st, Log: log, APIURL: apiURL, APIKey: cfg.APIKey,
 	})
 }
 
@@ -50,7 +53,47 @@ func codeResolver(pool *jsworker.Pool) graphs.CodeResolver {
 		return nil
 	}
 	return func(e graphs.CodeEntry) (*graphs.Definition, error) {
-		return graphs.CodeDefinition(e, pool.Runner(e.ID), pool.Drawing(e.ID), pool.StateKeys(e.ID))
+		return graphs.CodeDefinition(e, pool.Runner(e.ID), graphs.CodeLoad{Drawing: pool.Drawing(e.ID), StateKeys: pool.StateKeys(e.ID), Subgraphs: pool.Subgraphs(e.ID), Schemas: pool.Schemas(e.ID)})
+	}
+}
+
+// watchJSGraphs reloads the JavaScript graphs when their project's files
+// change (--watch), then redraws their definitions, until ctx ends.
+func (s *Server) watchJSGraphs(ctx context.Context) {
+	file, err := filepath.Abs(s.cfg.GraphsFile)
+	if err != nil {
+		s.log.Error("watch graphs", "err", err)
+		return
+	}
+	resolve := codeResolver(s.jsGraphs)
+	s.jsGraphs.Watch(ctx, s.reloadEvery, func() {
+		entries, _, err := graphs.ReadCode(file)
+		if err != nil {
+			s.log.Error("watch graphs", "err", err)
+			return
+		}
+		for _, e := range entries {
+			d, err := resolve(e)
+			if err == nil {
+				err = s.Graphs.Replace(d)
+			}
+			if err != nil {
+				s.log.Error("redraw reloaded graph", "graph_id", e.ID, "err", err)
+			}
+		}
+	})
+}
+
+// graphUpdaters finds the graphs that apply state updates themselves: those
+// run by a graph worker.
+func graphUpdaters(reg *graphs.Registry) threads.StateUpdaters {
+	return func(graphID string) graph.StateUpdater {
+		def, ok := reg.Get(graphID)
+		if !ok {
+			return nil
+		}
+		up, _ := def.Worker.(graph.StateUpdater)
+		return up
 	}
 }
 

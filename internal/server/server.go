@@ -176,7 +176,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	}
 	reducers := channels.NewRegistry()
 	st := store.New(db, log)
-	pool, err := startJSGraphs(cfg, log, st)
+	pool, err := startJSGraphs(cfg, log, st, baseURL(ln.Addr()))
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -206,6 +206,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		s.reloadEvery = DefaultReloadInterval
 	}
 	s.Threads = threads.New(db, s.Reducers)
+	s.Threads.SetStateUpdaters(graphUpdaters(reg))
 	s.Threads.Configure(threads.TTLConfig{Strategy: ttls.Threads.Strategy, DefaultTTL: ttls.Threads.DefaultTTL, SweepInterval: ttls.Threads.SweepInterval, SweepLimit: ttls.Threads.SweepLimit}, log, agents.threadDeleted)
 	s.Assistants = assistants.New(db, reg)
 	s.Store = st
@@ -226,6 +227,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Log: log})
 	agents.local.Bind(s.Threads, s.Runs)
 	agents.notifier.Bind(s.Threads, s.Runs)
+	s.Runs.SetCreationObserver(agents.notifier)
 	s.agents = agents
 	s.reloader = graphs.NewReloader(reg, agents.resolve, log)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -311,6 +313,13 @@ func (s *Server) Start() error {
 		go func() {
 			defer s.bg.Done()
 			s.reloader.Run(bgCtx, s.reloadEvery)
+		}()
+	}
+	if s.cfg.Watch && s.jsGraphs != nil && s.reloadEvery > 0 {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.watchJSGraphs(bgCtx)
 		}()
 	}
 	if n, err := subagents.RecoverInterrupted(bgCtx, s.db); err != nil {

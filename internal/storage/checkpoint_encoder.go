@@ -16,11 +16,15 @@ import (
 // writer goroutine.
 type EncodedCheckpoint struct {
 	ThreadID, CheckpointID uuid.UUID
+	CheckpointNS           string
 	raw                    []byte
 }
 
 // PutEncodedCheckpoint stores a checkpoint encoded by a CheckpointEncoder.
 func (t *Tx) PutEncodedCheckpoint(e EncodedCheckpoint) error {
+	if e.CheckpointNS != "" {
+		return t.putNested(e.ThreadID, e.CheckpointNS, e.CheckpointID, e.raw)
+	}
 	return t.bucket(bucketCheckpoints).Put(pairKey(e.ThreadID, e.CheckpointID), e.raw)
 }
 
@@ -67,7 +71,7 @@ func (e *CheckpointEncoder) Encode(cp Checkpoint) (EncodedCheckpoint, error) {
 		return EncodedCheckpoint{}, fmt.Errorf("encode checkpoint: %w", err)
 	}
 	b.Write(outer[at+len(nullValuesField):])
-	return EncodedCheckpoint{ThreadID: cp.ThreadID, CheckpointID: cp.CheckpointID, raw: slices.Clone(b.Bytes())}, nil
+	return EncodedCheckpoint{ThreadID: cp.ThreadID, CheckpointID: cp.CheckpointID, CheckpointNS: cp.CheckpointNS, raw: slices.Clone(b.Bytes())}, nil
 }
 
 var (

@@ -45,12 +45,17 @@ type CheckpointTask struct {
 	Input any `json:"input,omitempty"`
 }
 
-// PutCheckpoint stores a checkpoint. Checkpoint ids are UUIDv7, so the newest
-// checkpoint of a thread has the largest key.
+// PutCheckpoint stores a checkpoint: a thread's own, or a nested graph's
+// (CheckpointNS set). Checkpoint ids are time-ordered (UUIDv6, or the
+// UUIDv7 of earlier releases), so the newest checkpoint of a thread has
+// the largest key.
 func (t *Tx) PutCheckpoint(cp Checkpoint) error {
 	raw, err := encode(cp)
 	if err != nil {
 		return err
+	}
+	if cp.CheckpointNS != "" {
+		return t.putNested(cp.ThreadID, cp.CheckpointNS, cp.CheckpointID, raw)
 	}
 	return t.bucket(bucketCheckpoints).Put(pairKey(cp.ThreadID, cp.CheckpointID), raw)
 }
@@ -177,8 +182,12 @@ func deletePrefix(b kvBucket, prefix []byte) error {
 	return nil
 }
 
-// DeleteRunCheckpoints removes the checkpoints a run wrote on a thread.
+// DeleteRunCheckpoints removes the checkpoints a run wrote on a thread,
+// nested graphs' included.
 func (t *Tx) DeleteRunCheckpoints(threadID, runID uuid.UUID) error {
+	if _, err := t.deleteNested(threadID, func(_ []byte, cp Checkpoint) bool { return cp.RunID != nil && *cp.RunID == runID }); err != nil {
+		return err
+	}
 	c := t.bucket(bucketCheckpoints).Cursor()
 	prefix := threadID[:]
 	var doomed [][]byte

@@ -21,6 +21,11 @@ const SchemaVersion = 1
 // maxBatch bounds how many queued writes share one transaction.
 const maxBatch = 512
 
+// maxBulkBatchBytes bounds the bytes the bulk writes of one transaction
+// carry (at least one bulk write is taken), so that a commit holding bulk
+// data stays short for the small writes that share it.
+const maxBulkBatchBytes = 512 << 10
+
 var (
 	// ErrNotFound reports that a record does not exist.
 	ErrNotFound = errdefs.ErrNotFound
@@ -43,9 +48,9 @@ var bucketNames = [][]byte{
 	bucketMeta,
 	bucketAssistants, bucketAssistantVersions,
 	bucketThreads, bucketThreadsByCreated, bucketThreadsByMeta, bucketThreadsByStatus, bucketThreadsByExpiry,
-	bucketCheckpoints,
+	bucketCheckpoints, bucketNestedCheckpoints,
 	bucketRuns, bucketRunsByThread, bucketRunsActive, bucketRunEvents,
-	bucketStoreItems, bucketStoreExpiry, bucketStoreVectors,
+	bucketStoreItems, bucketStoreExpiry, bucketStoreVectors, bucketStoreBlobs, bucketStoreStaged,
 	bucketSubagents,
 	bucketThreadEvents,
 	bucketCrons, bucketCronsByDue, bucketCronsByThread,
@@ -61,6 +66,7 @@ var (
 	bucketThreadsByStatus   = []byte("threads_by_status")
 	bucketThreadsByExpiry   = []byte("threads_by_expiry")
 	bucketCheckpoints       = []byte("checkpoints")
+	bucketNestedCheckpoints = []byte("nested_checkpoints")
 	bucketRuns              = []byte("runs")
 	bucketRunsByThread      = []byte("runs_by_thread")
 	bucketRunsActive        = []byte("runs_active")
@@ -68,6 +74,8 @@ var (
 	bucketStoreItems        = []byte("store_items")
 	bucketStoreExpiry       = []byte("store_expiry")
 	bucketStoreVectors      = []byte("store_vectors")
+	bucketStoreBlobs        = []byte("store_blobs")
+	bucketStoreStaged       = []byte("store_staged")
 	bucketSubagents         = []byte("subagents")
 	bucketThreadEvents      = []byte("thread_events")
 	bucketCrons             = []byte("crons")
@@ -93,7 +101,11 @@ type Options struct {
 type DB struct {
 	be backend
 
-	writes   chan *writeRequest
+	writes chan *writeRequest
+	// bulk queues the writes of large data in pieces (store values
+	// staged by StageStoreValue): each transaction takes the small writes
+	// queued and bulk ones up to maxBulkBatchBytes.
+	bulk     chan *writeRequest
 	quit     chan struct{}
 	loopDone chan struct{}
 
@@ -112,6 +124,8 @@ type writeRequest struct {
 	// reads, when set, declares what fn reads (see UpdateReading).
 	reads func(*Tx)
 	done  chan error
+	// size is the number of bytes a bulk write carries.
+	size int
 	// afterCommit collects callbacks registered by fn during its last execution.
 	afterCommit []func()
 }
@@ -126,6 +140,7 @@ func start(be backend) (*DB, error) {
 	db := &DB{
 		be:       be,
 		writes:   make(chan *writeRequest, maxBatch),
+		bulk:     make(chan *writeRequest, maxBatch),
 		quit:     make(chan struct{}),
 		loopDone: make(chan struct{}),
 	}
@@ -304,13 +319,25 @@ func (db *DB) Submit(ctx context.Context, fn func(*Tx) error) (*Write, error) {
 }
 
 func (db *DB) submit(ctx context.Context, req *writeRequest) (*Write, error) {
+	return db.enqueue(ctx, db.writes, req)
+}
+
+// submitBulk queues fn, which writes size bytes of bulk data, on the bulk
+// lane. Bulk writes commit in the order they were queued, but small writes
+// queued after them may commit first: what a bulk write stores must stay
+// unreachable until a small write that follows its commit refers to it.
+func (db *DB) submitBulk(ctx context.Context, size int, fn func(*Tx) error) (*Write, error) {
+	return db.enqueue(ctx, db.bulk, &writeRequest{fn: fn, size: size, done: make(chan error, 1)})
+}
+
+func (db *DB) enqueue(ctx context.Context, lane chan *writeRequest, req *writeRequest) (*Write, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.closed {
 		return nil, ErrClosed
 	}
 	select {
-	case db.writes <- req:
+	case lane <- req:
 		return &Write{req}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -331,7 +358,8 @@ func (w *Write) Wait() error {
 }
 
 // writeLoop owns every read-write transaction. It drains whatever is queued
-// into one batch, commits it with a single fsync, and answers each caller.
+// into one batch (every small write, bulk writes up to maxBulkBatchBytes),
+// commits it with a single fsync, and answers each caller.
 func (db *DB) writeLoop() {
 	defer close(db.loopDone)
 	batch := make([]*writeRequest, 0, maxBatch)
@@ -339,28 +367,57 @@ func (db *DB) writeLoop() {
 		select {
 		case req := <-db.writes:
 			batch = append(batch[:0], req)
+		case req := <-db.bulk:
+			batch = append(batch[:0], req)
 		case <-db.quit:
 			// Update refuses new work once closed is set, so draining what is
 			// queued now finishes every accepted write.
-			for {
-				select {
-				case req := <-db.writes:
-					db.commit([]*writeRequest{req})
-				default:
-					return
-				}
-			}
+			db.drainAtClose()
+			return
 		}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case req := <-db.writes:
-				batch = append(batch, req)
-			default:
-				break drain
-			}
+		db.commit(db.fill(batch))
+	}
+}
+
+// fill adds to batch the small writes queued now and bulk writes until
+// their bytes reach maxBulkBatchBytes.
+func (db *DB) fill(batch []*writeRequest) []*writeRequest {
+	bulkBytes := 0
+	for _, req := range batch {
+		bulkBytes += req.size
+	}
+	for len(batch) < maxBatch {
+		select {
+		case req := <-db.writes:
+			batch = append(batch, req)
+			continue
+		default:
 		}
-		db.commit(batch)
+		if bulkBytes >= maxBulkBatchBytes {
+			return batch
+		}
+		select {
+		case req := <-db.bulk:
+			batch = append(batch, req)
+			bulkBytes += req.size
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// drainAtClose commits, one by one, the writes still queued on both lanes.
+func (db *DB) drainAtClose() {
+	for {
+		select {
+		case req := <-db.writes:
+			db.commit([]*writeRequest{req})
+		case req := <-db.bulk:
+			db.commit([]*writeRequest{req})
+		default:
+			return
+		}
 	}
 }
 

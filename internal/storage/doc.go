@@ -61,7 +61,12 @@
 // coalesced by a single writer goroutine into one transaction per batch
 // ("group commit"): while one batch is being committed the next one
 // accumulates, so throughput grows with concurrency instead of stopping at
-// one fsync per request, and a lone writer pays no batching delay.
+// one fsync per request, and a lone writer pays no batching delay. The
+// writer has two lanes: small writes (Update, Submit), all of which a
+// batch takes, and bulk writes (the chunks of a large store value,
+// StageStoreValue), of which a batch takes at most maxBulkBatchBytes, so
+// that a commit a small write joins or waits for stays short however
+// large the values being written.
 //
 // # Bucket tree
 //
@@ -75,12 +80,23 @@
 //	threads_by_status         status | 0x00 | created_at(8) | thread_id(16) -> empty
 //	threads_by_expiry         expires_at(8, unix nanos) | thread_id(16) -> empty, for every thread
 //	                          with a TTL; expires_at = updated_at + ttl minutes (see Thread.ExpiresAt)
-//	checkpoints               thread_id(16) | checkpoint_id(16) -> Checkpoint JSON
+//	checkpoints               thread_id(16) | checkpoint_id(16) -> Checkpoint JSON (a thread's own graph)
+//	nested_checkpoints        thread_id(16) | checkpoint_ns | 0x00 | checkpoint_id(16) -> Checkpoint JSON:
+//	                          the checkpoints of nested graphs (subgraphs of a graph worker's graph,
+//	                          checkpoint_ns "node:task_id", "outer:task|inner:task"); deleted with the
+//	                          thread, with a rolled-back run, and by keep_latest (but the newest of
+//	                          each namespace)
 //	runs                      run_id(16) -> Run JSON
 //	runs_by_thread            thread_id(16) | run_id(16) -> empty
 //	runs_active               run_id(16) -> empty, for every pending or running run
 //	run_events                run_id(16) | seq(8, big endian) -> {"event": name, "data": json} (resumable runs only)
-//	store_items               namespace labels joined by 0x1f | 0x00 | key -> StoreItem JSON
+//	store_items               namespace labels joined by 0x1f | 0x00 | key -> StoreItem JSON with
+//	                          "value" last (records of earlier builds have it first), or, for a
+//	                          value over 256 KiB, "value_blob" {id, chunks, size} naming its chunks
+//	store_blobs               value id(16) | chunk index(4, big endian) -> 256 KiB of the encoded
+//	                          value (the last chunk shorter); deleted with the item that names them
+//	store_staged              value id(16) -> time of its last chunk (8, unix nanos): a value staged
+//	                          for a put whose item is not stored yet; swept after StagedStoreValueGrace
 //	store_expiry              expires_at(8, unix nanos) | item key -> empty
 //	store_vectors             item key -> count(4) | dims(4) | count×dims float32 (little endian):
 //	                          the embeddings of an item's indexed fields (semantic search); written
@@ -101,8 +117,9 @@
 // before the sweeper deletes it.
 //
 // UUIDs are stored as their 16 raw bytes. Identifiers the server mints are
-// UUIDv7, so byte order is creation order: a cursor over checkpoints of one
-// thread walks them oldest to newest.
+// UUIDv7, and checkpoint ids UUIDv6 (as LangGraph's), so byte order is
+// creation order: a cursor over checkpoints of one thread walks them oldest
+// to newest.
 //
 // # Invariants
 //
@@ -113,8 +130,11 @@
 //     second copy.
 //   - Values returned from a transaction are decoded copies: nothing returned
 //     by this package aliases a backend's memory (bbolt's memory map).
-//   - Writes commit in the order they were queued (Update, Submit): a write
-//     queued after another sees its effects and is durable only after it.
+//   - Writes of one lane commit in the order they were queued (Update,
+//     Submit): a write queued after another sees its effects and is durable
+//     only after it. A bulk write may commit after small writes queued
+//     later: what it stores (a staged chunk) is reachable only through a
+//     record a small write stores once the chunks have committed.
 //   - An update writes only the index entries that change, so that it
 //     dirties (and syncs) no page it does not need to.
 //   - Transactions are short: no network, no model calls and no channel waits
@@ -124,8 +144,10 @@
 //     large write does not hold up the small ones queued behind it: a
 //     thread's metadata has at most MaxThreadMetadataKeys keys (each is an
 //     index entry; index changes are computed in linear time), a store
-//     value is encoded before the transaction (PrepareStoreItem), and the
-//     copy it replaces is not decoded into maps.
+//     value is encoded before the transaction (PrepareStoreItem), one over
+//     256 KiB is written ahead in chunks on the bulk lane (StageStoreValue),
+//     and the copy it replaces is read only as far as its dates (its value
+//     comes last).
 //   - A pending or running run whose record no longer decodes (an earlier
 //     build accepted input nested deeper than the decoder reads back) is
 //     rewritten at start-up as an error run from its readable top-level

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -53,6 +54,9 @@ type StoreItem struct {
 	// encodedValue is Value encoded by PrepareStoreItem, outside the
 	// transaction.
 	encodedValue []byte
+	// blob, when set, holds the value instead of encodedValue: the chunks
+	// StageStoreValue wrote, or those the stored item refers to.
+	blob *storeBlob
 }
 
 // PrepareStoreItem encodes the item's value ahead of PutStoreItem, so that
@@ -63,52 +67,112 @@ func PrepareStoreItem(it StoreItem) (StoreItem, error) {
 	if err != nil {
 		return it, fmt.Errorf("encode store value: %w", err)
 	}
-	it.encodedValue = raw
+	it.encodedValue, it.blob = raw, nil
 	return it, nil
 }
 
-// storeItemHead is a StoreItem without its value, for encoding the rest of
-// a prepared item.
-type storeItemHead struct {
-	StoreItem
-	Value *struct{} `json:"value,omitempty"`
+// StoreDeadline is when an item written or refreshed at now with a TTL of
+// ttlMinutes expires.
+func StoreDeadline(now time.Time, ttlMinutes float64) time.Time {
+	return now.Add(time.Duration(ttlMinutes * float64(time.Minute)))
 }
 
-// encodeStoreItem encodes it, reusing the value PrepareStoreItem encoded.
+// storeItemHead is how an item is stored before its value: its fields, and
+// the reference to a staged value (value_blob) that stands for the value.
+type storeItemHead struct {
+	StoreItem
+	Value *struct{}  `json:"value,omitempty"`
+	Blob  *storeBlob `json:"value_blob,omitempty"`
+}
+
+// storeRecord is a stored item as decoded: an inline value lands in
+// StoreItem.Value, a staged one is named by Blob.
+type storeRecord struct {
+	StoreItem
+	Blob *storeBlob `json:"value_blob"`
+}
+
+// encodeStoreItem encodes it with its value last (or, for a staged value,
+// only the reference to it), reusing the value PrepareStoreItem encoded.
+// The fields before the value are then readable without scanning the
+// value (readStoreItemHead).
 func encodeStoreItem(it StoreItem) ([]byte, error) {
-	if it.encodedValue == nil {
-		return encode(it)
-	}
-	head, err := encode(storeItemHead{StoreItem: it})
+	head, err := encode(storeItemHead{StoreItem: it, Blob: it.blob})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(`{"value":,`)+len(it.encodedValue)+len(head))
-	out = append(out, `{"value":`...)
-	out = append(out, it.encodedValue...)
-	out = append(out, ',')
-	return append(out, head[1:]...), nil
+	if it.blob != nil {
+		return head, nil
+	}
+	value := it.encodedValue
+	if value == nil {
+		if value, err = encode(it.Value); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]byte, 0, len(head)+len(`,"value":`)+len(value))
+	out = append(out, head[:len(head)-1]...)
+	out = append(out, `,"value":`...)
+	out = append(out, value...)
+	return append(out, '}'), nil
 }
 
-// storeItemDates is the part of a stored item a replacement carries over,
-// decoded without building the old value.
-type storeItemDates struct {
+// storeHead is the part of a stored item that a replacement carries over,
+// the expiry index needs, and a deletion follows to a staged value.
+type storeHead struct {
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at"`
+	Blob      *storeBlob `json:"value_blob"`
+}
+
+// expiredAt reports whether the item has expired at now.
+func (h storeHead) expiredAt(now time.Time) bool {
+	return h.ExpiresAt != nil && !now.Before(*h.ExpiresAt)
+}
+
+// readStoreItemHead reads the head of a stored item. An item encoded by
+// encodeStoreItem has its value last, so the read stops where the value
+// begins: the writer replacing or deleting a large item does not scan it.
+// Items written before that layout (value first) are read whole.
+func readStoreItemHead(raw []byte) (storeHead, error) {
+	var h storeHead
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return h, fmt.Errorf("decode record: %w", err)
+	}
+	if tok != json.Delim('{') {
+		return h, errors.New("decode record: a store item is not a JSON object")
+	}
+	seenCreated := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return h, fmt.Errorf("decode record: %w", err)
+		}
+		var dst any = new(json.RawMessage)
+		switch tok {
+		case "created_at":
+			dst, seenCreated = &h.CreatedAt, true
+		case "expires_at":
+			dst = &h.ExpiresAt
+		case "value_blob":
+			dst = &h.Blob
+		case "value":
+			if seenCreated {
+				return h, nil // the head came first: nothing after the value
+			}
+		}
+		if err := dec.Decode(dst); err != nil {
+			return h, fmt.Errorf("decode record: %w", err)
+		}
+	}
+	return h, nil
 }
 
 // ExpiredAt reports whether the item has expired at now.
 func (it StoreItem) ExpiredAt(now time.Time) bool {
 	return it.ExpiresAt != nil && !now.Before(*it.ExpiresAt)
-}
-
-// storeExpiry is the part of a stored item read when only its expiry matters.
-type storeExpiry struct {
-	ExpiresAt *time.Time `json:"expires_at"`
-}
-
-func (e storeExpiry) expiredAt(now time.Time) bool {
-	return e.ExpiresAt != nil && !now.Before(*e.ExpiresAt)
 }
 
 // StoreSearch selects store items for Tx.SearchStoreItems.
@@ -222,22 +286,44 @@ func storeScanRanges(prefix []string) [][]byte {
 // GetStoreItem returns the item stored under namespace and key, or
 // ErrNotFound when there is none or it has expired at now.
 func (t *Tx) GetStoreItem(namespace []string, key string, now time.Time) (StoreItem, error) {
-	var it StoreItem
 	k, err := storeItemKey(namespace, key)
 	if err != nil {
-		return it, err
+		return StoreItem{}, err
 	}
 	raw := t.bucket(bucketStoreItems).Get(k)
 	if raw == nil {
-		return it, fmt.Errorf("store item %q: %w", key, ErrNotFound)
-	}
-	if err := decode(raw, &it); err != nil {
-		return StoreItem{}, err
-	}
-	if it.ExpiredAt(now) {
 		return StoreItem{}, fmt.Errorf("store item %q: %w", key, ErrNotFound)
 	}
-	return it, nil
+	it, err := t.readStoreItem(raw, now)
+	if err == nil && it == nil {
+		err = fmt.Errorf("store item %q: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return StoreItem{}, err
+	}
+	return *it, nil
+}
+
+// readStoreItem decodes a stored item with its value, or returns nil when
+// it has expired at now (its staged value is then not read).
+func (t *Tx) readStoreItem(raw []byte, now time.Time) (*StoreItem, error) {
+	var rec storeRecord
+	if err := decode(raw, &rec); err != nil {
+		return nil, err
+	}
+	if rec.ExpiredAt(now) {
+		return nil, nil
+	}
+	if rec.Blob != nil {
+		value, err := t.storeBlobValue(*rec.Blob)
+		if err != nil {
+			return nil, err
+		}
+		if err := decode(value, &rec.Value); err != nil {
+			return nil, err
+		}
+	}
+	return &rec.StoreItem, nil
 }
 
 // PutStoreItem creates or replaces an item and keeps the expiry index in
@@ -245,16 +331,22 @@ func (t *Tx) GetStoreItem(namespace []string, key string, now time.Time) (StoreI
 // under the same key, its CreatedAt is kept; otherwise CreatedAt is
 // it.CreatedAt, or it.UpdatedAt when that is zero. A namespace that cannot
 // be framed (empty, an empty label, a label with 0x00 or 0x1f) is refused
-// with ErrInvalid.
+// with ErrInvalid. A value StageStoreValue staged becomes the item's; the
+// staged value of the item replaced is deleted.
 func (t *Tx) PutStoreItem(it StoreItem) error {
 	k, err := storeItemKey(it.Namespace, it.Key)
 	if err != nil {
 		return err
 	}
+	if it.blob != nil && it.blob.staged {
+		if err := t.takeStoreBlob(*it.blob); err != nil {
+			return err
+		}
+	}
 	b := t.bucket(bucketStoreItems)
 	if raw := b.Get(k); raw != nil {
-		var old storeItemDates
-		if err := decode(raw, &old); err != nil {
+		old, err := readStoreItemHead(raw)
+		if err != nil {
 			return err
 		}
 		if old.ExpiresAt != nil {
@@ -262,7 +354,12 @@ func (t *Tx) PutStoreItem(it StoreItem) error {
 				return err
 			}
 		}
-		if !(storeExpiry{old.ExpiresAt}).expiredAt(it.UpdatedAt) {
+		if old.Blob != nil && (it.blob == nil || it.blob.ID != old.Blob.ID) {
+			if err := t.deleteStoreBlob(old.Blob.ID); err != nil {
+				return err
+			}
+		}
+		if !old.expiredAt(it.UpdatedAt) {
 			it.CreatedAt = old.CreatedAt
 		}
 	}
@@ -282,6 +379,35 @@ func (t *Tx) PutStoreItem(it StoreItem) error {
 	return nil
 }
 
+// RefreshStoreItem moves the deadline of the item under namespace and key
+// to now plus its TTL. An item that is missing, has expired at now or has
+// no TTL is left as it is. The value is carried over as stored: neither
+// decoded nor, when staged, read.
+func (t *Tx) RefreshStoreItem(namespace []string, key string, now time.Time) error {
+	k, err := storeItemKey(namespace, key)
+	if err != nil {
+		return err
+	}
+	raw := t.bucket(bucketStoreItems).Get(k)
+	if raw == nil {
+		return t.kv.failure()
+	}
+	var rec struct {
+		storeRecord
+		Value json.RawMessage `json:"value"`
+	}
+	if err := decode(raw, &rec); err != nil {
+		return err
+	}
+	it := rec.StoreItem
+	if it.ExpiredAt(now) || it.TTLMinutes == nil {
+		return nil
+	}
+	exp := StoreDeadline(now, *it.TTLMinutes)
+	it.ExpiresAt, it.encodedValue, it.blob = &exp, rec.Value, rec.Blob
+	return t.PutStoreItem(it)
+}
+
 // DeleteStoreItem removes an item and its expiry index entry, whether or
 // not it has expired. It returns ErrNotFound when there is no record.
 func (t *Tx) DeleteStoreItem(namespace []string, key string) error {
@@ -294,12 +420,17 @@ func (t *Tx) DeleteStoreItem(namespace []string, key string) error {
 	if raw == nil {
 		return fmt.Errorf("store item %q: %w", key, ErrNotFound)
 	}
-	var e storeExpiry
-	if err := decode(raw, &e); err != nil {
+	e, err := readStoreItemHead(raw)
+	if err != nil {
 		return err
 	}
 	if e.ExpiresAt != nil {
 		if err := t.bucket(bucketStoreExpiry).Delete(storeExpiryKey(*e.ExpiresAt, k)); err != nil {
+			return err
+		}
+	}
+	if e.Blob != nil {
+		if err := t.deleteStoreBlob(e.Blob.ID); err != nil {
 			return err
 		}
 	}
@@ -318,11 +449,11 @@ func (t *Tx) SearchStoreItems(q StoreSearch) ([]StoreItem, error) {
 	c := t.bucket(bucketStoreItems).Cursor()
 	for _, p := range storeScanRanges(q.Prefix) {
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			var it StoreItem
-			if err := decode(v, &it); err != nil {
+			it, err := t.readStoreItem(v, q.Now)
+			if err != nil {
 				return nil, err
 			}
-			if it.ExpiredAt(q.Now) || (q.Match != nil && !q.Match(&it)) {
+			if it == nil || (q.Match != nil && !q.Match(it)) {
 				continue
 			}
 			if q.WithVectors {
@@ -332,7 +463,7 @@ func (t *Tx) SearchStoreItems(q StoreSearch) ([]StoreItem, error) {
 				}
 				it.Vectors = vecs
 			}
-			out = append(out, it)
+			out = append(out, *it)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -369,8 +500,8 @@ func (t *Tx) ListStoreNamespaces(q StoreNamespaceQuery) ([][]string, error) {
 			}
 			ns := decodeStoreNamespace(enc)
 			if matchLabels(ns, q.Prefix, false) && matchLabels(ns, q.Suffix, true) {
-				var e storeExpiry
-				if err := decode(v, &e); err != nil {
+				e, err := readStoreItemHead(v)
+				if err != nil {
 					return nil, err
 				}
 				if e.expiredAt(q.Now) {
@@ -445,13 +576,18 @@ func (t *Tx) DeleteExpiredStoreItems(now time.Time, limit int) (int, error) {
 		if raw == nil {
 			continue
 		}
-		var e storeExpiry
-		if err := decode(raw, &e); err != nil {
+		e, err := readStoreItemHead(raw)
+		if err != nil {
 			return n, err
 		}
 		// The index entry is the item's only if it carries the same deadline.
 		if e.ExpiresAt == nil || !bytes.Equal(storeExpiryKey(*e.ExpiresAt, itemKey), k) {
 			continue
+		}
+		if e.Blob != nil {
+			if err := t.deleteStoreBlob(e.Blob.ID); err != nil {
+				return n, err
+			}
 		}
 		if err := items.Delete(itemKey); err != nil {
 			return n, err
@@ -470,8 +606,8 @@ func (t *Tx) DeleteExpiredStoreItems(now time.Time, limit int) (int, error) {
 func (t *Tx) CheckStoreExpiryIndex() error {
 	want := map[string]bool{}
 	err := t.bucket(bucketStoreItems).ForEach(func(k, v []byte) error {
-		var e storeExpiry
-		if err := decode(v, &e); err != nil {
+		e, err := readStoreItemHead(v)
+		if err != nil {
 			return err
 		}
 		if e.ExpiresAt != nil {

@@ -84,15 +84,20 @@ func (t *Tx) ThreadBusy(id uuid.UUID) (bool, error) {
 }
 
 // KeepLatestCheckpoint deletes every checkpoint of a thread but its newest
-// and returns how many it deleted.
+// (and, of its nested graphs' checkpoints, the newest of each namespace,
+// from which a paused subgraph resumes) and returns how many it deleted.
 func (t *Tx) KeepLatestCheckpoint(threadID uuid.UUID) (int, error) {
 	b := t.bucket(bucketCheckpoints)
 	last, _ := seekLastWithPrefix(b.Cursor(), threadID[:])
 	if last == nil {
 		return 0, nil
 	}
+	nested, err := t.keepLatestNested(threadID)
+	if err != nil {
+		return 0, err
+	}
 	last = append([]byte(nil), last...)
-	n := 0
+	n := nested
 	c := b.Cursor()
 	for k, _ := c.Seek(threadID[:]); k != nil && bytes.Compare(k, last) < 0; k, _ = c.Seek(threadID[:]) {
 		if err := c.Delete(); err != nil {

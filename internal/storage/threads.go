@@ -154,6 +154,9 @@ func (t *Tx) DeleteThread(id uuid.UUID) error {
 	if err := deletePrefix(t.bucket(bucketCheckpoints), id[:]); err != nil {
 		return err
 	}
+	if _, err := t.deleteNested(id, nil); err != nil {
+		return err
+	}
 	if err := deletePrefix(t.bucket(bucketThreadEvents), id[:]); err != nil {
 		return err
 	}

@@ -21,7 +21,11 @@
 //     physically deleted it yet. Writing over an expired item starts a new
 //     item (a new created_at).
 //   - Each operation is one storage transaction; a rejected Put writes
-//     nothing.
+//     nothing. A value whose encoding is over 256 KiB is first staged in
+//     chunks (storage.StageStoreValue) that the item's transaction then
+//     takes up, so that a large put does not hold up the small writes of
+//     other requests; a put that fails drops its staged value, and values
+//     a crash left staged are swept by Run (SweepStaged).
 //   - Vector index consistency. With semantic search on, the service keeps
 //     an in-memory copy of the stored vectors (vectorIndex), loaded from
 //     storage by the first semantic search. Put and Delete change it right

@@ -30,6 +30,10 @@ const DefaultSweepInterval = 30 * time.Second
 // large backlog does not hold the writer for long.
 const sweepBatch = 512
 
+// stagedSweepBatch bounds the staged values one sweep transaction deletes
+// (each up to the body limit in size).
+const stagedSweepBatch = 16
+
 // maxTTLMinutes is the largest TTL whose deadline fits a time.Duration.
 const maxTTLMinutes = float64(math.MaxInt64 / int64(time.Minute))
 
@@ -204,10 +208,6 @@ func validateTTL(ttl *float64) error {
 	return nil
 }
 
-func deadline(now time.Time, ttl float64) time.Time {
-	return now.Add(time.Duration(ttl * float64(time.Minute)))
-}
-
 // Put creates or replaces the item at namespace and key. index is false
 // (not embedded), nil (the configured fields are embedded) or a list of
 // field paths to embed instead; without semantic search it is only kept.
@@ -246,7 +246,7 @@ func (s *Service) Put(ctx context.Context, namespace []string, key string, value
 	}
 	if ttlMinutes != nil {
 		ttl := *ttlMinutes
-		exp := deadline(now, ttl)
+		exp := storage.StoreDeadline(now, ttl)
 		it.TTLMinutes, it.ExpiresAt = &ttl, &exp
 	}
 	// Embeddings are computed before the transaction: no network inside it.
@@ -258,7 +258,12 @@ func (s *Service) Put(ctx context.Context, namespace []string, key string, value
 	if err != nil {
 		return err
 	}
-	return s.writeIndexed(it.Namespace, it.Key, vecs, func() error {
+	// A large value is written ahead, in pieces that do not hold up the
+	// writes of other requests; the item's own transaction stays small.
+	if err := s.db.StageStoreValue(ctx, &prepared); err != nil {
+		return err
+	}
+	err = s.writeIndexed(it.Namespace, it.Key, vecs, func() error {
 		return s.db.Update(ctx, func(tx *storage.Tx) error {
 			if err := tx.PutStoreItem(prepared); err != nil {
 				return err
@@ -266,6 +271,12 @@ func (s *Service) Put(ctx context.Context, namespace []string, key string, value
 			return tx.PutStoreVectors(it.Namespace, it.Key, vecs)
 		})
 	})
+	if err != nil {
+		if derr := s.db.DropStagedStoreValue(prepared); derr != nil {
+			s.log.Warn("store: dropping the staged value of a failed put", "err", derr)
+		}
+	}
+	return err
 }
 
 // storable reports whether namespace and key could address a stored item;
@@ -308,20 +319,8 @@ func (s *Service) Get(ctx context.Context, namespace []string, key string, refre
 func (s *Service) refresh(ctx context.Context, items []storage.StoreItem) error {
 	now := s.now()
 	return s.db.Update(ctx, func(tx *storage.Tx) error {
-		for _, old := range items {
-			it, err := tx.GetStoreItem(old.Namespace, old.Key, now)
-			if errors.Is(err, errdefs.ErrNotFound) {
-				continue // deleted or expired since it was read
-			}
-			if err != nil {
-				return err
-			}
-			if it.TTLMinutes == nil {
-				continue
-			}
-			exp := deadline(now, *it.TTLMinutes)
-			it.ExpiresAt = &exp
-			if err := tx.PutStoreItem(it); err != nil {
+		for _, it := range items {
+			if err := tx.RefreshStoreItem(it.Namespace, it.Key, now); err != nil {
 				return err
 			}
 		}
@@ -459,7 +458,8 @@ func (s *Service) ListNamespaces(ctx context.Context, prefix, suffix []string, m
 	return out, nil
 }
 
-// Run deletes expired items once at start and then every sweep interval
+// Run deletes expired items and stale staged values (SweepStaged) once at
+// start and then every sweep interval
 // until ctx is cancelled. The server starts it in its own goroutine and
 // cancels ctx (then waits for Run to return) on shutdown.
 func (s *Service) Run(ctx context.Context) {
@@ -472,10 +472,38 @@ func (s *Service) Run(ctx context.Context) {
 		} else if n > 0 {
 			s.log.Debug("store items expired", "count", n)
 		}
+		n, err = s.SweepStaged(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("store sweep of staged values failed", "err", err)
+		} else if n > 0 {
+			s.log.Info("store values staged by puts that never finished deleted", "count", n)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// SweepStaged deletes the large values staged for puts that never stored
+// their item (the server stopped in between), in batches of short
+// transactions, and returns how many it deleted.
+func (s *Service) SweepStaged(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		var n int
+		err := s.db.Update(ctx, func(tx *storage.Tx) error {
+			var err error
+			n, err = tx.DeleteStaleStoreValues(time.Now(), stagedSweepBatch)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("sweep staged store values: %w", err)
+		}
+		total += n
+		if n < stagedSweepBatch {
+			return total, nil
 		}
 	}
 }

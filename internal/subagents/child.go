@@ -28,7 +28,7 @@ type childSink struct {
 	// log appends steps to the execution record off the hot path.
 	log *stepLog
 	// fwd streams the subagent's own events to the lead's client under
-	// the namespace task:<tool call id> (stream_subgraphs); nil: none.
+	// the namespace tools:<tool call id> (stream_subgraphs); nil: none.
 	fwd graph.Sink
 
 	mu     sync.Mutex

@@ -43,6 +43,12 @@ type Type struct {
 	Model          string  `json:"model"`
 	MaxTurns       int     `json:"max_turns"`
 	TimeoutSeconds float64 `json:"timeout_seconds"`
+	// GraphID makes the type run a graph the server serves (a
+	// LangGraph.js graph, an agent spec, a built-in) instead of an agent
+	// loop: the prompt is its input's user message and its last AI
+	// message the answer. SystemPrompt, Tools, DisallowedTools, Model and
+	// MaxTurns do not apply to it.
+	GraphID string `json:"graph_id"`
 }
 
 // Override adjusts one type (built-in or custom).
@@ -70,6 +76,18 @@ type Config struct {
 	TokenBudget int                 `json:"token_budget"`
 	Types       []Type              `json:"types"`
 	Overrides   map[string]Override `json:"overrides"`
+}
+
+// Graphs lists the graphs the config's types run (graph_id), for the
+// server to check that it serves them.
+func (c Config) Graphs() []string {
+	var out []string
+	for _, t := range c.Types {
+		if t.GraphID != "" {
+			out = append(out, t.GraphID)
+		}
+	}
+	return out
 }
 
 // ParseConfig reads the "subagents" section of an agent spec; unknown
@@ -165,6 +183,9 @@ func newRegistry(cfg Config, shell bool) (*registry, error) {
 	for _, t := range cfg.Types {
 		if t.Name == GeneralPurpose || t.Name == Bash {
 			return nil, fmt.Errorf("%w: %q is a built-in subagent type; override it under overrides instead", ErrInvalidConfig, t.Name)
+		}
+		if t.GraphID != "" && (t.SystemPrompt != "" || t.Tools != nil || t.DisallowedTools != nil || t.Model != "" || t.MaxTurns != 0) {
+			return nil, fmt.Errorf("%w: subagent type %q runs graph %q: system_prompt, tools, disallowed_tools, model and max_turns do not apply to it", ErrInvalidConfig, t.Name, t.GraphID)
 		}
 		if err := add(t, false); err != nil {
 			return nil, err

@@ -130,6 +130,8 @@ func TestRegistryErrors(t *testing.T) {
 		"no name":                          {Config{Types: []Type{{Description: "d"}}}, false, "name and a description"},
 		"no description":                   {Config{Types: []Type{{Name: "x"}}}, false, "name and a description"},
 		"override of unknown type":         {Config{Overrides: map[string]Override{"ghost": {MaxTurns: 1}}}, false, "unknown subagent type"},
+		"graph type with a prompt":         {Config{Types: []Type{{Name: "g", Description: "d", GraphID: "js_chat", SystemPrompt: "p"}}}, false, `runs graph "js_chat": system_prompt, tools`},
+		"graph type with tools":            {Config{Types: []Type{{Name: "g", Description: "d", GraphID: "js_chat", Tools: []string{}}}}, false, "do not apply"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

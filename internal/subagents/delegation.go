@@ -49,6 +49,9 @@ type Env struct {
 	Admission *Admission
 	Live      *Live
 	Shell     bool
+	// Graphs returns what runs a served graph (nil when it is not
+	// served), for types that run a graph (Type.GraphID).
+	Graphs func(graphID string) graph.Runner
 }
 
 // Delegation is the agent middleware that adds the task tool.
@@ -303,6 +306,9 @@ func recorded(parent context.Context, o outcome) outcome {
 // "inherit" the parent's effective one (the run's context wins over the
 // assistant's configurable, as for the parent itself).
 func (d *Delegation) modelName(t resolved, config, runContext map[string]any) string {
+	if t.GraphID != "" {
+		return "graph:" + t.GraphID
+	}
 	if t.Model != "" && t.Model != "inherit" {
 		return t.Model
 	}
@@ -353,20 +359,15 @@ func childConfig(parent map[string]any, t resolved) map[string]any {
 // subagent's own context (cancelled alone by Live.Cancel), parent the
 // parent run's.
 func (d *Delegation) execute(ctx, parent context.Context, c tools.Call, t resolved, model, prompt string, runID, threadID uuid.UUID, emit func(any)) (outcome, []map[string]any) {
-	spec := &agent.Spec{Name: t.Name, Model: d.parent.Model, SystemPrompt: t.SystemPrompt, Tools: childTools(t, d.parent.Tools, d.depth+1 < d.cfg.MaxDepth), MaxTurns: t.maxTurns}
-	if t.Model != "inherit" {
-		spec.Model.Name = t.Model
-	}
-	opts := agent.Options{Models: d.env.Models, Tools: d.env.Tools, Workspace: d.env.Workspace}
-	if d.depth+1 < d.cfg.MaxDepth {
-		opts.Extend = func(string, *agent.Spec) ([]agent.Middleware, error) {
-			child, err := New(d.cfg, spec, d.env, d.depth+1)
-			return []agent.Middleware{child}, err
-		}
-	}
-	child, err := agent.New("subagent:"+t.Name, spec, opts)
+	in := graph.Input{RunID: runID, ThreadID: threadID, Values: map[string]any{channels.MessagesChannel: []any{map[string]any{"role": "user", "content": prompt}}}, Config: childConfig(c.Config, t), Context: withoutOverrides(runContextOf(ctx), t)}
+	runner, err := d.childRunner(t)
 	if err != nil {
 		return outcome{status: "failed", err: err.Error(), model: model}, nil
+	}
+	if t.GraphID != "" {
+		// A graph of its own: a run and a thread of its own, which
+		// nothing stores.
+		in.RunID, in.ThreadID = uuid.New(), uuid.New()
 	}
 	timeout := time.Duration(t.timeoutSeconds * float64(time.Second))
 	cctx, cancel := context.WithCancelCause(ctx)
@@ -376,11 +377,9 @@ func (d *Delegation) execute(ctx, parent context.Context, c tools.Call, t resolv
 
 	sink := &childSink{taskID: c.ID, model: model, emit: emit, budget: t.tokenBudget, cancel: cancel, d: d, runID: runID, toolCall: c.ID, log: d.startStepLog(runID, c.ID)}
 	if c.Namespaced != nil {
-		sink.fwd = c.Namespaced("task:" + c.ID)
+		sink.fwd = c.Namespaced(graph.ToolNamespace(c.ID))
 	}
-	in := graph.Input{RunID: runID, ThreadID: threadID, Values: map[string]any{channels.MessagesChannel: []any{map[string]any{"role": "user", "content": prompt}}}, Config: childConfig(c.Config, t), Context: withoutOverrides(runContextOf(ctx), t)}
-	ex := &graph.Executor{Reducers: channels.NewRegistry()}
-	res, runErr := ex.Run(cctx, child.Graph(), in, sink)
+	res, runErr := runner.Run(cctx, in, sink)
 	sink.log.close() // before the terminal record is written
 	o := outcome{model: model, usage: sink.usageSummary()}
 	last := lastAIText(res.Values)
@@ -410,6 +409,38 @@ func (d *Delegation) execute(ctx, parent context.Context, c tools.Call, t resolv
 	// Usage reaches the parent run exactly once, whatever the ending.
 	sink.reportToParent(c)
 	return o, sink.steps
+}
+
+// childRunner returns what runs a subagent of type t: the served graph it
+// names, or an agent loop built from the type and the lead's spec.
+func (d *Delegation) childRunner(t resolved) (graph.Runner, error) {
+	if t.GraphID != "" {
+		var r graph.Runner
+		if d.env.Graphs != nil {
+			r = d.env.Graphs(t.GraphID)
+		}
+		if r == nil {
+			return nil, fmt.Errorf("graph %q is not served by this server", t.GraphID)
+		}
+		return r, nil
+	}
+	spec := &agent.Spec{Name: t.Name, Model: d.parent.Model, SystemPrompt: t.SystemPrompt, Tools: childTools(t, d.parent.Tools, d.depth+1 < d.cfg.MaxDepth), MaxTurns: t.maxTurns}
+	if t.Model != "inherit" {
+		spec.Model.Name = t.Model
+	}
+	opts := agent.Options{Models: d.env.Models, Tools: d.env.Tools, Workspace: d.env.Workspace}
+	if d.depth+1 < d.cfg.MaxDepth {
+		opts.Extend = func(string, *agent.Spec) ([]agent.Middleware, error) {
+			child, err := New(d.cfg, spec, d.env, d.depth+1)
+			return []agent.Middleware{child}, err
+		}
+	}
+	child, err := agent.New("subagent:"+t.Name, spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	ex := &graph.Executor{Reducers: channels.NewRegistry()}
+	return ex.Bind(child.Graph()), nil
 }
 
 func nonEmpty(s string) string {

@@ -47,6 +47,11 @@ type Notifier struct {
 	// batches holds, per supervisor thread with a writer running, the
 	// completions that writer has yet to apply.
 	batches map[uuid.UUID][]delivery
+
+	cbMu sync.Mutex
+	// callbacks maps the task threads of JavaScript supervisors to the
+	// supervisor threads they report to (RunCreated).
+	callbacks map[uuid.UUID]uuid.UUID
 }
 
 // NewNotifier returns a notifier; Bind connects it to the services.

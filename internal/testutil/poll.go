@@ -3,20 +3,13 @@ package testutil
 import (
 	"testing"
 	"time"
+
+	"agentserver/internal/testutil/poll"
 )
 
 // Eventually polls cond until it returns true or the deadline passes, then
 // fails the test with msg. It is how tests wait: never a fixed sleep.
 func Eventually(t testing.TB, within time.Duration, msg string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for wait := time.Millisecond; ; wait = min(wait*2, 20*time.Millisecond) {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, msg)
-		}
-		time.Sleep(wait)
-	}
+	poll.Eventually(t, within, msg, cond)
 }

@@ -7,7 +7,12 @@
 //     of a creation, "update" for client writes, "loop" for run steps).
 //   - State updates go through the channel reducers (package channels), so a
 //     "messages" update appends or replaces by id, and other keys overwrite
-//     unless a reducer is registered for them.
+//     unless a reducer is registered for them. The exception is a thread
+//     whose checkpoint a graph worker wrote (it has a native form): its
+//     graph applies the update (graph.StateUpdater, outside any
+//     transaction), and the checkpoints it wrote are stored in a second
+//     transaction only if the thread is still idle with the same newest
+//     checkpoint (otherwise a conflict, nothing written).
 //   - A busy thread (one with a pending or running run) refuses state updates
 //     with a conflict.
 //   - Each operation is one storage transaction: a failed update changes

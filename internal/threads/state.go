@@ -3,6 +3,7 @@ package threads
 import (
 	"agentserver/internal/authz"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,6 +25,9 @@ type State struct {
 	Checkpoint       *CheckpointRef
 	ParentCheckpoint *CheckpointRef
 	Interrupts       []any
+	// Subgraphs holds, by task id, the state of the nested graph a
+	// pending task runs (when read with subgraphs and it has one).
+	Subgraphs map[string]State
 }
 
 // CheckpointRef names a checkpoint the way clients address it.
@@ -69,6 +73,51 @@ func emptyState() State {
 
 // GetState returns the state at checkpointID, or the newest state when nil.
 func (s *Service) GetState(ctx context.Context, threadID uuid.UUID, checkpointID *uuid.UUID) (State, error) {
+	return s.getState(ctx, threadID, checkpointID, false)
+}
+
+// GetStateWithSubgraphs is GetState with, for every pending task that runs
+// a nested graph (a subgraph of a graph worker's graph), that graph's
+// newest state in State.Subgraphs, recursively: LangGraph's
+// getState(subgraphs=true).
+func (s *Service) GetStateWithSubgraphs(ctx context.Context, threadID uuid.UUID, checkpointID *uuid.UUID) (State, error) {
+	return s.getState(ctx, threadID, checkpointID, true)
+}
+
+// maxSubgraphDepth bounds the nesting GetStateWithSubgraphs follows.
+const maxSubgraphDepth = 32
+
+// withSubgraphs fills st.Subgraphs from the newest checkpoint of each
+// task's namespace: ns of the state's own graph, then "|name:task_id".
+func withSubgraphs(tx *storage.Tx, threadID uuid.UUID, ns string, st *State, depth int) error {
+	if depth >= maxSubgraphDepth {
+		return nil
+	}
+	for _, t := range st.Tasks {
+		child := t.Name + ":" + t.ID
+		if ns != "" {
+			child = ns + "|" + child
+		}
+		cp, err := tx.GetNestedCheckpoint(threadID, child, nil)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		sub := StateOf(cp)
+		if err := withSubgraphs(tx, threadID, child, &sub, depth+1); err != nil {
+			return err
+		}
+		if st.Subgraphs == nil {
+			st.Subgraphs = map[string]State{}
+		}
+		st.Subgraphs[t.ID] = sub
+	}
+	return nil
+}
+
+func (s *Service) getState(ctx context.Context, threadID uuid.UUID, checkpointID *uuid.UUID, subgraphs bool) (State, error) {
 	restrict, err := visible(ctx, authz.Read, threadID)
 	if err != nil {
 		return State{}, err
@@ -93,6 +142,9 @@ func (s *Service) GetState(ctx context.Context, threadID uuid.UUID, checkpointID
 			return err
 		}
 		out = StateOf(cp)
+		if subgraphs {
+			return withSubgraphs(tx, threadID, "", &out, 0)
+		}
 		return nil
 	})
 	return out, err
@@ -109,6 +161,10 @@ type StateUpdate struct {
 
 // UpdateState applies an update through the channel reducers and writes it
 // as a new checkpoint with source "update". A busy thread refuses updates.
+//
+// The state of a thread whose checkpoint a graph worker wrote (a
+// JavaScript graph's) is updated by that graph, through its
+// graph.StateUpdater (updateThroughGraph).
 func (s *Service) UpdateState(ctx context.Context, threadID uuid.UUID, u StateUpdate) (CheckpointRef, error) {
 	restrict, err := visible(ctx, authz.Update, threadID)
 	if err != nil {
@@ -125,6 +181,10 @@ func (s *Service) UpdateState(ctx context.Context, threadID uuid.UUID, u StateUp
 		}
 		return err
 	})
+	var owned *graphOwned
+	if errors.As(err, &owned) {
+		return s.updateThroughGraph(ctx, threadID, u, owned, restrict)
+	}
 	return ref, err
 }
 
@@ -132,6 +192,11 @@ func (s *Service) UpdateState(ctx context.Context, threadID uuid.UUID, u StateUp
 // the write transaction, so that the decision and the write see the same
 // state. fn returning a nil update writes nothing. An update beside a
 // paused graph keeps it paused. A busy thread refuses.
+//
+// On a thread whose state a graph worker keeps, fn reads the newest
+// checkpoint's values and the graph applies the update, attributing it to
+// a node itself (asNode names the writer only in updates the server
+// applies); the thread moving meanwhile is a conflict, as a busy thread is.
 func (s *Service) UpdateStateWith(ctx context.Context, threadID uuid.UUID, asNode string, fn func(values map[string]any) (map[string]any, error)) (bool, error) {
 	wrote := false
 	err := s.db.Update(ctx, func(tx *storage.Tx) error {
@@ -145,7 +210,16 @@ func (s *Service) UpdateStateWith(ctx context.Context, threadID uuid.UUID, asNod
 		wrote = err == nil && cp != nil
 		return err
 	})
-	return wrote, err
+	var owned *graphOwned
+	if !errors.As(err, &owned) {
+		return wrote, err
+	}
+	upd, err := fn(owned.parent.Values)
+	if upd == nil || err != nil {
+		return false, err
+	}
+	_, err = s.updateThroughGraph(ctx, threadID, StateUpdate{Values: upd}, owned, nil)
+	return err == nil, err
 }
 
 // writeUpdate applies one state update as a new checkpoint after from (nil:
@@ -168,6 +242,14 @@ func (s *Service) writeUpdate(tx *storage.Tx, threadID uuid.UUID, from *uuid.UUI
 		parent = &cp
 	} else if cp, err := tx.LatestCheckpoint(threadID); err == nil {
 		parent = &cp
+	}
+	if parent != nil && len(parent.Native) > 0 {
+		// A graph worker's checkpoint: only its graph can update it.
+		owned := &graphOwned{parent: *parent}
+		if owned.head, err = tx.LatestCheckpointID(threadID); err != nil {
+			return nil, err
+		}
+		return nil, owned
 	}
 	var base map[string]any
 	if parent != nil {

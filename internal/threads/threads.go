@@ -34,6 +34,9 @@ type Service struct {
 	ttl     TTLConfig
 	log     *slog.Logger
 	deleted DeleteHook
+	// updaters applies the updates of graphs that keep their own
+	// channels (SetStateUpdaters); nil: none.
+	updaters StateUpdaters
 }
 
 // New returns a thread service over db whose state updates use reducers.
@@ -223,7 +226,7 @@ func (s *Service) newCheckpoint(threadID uuid.UUID, parent *storage.Checkpoint, 
 		values = map[string]any{}
 	}
 	return storage.Checkpoint{
-		ThreadID: threadID, CheckpointID: uuid.Must(uuid.NewV7()), ParentID: parentID,
+		ThreadID: threadID, CheckpointID: graph.NewCheckpointID(), ParentID: parentID,
 		CreatedAt: s.now(), Values: values, Metadata: m, Next: []string{}, Tasks: []storage.CheckpointTask{},
 	}
 }
@@ -345,7 +348,8 @@ func (s *Service) Count(ctx context.Context, q storage.ThreadQuery) (int, error)
 	return total, err
 }
 
-// Copy makes a new idle thread with the same metadata and every checkpoint.
+// Copy makes a new idle thread with the same metadata and every checkpoint
+// (its nested graphs' included).
 func (s *Service) Copy(ctx context.Context, id uuid.UUID) (Thread, error) {
 	newID := uuid.Must(uuid.NewV7())
 	restrict, err := visible(ctx, authz.Read, id)
@@ -374,7 +378,11 @@ func (s *Service) Copy(ctx context.Context, id uuid.UUID) (Thread, error) {
 		if err != nil {
 			return err
 		}
-		for _, cp := range cps {
+		nested, err := tx.AllNestedCheckpoints(id)
+		if err != nil {
+			return err
+		}
+		for _, cp := range append(cps, nested...) {
 			cp.ThreadID = newID
 			if err := tx.PutCheckpoint(cp); err != nil {
 				return err

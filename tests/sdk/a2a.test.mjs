@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import { Role, TaskState } from "@a2a-js/sdk";
 import { Client, ClientFactory } from "@a2a-js/sdk/client";
 import { LegacyJsonRpcTransport } from "@a2a-js/sdk/compat/v0_3/client";
+import { A2A_ERROR_CODE, RequestMalformedError, TaskNotFoundError } from "@a2a-js/sdk/errors";
 import { API_URL, makeClient, uniqueTag } from "./lib.mjs";
 
 /** A client of the echo assistant: the SDK's own (v1.0), or its v0.3 transport at the card's url. */
@@ -69,6 +70,14 @@ for (const legacy of [false, true]) {
       // A task that does not exist is not found.
       await assert.rejects(client.getTask({ id: randomUUID() }), /not found/i);
     });
+
+    it("answers a task call without its task id with invalid params, an unknown task with task not found", async () => {
+      const client = await connect(legacy);
+      const isClass = (cls, not) => (err) => err instanceof cls && !(err instanceof not);
+      await assert.rejects(client.getTask({ id: "" }), isClass(RequestMalformedError, TaskNotFoundError));
+      await assert.rejects(client.cancelTask({ id: "" }), isClass(RequestMalformedError, TaskNotFoundError));
+      await assert.rejects(client.getTask({ id: randomUUID() }), isClass(TaskNotFoundError, RequestMalformedError));
+    });
   });
 }
 
@@ -79,5 +88,47 @@ describe("A2A agent card", () => {
     const card = await res.json();
     assert.match(card.url, /\/a2a\/[0-9a-f-]{36}$/);
     assert.equal(card.capabilities.streaming, true);
+  });
+});
+
+describe("A2A JSON-RPC envelope (raw requests)", () => {
+  /** Posts body as it is to the echo assistant's endpoint and returns the JSON-RPC answer. */
+  async function post(body) {
+    const res = await fetch(`${API_URL}/a2a/echo`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    return res.json();
+  }
+  const get = (id, params) => JSON.stringify({ jsonrpc: "2.0", id, method: "tasks/get", params });
+
+  it("answers a body that is not JSON with a parse error", async () => {
+    const out = await post('{"jsonrpc": "2.0",');
+    assert.equal(out.error.code, A2A_ERROR_CODE.PARSE_ERROR);
+    assert.equal(out.id, null);
+  });
+
+  it("answers JSON that is not a request object with invalid request", async () => {
+    for (const body of ["[]", `[${get(1, { id: randomUUID() })}]`, '"tasks/get"', "7", "null", "true"]) {
+      const out = await post(body);
+      assert.equal(out.error?.code, A2A_ERROR_CODE.INVALID_REQUEST, body);
+      assert.equal(out.id, null, body);
+    }
+  });
+
+  it("refuses ids that are objects, arrays, booleans or fractions", async () => {
+    for (const id of [{ a: 1 }, [1], true, 1.5]) {
+      const out = await post(get(id, { id: randomUUID() }));
+      assert.equal(out.error?.code, A2A_ERROR_CODE.INVALID_REQUEST, JSON.stringify(id));
+      assert.equal(out.id, null);
+    }
+    const ok = await post(get("req-1", { id: randomUUID() }));
+    assert.equal(ok.error.code, A2A_ERROR_CODE.TASK_NOT_FOUND);
+    assert.equal(ok.id, "req-1");
+  });
+
+  it("answers tasks/get without a task id with invalid params", async () => {
+    for (const params of [{}, null, ["x"], { id: "" }]) {
+      const out = await post(get(3, params));
+      assert.equal(out.error?.code, A2A_ERROR_CODE.INVALID_PARAMS, JSON.stringify(params));
+      assert.equal(out.id, 3);
+    }
   });
 });

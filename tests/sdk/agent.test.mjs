@@ -103,22 +103,27 @@ describe("useStream-style flow (researcher)", () => {
     assert.ok(modelUpdate, `an updates event keyed by "model": ${JSON.stringify(updates)}`);
     assert.equal(modelUpdate.model.messages.at(-1).content, youSaid(text));
 
-    // History as useStream loads it: newest first, input then loop checkpoints.
+    // History as useStream loads it, newest first: LangGraph's chain of an
+    // input checkpoint (the values before the input), the __start__ step
+    // that applies it, then the model's step.
     const history = await client.threads.getHistory(thread.thread_id, { limit: 10 });
     assert.deepEqual(
       history.map((s) => [s.metadata?.source, s.metadata?.step, s.next]),
       [
         ["loop", 1, []],
-        ["input", 0, ["model"]],
+        ["loop", 0, ["model"]],
+        ["input", -1, ["__start__"]],
       ],
       "history (source, step, next), newest first",
     );
     assert.deepEqual(brief(history[0].values), brief(final), "the head checkpoint holds the final values");
-    assert.equal(
-      history[0].parent_checkpoint?.checkpoint_id,
-      history[1].checkpoint.checkpoint_id,
-      "the head's parent is the input checkpoint (useStream builds branches from it)",
-    );
+    for (const i of [0, 1]) {
+      assert.equal(
+        history[i].parent_checkpoint?.checkpoint_id,
+        history[i + 1].checkpoint.checkpoint_id,
+        `checkpoint ${i}'s parent is the one before it (useStream builds branches from these links)`,
+      );
+    }
     assert.ok(
       Date.parse(history[0].created_at) >= Date.parse(history[1].created_at),
       `newest first by created_at: ${history.map((s) => s.created_at)}`,

@@ -104,7 +104,7 @@ describe("RemoteGraph", () => {
 
     const history = [];
     for await (const s of remote.getStateHistory(config)) history.push(s);
-    assert.equal(history.length, 3, "input, echo step, update");
+    assert.equal(history.length, 4, "input, __start__ step, echo step, update");
     assert.equal(history[0].config.configurable.checkpoint_id, updated.configurable.checkpoint_id, "newest first");
 
     const before = [];

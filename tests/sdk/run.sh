@@ -128,7 +128,10 @@ api_url="http://127.0.0.1:$port"
 # embedded by the scripted model's /v1/embeddings) and the JavaScript graphs of
 # the fixture project tests/jsgraphs added (jsgraphs.test.mjs), every relative
 # path made absolute. It is written into the fixture project, whose folder is
-# the JavaScript graphs' project (its node_modules), and removed at exit.
+# the JavaScript graphs' project (its node_modules), and removed at exit. One
+# more graph: supervisor-notify, the shipped supervisor with
+# notify_on_completion on (a finished async task queues a supervisor run;
+# chatui.test.mjs and streamv2.test.mjs follow it), its spec in the temp dir.
 JSGRAPHS_DIR="$REPO_ROOT/tests/jsgraphs"
 if [ ! -d "$JSGRAPHS_DIR/node_modules/@langchain/langgraph" ]; then
   echo "run.sh: installing the JavaScript graph fixture's packages (npm ci)"
@@ -138,7 +141,7 @@ config="$JSGRAPHS_DIR/.sdk-langgraph-$$.json"
 sdk_config="$config" # removed by cleanup
 node -e '
   const fs = require("fs"), path = require("path");
-  const [src, js, dst] = process.argv.slice(1);
+  const [src, js, dst, tmp] = process.argv.slice(1);
   const c = JSON.parse(fs.readFileSync(src, "utf8"));
   const abs = (p) => (p.includes(":") || path.isAbsolute(p) ? p : path.resolve(path.dirname(src), p));
   for (const k of Object.keys(c.graphs)) c.graphs[k] = abs(c.graphs[k]);
@@ -150,8 +153,12 @@ node -e '
   }
   if (typeof c.env === "string") c.env = abs(c.env);
   c.store = { ...(c.store || {}), index: { dims: 64, embed: "openai:scripted-embedding", fields: ["text"] } };
+  const notify = fs.readFileSync(c.graphs.supervisor, "utf8").replace(/^notify_on_completion: false$/m, "notify_on_completion: true");
+  if (!/^notify_on_completion: true$/m.test(notify)) throw new Error("agents/supervisor.yaml: no notify_on_completion: false line to turn on");
+  c.graphs["supervisor-notify"] = path.join(tmp, "supervisor-notify.yaml");
+  fs.writeFileSync(c.graphs["supervisor-notify"], notify);
   fs.writeFileSync(dst, JSON.stringify(c, null, 2));
-' "$REPO_ROOT/langgraph.json" "$JSGRAPHS_DIR/langgraph.json" "$config"
+' "$REPO_ROOT/langgraph.json" "$JSGRAPHS_DIR/langgraph.json" "$config" "$tmp"
 
 # With AGENTSERVER_TEST_DATABASE_URL (scripts/pg-test-cluster.sh sets it) the
 # server keeps its database there: the suite then runs on PostgreSQL.

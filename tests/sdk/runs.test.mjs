@@ -1,7 +1,9 @@
 // Runs (stateful and stateless), streaming, multitask strategies and cancel
 // through the real JS SDK (@langchain/langgraph-sdk), against the `echo` graph:
 // it appends one AI message "echo: <last human message content>" from its one
-// node `echo`, leaving two checkpoints per run (source "input", then "loop").
+// node `echo`, leaving three checkpoints per run, LangGraph's chain: source
+// "input" (the values before the input, __start__ next), then "loop" for the
+// __start__ step that applies it and "loop" for echo.
 //
 // echo finishes in milliseconds, so a run that must stay in the way is made
 // with `afterSeconds` (a delayed run stays `pending`); no test sleeps.
@@ -247,18 +249,25 @@ const MODES = {
     required: ["checkpoints"],
     check(parts, text) {
       const cps = parts.filter((p) => p.event === "checkpoints").map((p) => p.data);
-      assert.equal(cps.length, 2, `two checkpoints (input, loop), got ${cps.length}`);
+      assert.equal(cps.length, 3, `three checkpoints (input, __start__, echo), got ${cps.length}`);
       for (const c of cps) {
         for (const k of ["values", "metadata", "next"]) assert.ok(k in c, `checkpoint event has ${k}`);
       }
-      assert.equal(cps[0].metadata.source, "input");
-      assert.deepEqual(cps[0].next, ["echo"]);
-      assert.equal(cps[1].metadata.source, "loop");
-      assert.deepEqual(cps[1].next, []);
-      assert.equal(lastContent(cps[1].values), reply(text));
-      const id0 = cps[0].config?.configurable?.checkpoint_id;
-      if (id0 !== undefined && cps[1].parent_config !== undefined) {
-        assert.equal(cps[1].parent_config?.configurable?.checkpoint_id, id0, "parent_config of the loop checkpoint");
+      assert.deepEqual(
+        cps.map((c) => [c.metadata.source, c.metadata.step, c.next]),
+        [
+          ["input", -1, ["__start__"]],
+          ["loop", 0, ["echo"]],
+          ["loop", 1, []],
+        ],
+      );
+      assert.equal(lastContent(cps[2].values), reply(text));
+      for (const i of [1, 2]) {
+        assert.equal(
+          cps[i].parent_config?.configurable?.checkpoint_id,
+          cps[i - 1].config?.configurable?.checkpoint_id,
+          `parent_config of checkpoint ${i}`,
+        );
       }
     },
   },
@@ -915,22 +924,27 @@ describe("thread state after runs", () => {
     const h = await client.threads.getHistory(t.thread_id);
     assert.deepEqual(
       h.map((x) => x.metadata?.source),
-      ["loop", "input"],
-      "one run = an input checkpoint and a loop checkpoint, newest first",
+      ["loop", "loop", "input"],
+      "one run = an input checkpoint, the __start__ step and echo's step, newest first",
     );
-    assert.deepEqual(h[1].next, ["echo"], "the input checkpoint has echo next");
+    assert.deepEqual(h[2].next, ["__start__"], "the input checkpoint has __start__ next");
+    assert.deepEqual(contents(h[2].values), [], "the input checkpoint holds the values before the input");
+    assert.equal(h[2].parent_checkpoint, null, "the thread's first checkpoint has no parent");
+    assert.deepEqual(h[1].next, ["echo"], "the __start__ step has echo next");
     assert.deepEqual(contents(h[1].values), ["first"]);
     assert.equal(h[0].checkpoint.checkpoint_id, s.checkpoint.checkpoint_id);
-    assert.equal(h[0].parent_checkpoint?.checkpoint_id, h[1].checkpoint.checkpoint_id, "loop's parent is input");
+    assert.equal(h[0].parent_checkpoint?.checkpoint_id, h[1].checkpoint.checkpoint_id, "echo's parent is the __start__ step");
+    assert.equal(h[1].parent_checkpoint?.checkpoint_id, h[2].checkpoint.checkpoint_id, "the __start__ step's parent is the input");
 
     await client.runs.wait(t.thread_id, GRAPH_ID, { input: say("second") });
     const h2 = await client.threads.getHistory(t.thread_id);
     assert.deepEqual(
       h2.map((x) => x.metadata?.source),
-      ["loop", "input", "loop", "input"],
+      ["loop", "loop", "input", "loop", "loop", "input"],
     );
     assert.deepEqual(contents(h2[0].values), ["first", reply("first"), "second", reply("second")]);
-    assert.equal(h2[1].parent_checkpoint?.checkpoint_id, h[0].checkpoint.checkpoint_id, "runs chain their checkpoints");
+    assert.deepEqual(contents(h2[2].values), ["first", reply("first")], "the second input checkpoint holds the first run's values");
+    assert.equal(h2[2].parent_checkpoint?.checkpoint_id, h[0].checkpoint.checkpoint_id, "runs chain their checkpoints");
 
     const th = await client.threads.get(t.thread_id);
     assert.equal(th.status, "idle");

@@ -8,6 +8,7 @@
 // as "You said: …" in 4 deltas).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { StreamController } from "@langchain/langgraph-sdk/stream";
 import { API_URL, humanInput, makeClient, pollUntil, uuid7 } from "./lib.mjs";
 
 const client = makeClient();
@@ -198,7 +199,7 @@ describe("thread-centric streaming (protocol v2)", () => {
         const tasks = found.filter((f) => f.sub.name === "general-purpose");
         assert.equal(tasks.length, 2);
         for (const t of tasks) {
-          assert.ok(t.sub.namespace[0].startsWith("task:"), `namespace ${t.sub.namespace}`);
+          assert.ok(t.sub.namespace[0].startsWith("tools:"), `namespace ${t.sub.namespace}`);
           const out = await t.sub.output;
           assert.match(String(out), /You said:/);
         }
@@ -216,6 +217,57 @@ describe("thread-centric streaming (protocol v2)", () => {
         await thread.close();
       }
     }));
+  }
+});
+
+describe("thread-centric streaming (protocol v2): useStream's StreamController", () => {
+  for (const transport of TRANSPORTS) {
+    it(`${transport}: a task subagent is discovered at tools:<tool call id>; its messages and tool calls stay out of the root's`, async () => {
+      const controller = new StreamController({ assistantId: "lead", client, threadId: null, transport, maxReconnectAttempts: 0 });
+      controller.activate();
+      try {
+        // The subagent answers "todo a; b" with a write_todos call of its own.
+        await controller.submit({ messages: [{ type: "human", content: "delegate: todo a; b" }] });
+        const call = await waitFor(
+          () => (controller.rootStore.getSnapshot().values?.messages ?? []).flatMap((m) => m.tool_calls ?? []).find((c) => c.name === "task"),
+          "the lead's task call",
+        );
+        await waitFor(() => !controller.rootStore.getSnapshot().isLoading && controller.rootStore.getSnapshot().values.messages.length === 4, "the lead's run");
+        const sub = await pollUntil(() => controller.subagentStore.getSnapshot().get(call.id), { what: "the subagent", intervalMs: 20 });
+        assert.deepEqual(sub.namespace, [`tools:${call.id}`]);
+        assert.equal(sub.name, "general-purpose");
+        await waitFor(() => controller.subagentStore.getSnapshot().get(call.id)?.status === "complete", "the subagent's completion");
+        const root = controller.rootStore.getSnapshot();
+        const rootTexts = root.messages.map((m) => String(m.text ?? m.content));
+        assert.ok(!rootTexts.some((t) => t.startsWith("done: Updated todo list")), `the subagent's answer is not a root message: ${JSON.stringify(rootTexts)}`);
+        // The root shows the task call as its own tool call (LangGraph's
+        // tools:<id> namespace), not the write_todos call its subagent made.
+        assert.deepEqual(root.toolCalls.map((tc) => tc.name), ["task"], `root tool calls: ${JSON.stringify(root.toolCalls.map((tc) => [tc.name, tc.callId ?? tc.id]))}`);
+      } finally {
+        await controller.dispose();
+      }
+    });
+
+
+    it(`${transport}: useStream (StreamController) shows a notify_on_completion follow-up turn live`, async () => {
+      const controller = new StreamController({ assistantId: "supervisor-notify", client, threadId: null, transport, maxReconnectAttempts: 0 });
+      controller.activate();
+      try {
+        const texts = () => (controller.rootStore.getSnapshot().values?.messages ?? []).map((m) => [m.type ?? m.getType?.(), String(m.text ?? m.content)]);
+        await controller.submit({ messages: [{ type: "human", content: "start researcher: slow: one two three four" }] });
+        // The first turn ends while the task still runs.
+        await waitFor(() => !controller.rootStore.getSnapshot().isLoading && texts().some(([t, c]) => t === "tool" && c.startsWith("Launched async subagent")), "the first turn");
+        assert.ok(!texts().some(([, c]) => c.startsWith("[async task update]")), "the follow-up has not started yet");
+        // No reload: the follow-up turn arrives on the controller's own stream.
+        await pollUntil(() => {
+          const all = texts();
+          const note = all.findIndex(([t, c]) => t === "human" && c.startsWith("[async task update]"));
+          return note > 0 && all.slice(note + 1).some(([t, c]) => t === "ai" && c.startsWith("You said: [async task update]"));
+        }, { what: "the follow-up turn in the controller's values", timeoutMs: 15_000, intervalMs: 20 });
+      } finally {
+        await controller.dispose();
+      }
+    });
   }
 });
 

@@ -215,6 +215,18 @@ function oneLine(err) {
   return msg.replace(/\s*\n\s*/g, " ").trim();
 }
 
+/**
+ * compiledOf unwraps an agent object that hides its compiled graph in a
+ * private field and shows it as .graph (langchain's createAgent, and so
+ * deepagents' createDeepAgent): the worker gives each run a copy of the
+ * graph with the server's checkpointer, which a private field forbids.
+ */
+function compiledOf(value) {
+  const inner = value?.graph;
+  if (value != null && typeof value === "object" && !("nodes" in value) && typeof inner?.stream === "function" && "nodes" in inner) return inner;
+  return value;
+}
+
 function kindOf(value) {
   if (value == null) return null;
   if (typeof value.stream === "function" && typeof value.getState === "function") return "compiled";
@@ -230,6 +242,41 @@ function stateKeys(g) {
   return Array.isArray(keys) ? keys : [keys];
 }
 
+/**
+ * schemasOf derives a graph's JSON Schemas at run time as the JS server
+ * does first: from its zod or StateSchema state, input, output and config
+ * definitions (@langchain/langgraph/zod/schema). A graph built on
+ * Annotation has none of those (the JS server then reads the TypeScript
+ * types of its source); its schemas stay unset here.
+ */
+async function schemasOf(graph) {
+  const out = {};
+  if (graph == null || !canResolve("@langchain/langgraph/zod/schema")) return out;
+  let zs;
+  try {
+    zs = await importFromProject("@langchain/langgraph/zod/schema");
+  } catch {
+    return out;
+  }
+  for (const [key, fn] of [["input", zs.getInputTypeSchema], ["output", zs.getOutputTypeSchema], ["state", zs.getStateTypeSchema], ["config", zs.getConfigTypeSchema]]) {
+    try {
+      const schema = typeof fn === "function" ? fn(graph) : undefined;
+      if (schema != null) out[key] = schema;
+    } catch {
+      // not derivable: the server's channel-based schema stands
+    }
+  }
+  return out;
+}
+
+/** subgraphsOf maps the namespaces of a graph's subgraphs ("node", "node|inner") to their state channels. */
+async function subgraphsOf(graph) {
+  const out = {};
+  if (typeof graph?.getSubgraphsAsync !== "function") return out;
+  for await (const [ns, sub] of graph.getSubgraphsAsync(undefined, true)) out[ns] = { state_keys: stateKeys(sub) };
+  return out;
+}
+
 async function drawable(graph, xray) {
   const g = typeof graph.getGraphAsync === "function" ? await graph.getGraphAsync({ xray }) : graph.getGraph({ xray });
   return g.toJSON();
@@ -238,7 +285,7 @@ async function drawable(graph, xray) {
 /** graphFor returns the compiled graph of a run (a factory is called with its config). */
 async function graphFor(entry, config) {
   if (entry.kind !== "factory") return entry.value;
-  let made = await entry.value(config);
+  let made = compiledOf(await entry.value(config));
   if (kindOf(made) === "stategraph") made = made.compile();
   if (kindOf(made) !== "compiled") throw new TypeError(`the factory exported by ${entry.file} returned ${typeof made}, not a graph`);
   return made;
@@ -257,7 +304,7 @@ async function loadGraph(id, spec) {
     const has = Object.keys(mod).filter((k) => k !== "__esModule");
     throw new Error(`${file} has no export named "${name}" (it exports: ${has.length ? has.join(", ") : "nothing"})`);
   }
-  let value = mod[name];
+  let value = compiledOf(mod[name]);
   let kind = kindOf(value);
   if (kind === null) throw new Error(`export "${name}" of ${file} is not a graph, a StateGraph or a factory function (it is ${value === null ? "null" : typeof value})`);
   if (kind === "stategraph") {
@@ -274,13 +321,14 @@ async function loadGraph(id, spec) {
     if (kind !== "factory") throw new Error(`cannot draw the graph of ${file}: ${oneLine(err)}`);
   }
   graphs.set(id, entry);
-  return { kind, drawable: drawing, state_keys: stateKeys(drawn ?? value) };
+  return { kind, drawable: drawing, state_keys: stateKeys(drawn ?? value), subgraphs: await subgraphsOf(drawn), schemas: await schemasOf(drawn) };
 }
 
 const handlers = {
   async init(p) {
     const dir = p.project_dir;
     projectDir = dir;
+    if (p.api_url) serveCoDeployed(p.api_url, p.api_key);
     const out = { protocol: PROTOCOL_VERSION, node: process.versions.node, graphs: {}, errors: [] };
     const fail = (graph, file, message) => out.errors.push({ graph, file, message });
     const entries = Object.entries(p.graphs ?? {});
@@ -328,6 +376,21 @@ const handlers = {
     }
   },
 
+  // update_state applies a client's update with the graph's own
+  // updateState (its channels' reducers, the node it is attributed to),
+  // then describes the new checkpoint with a snapshot, as runs do.
+  async update_state(p) {
+    const entry = graphs.get(p.graph_id);
+    if (entry === undefined) throw new Error(`graph ${p.graph_id} is not loaded`);
+    const configurable = { thread_id: p.thread_id, checkpoint_ns: "" };
+    if (p.checkpoint_id) configurable.checkpoint_id = p.checkpoint_id;
+    const graph = withCheckpointer(await graphFor(entry, { configurable }), p.run_id);
+    const next = await graph.updateState({ configurable }, p.values ?? null, p.as_node || undefined);
+    const state = await graph.getState(next);
+    notify("snapshot", snapshotOf(p.run_id, state, p.as_node ? { [p.as_node]: p.values ?? null } : {}));
+    return { checkpoint_id: next.configurable.checkpoint_id };
+  },
+
   cancel(p) {
     runs.get(p.run_id)?.abort(new Error("run cancelled"));
   },
@@ -337,13 +400,34 @@ const handlers = {
   },
 };
 
+/**
+ * serveCoDeployed points the LangGraph SDK clients that name no URL at the
+ * serving server, as the JS server does for graphs it hosts: deepagents'
+ * async subagents without url reach the graphs co-deployed with them. The
+ * server's API key, when it has one, goes with their requests; graphs can
+ * also name the server by LANGGRAPH_API_URL.
+ */
+function serveCoDeployed(apiURL, apiKey) {
+  globalThis[Symbol.for("langgraph_api:url")] = apiURL;
+  process.env.LANGGRAPH_API_URL ??= apiURL;
+  if (!apiKey) return;
+  globalThis[Symbol.for("langgraph_api:fetch")] = (input, init = {}) => {
+    const headers = new Headers(init.headers);
+    if (!headers.has("x-api-key")) headers.set("x-api-key", apiKey);
+    return fetch(input, { ...init, headers });
+  };
+}
+
 // ---------------------------------------------------------------------------
 // Runs.
 
 function runConfig(p, signal) {
   const cfg = p.config ?? {};
   const configurable = { ...(cfg.configurable ?? {}), thread_id: p.thread_id, checkpoint_ns: "" };
-  delete configurable.checkpoint_id; // the server hands over the checkpoint to start from
+  // The server hands over the checkpoint to start from: the one the run
+  // named (a replay or a fork), else the thread's newest.
+  delete configurable.checkpoint_id;
+  if (p.checkpoint_id) configurable.checkpoint_id = p.checkpoint_id;
   const config = { ...cfg, configurable, signal };
   delete config.recursion_limit;
   if (cfg.recursion_limit !== undefined) config.recursionLimit = cfg.recursion_limit;
@@ -360,35 +444,57 @@ function withCheckpointer(graph, runID) {
   return g;
 }
 
-const streamable = new Set(["values", "updates", "messages", "custom"]);
+const streamable = new Set(["values", "updates", "messages", "custom", "tasks", "checkpoints", "debug"]);
 
 async function runGraph(entry, p, signal) {
   const config = runConfig(p, signal);
   const graph = withCheckpointer(await graphFor(entry, config), p.run_id);
   let input = p.input ?? null;
   if (p.command != null) input = new lg.Command(p.command);
-  let writes = p.command == null && input != null ? { __start__: input } : {};
-  if (p.command?.update != null) writes = { __start__: p.command.update };
-  // updates are always streamed: they are the checkpoints' metadata.writes.
+  // The writes since each namespace's last checkpoint ("": the graph's
+  // own; "node:task|…": a subgraph's), for its next checkpoint's metadata.
+  const writes = new Map();
+  if (p.command == null && input != null) writes.set("", { __start__: input });
+  if (p.command?.update != null) writes.set("", { __start__: p.command.update });
   const wanted = new Set((p.stream_modes ?? []).filter((m) => streamable.has(m)));
-  const stream = await graph.stream(input, {
+  // updates and checkpoints are always streamed: they are the checkpoints'
+  // metadata.writes and the checkpoints' view. Subgraphs stream too (their
+  // checkpoints are stored); their other events go out only when the run
+  // asked for them.
+  const options = {
     ...config,
+    runId: p.run_id,
+    subgraphs: true,
     streamMode: [...new Set([...wanted, "updates", "checkpoints"])],
     interruptBefore: p.interrupt_before?.length ? p.interrupt_before : undefined,
     interruptAfter: p.interrupt_after?.length ? p.interrupt_after : undefined,
-  });
+  };
+  const onChunk = ([namespace, mode, chunk]) => {
+    const ns = namespace.join("|");
+    if (mode === "checkpoints") {
+      notify("snapshot", snapshotOf(p.run_id, chunk, writes.get(ns) ?? {}));
+      writes.delete(ns);
+      if (!wanted.has("checkpoints")) return;
+    }
+    if (mode === "updates") {
+      const w = writes.get(ns) ?? {};
+      for (const [node, update] of Object.entries(chunk ?? {})) if (node !== "__interrupt__") w[node] = update;
+      writes.set(ns, w);
+      if (!wanted.has("updates")) return;
+    }
+    if (ns !== "" && !p.stream_subgraphs) return;
+    notify("event", { run_id: p.run_id, mode: ns === "" ? mode : `${mode}|${ns}`, payload: new Raw(plainJSON(streamPayload(mode, chunk))) });
+  };
   try {
-    for await (const [mode, chunk] of stream) {
-      if (mode === "checkpoints") {
-        notify("snapshot", snapshotOf(p.run_id, chunk, writes));
-        writes = {};
-        continue;
+    if (p.stream_modes?.includes("events")) {
+      // LangChain's own events (astream_events v2), as the JS server
+      // streams them; the graph's own stream output comes among them.
+      for await (const ev of graph.streamEvents(input, { ...options, version: "v2" })) {
+        if (ev.event === "on_chain_stream" && ev.run_id === p.run_id) onChunk(ev.data.chunk);
+        else sendEvent(p.run_id, ev);
       }
-      if (mode === "updates") {
-        for (const [node, update] of Object.entries(chunk ?? {})) if (node !== "__interrupt__") writes[node] = update;
-        if (!wanted.has("updates")) continue;
-      }
-      notify("event", { run_id: p.run_id, mode, payload: new Raw(plainJSON(chunk)) });
+    } else {
+      for await (const chunk of await graph.stream(input, options)) onChunk(chunk);
     }
   } catch (err) {
     // The thread's state after the failure (the failed task and its error
@@ -407,13 +513,28 @@ async function runGraph(entry, p, signal) {
 
 /** finalState is the thread's state at the end of a run, as the server keeps it. */
 async function finalState(graph, p) {
-  const state = await graph.getState({ configurable: { thread_id: p.thread_id, checkpoint_ns: "" } });
+  const config = { configurable: { thread_id: p.thread_id, checkpoint_ns: "" } };
+  let state = await graph.getState(config);
+  if (state.next?.length) {
+    // Paused or stopped: the subgraphs its tasks run may be paused too.
+    // Their newest checkpoints are described again, now with the
+    // interrupts and errors their tasks wrote since.
+    state = await graph.getState(config, { subgraphs: true });
+    for (const t of state.tasks ?? []) describeNested(p.run_id, t.state);
+  }
   return {
     checkpoint_id: state.config?.configurable?.checkpoint_id ?? null,
     values: new Raw(plainJSON(state.values)),
     next: state.next ?? [],
     tasks: new Raw(plainJSON((state.tasks ?? []).map(taskOf))),
   };
+}
+
+/** describeNested sends the snapshot of a subgraph's state and of those below it. */
+function describeNested(runID, state) {
+  if (state?.config?.configurable?.checkpoint_ns == null || !("values" in state)) return;
+  notify("snapshot", snapshotOf(runID, state, null));
+  for (const t of state.tasks ?? []) describeNested(runID, t.state);
 }
 
 function taskOf(t) {
@@ -425,6 +546,59 @@ function taskOf(t) {
   };
 }
 
+/** sendEvent streams one LangChain event; one that cannot be encoded is skipped. */
+function sendEvent(runID, ev) {
+  let text;
+  try {
+    text = plainJSON(ev);
+  } catch {
+    return;
+  }
+  notify("event", { run_id: runID, mode: "events", payload: new Raw(text) });
+}
+
+// The checkpoints, tasks and debug modes are sent as the JS server sends
+// them: a checkpoint names itself and its parent as checkpoint objects,
+// its configs lose the internal keys (those starting with "__"), and a
+// task running a subgraph names that subgraph's checkpoint.
+function streamPayload(mode, chunk) {
+  if (mode === "checkpoints") return streamCheckpoint(chunk);
+  if (mode === "tasks") return streamTask(chunk);
+  if (mode === "debug" && chunk?.type === "checkpoint") return { ...chunk, payload: streamCheckpoint(chunk.payload) };
+  if (mode === "debug" && chunk?.type === "task_result") return { ...chunk, payload: streamTask(chunk.payload) };
+  return chunk;
+}
+
+function checkpointOf(config) {
+  const c = config?.configurable;
+  if (typeof c?.thread_id !== "string") return null;
+  return { thread_id: c.thread_id, checkpoint_ns: c.checkpoint_ns || "", checkpoint_id: c.checkpoint_id || null, checkpoint_map: c.checkpoint_map || null };
+}
+
+function publicConfig(config) {
+  if (config?.configurable == null) return config ?? null;
+  const out = { ...config, configurable: Object.fromEntries(Object.entries(config.configurable).filter(([k]) => !k.startsWith("__"))) };
+  delete out.callbacks;
+  delete out.signal;
+  return out;
+}
+
+function streamCheckpoint(cp) {
+  const out = { ...cp, checkpoint: checkpointOf(cp.config), parent_checkpoint: checkpointOf(cp.parentConfig), tasks: (cp.tasks ?? []).map(streamTask) };
+  out.parent_config = publicConfig(cp.parentConfig);
+  delete out.parentConfig;
+  out.config = publicConfig(cp.config);
+  return out;
+}
+
+function streamTask(task) {
+  const checkpoint = checkpointOf(task?.state);
+  if (checkpoint === null) return task;
+  const out = { ...task, checkpoint };
+  delete out.state;
+  return out;
+}
+
 function snapshotOf(runID, cp, writes) {
   const configurable = cp.config?.configurable ?? {};
   return {
@@ -433,7 +607,7 @@ function snapshotOf(runID, cp, writes) {
     checkpoint_ns: configurable.checkpoint_ns ?? "",
     parent_id: cp.parentConfig?.configurable?.checkpoint_id ?? null,
     values: new Raw(plainJSON(cp.values)),
-    metadata: new Raw(plainJSON({ ...cp.metadata, writes })),
+    metadata: writes === null ? null : new Raw(plainJSON({ ...cp.metadata, writes })),
     next: cp.next ?? [],
     tasks: new Raw(plainJSON((cp.tasks ?? []).map(taskOf))),
   };

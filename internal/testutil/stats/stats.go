@@ -6,6 +6,7 @@ package stats
 import (
 	"math"
 	"slices"
+	"testing"
 	"time"
 )
 
@@ -67,4 +68,16 @@ func MedianFloat(x []float64) float64 {
 		return (s[n/2-1] + s[n/2]) / 2
 	}
 	return s[len(s)/2]
+}
+
+// ReportLatencies sorts lat and reports its p50, p99 and max in
+// milliseconds as the benchmark's p50-ms, p99-ms and max-ms.
+func ReportLatencies(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(Millis(Quantile(lat, 0.50)), "p50-ms")
+	b.ReportMetric(Millis(Quantile(lat, 0.99)), "p99-ms")
+	b.ReportMetric(Millis(lat[len(lat)-1]), "max-ms")
 }
