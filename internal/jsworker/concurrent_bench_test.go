@@ -1,0 +1,162 @@
+package jsworker_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"agentserver/internal/config"
+	"agentserver/internal/llm/scripted"
+	"agentserver/internal/runs"
+	"agentserver/internal/storage"
+	"agentserver/internal/testutil"
+	"agentserver/internal/threads"
+)
+
+// BenchmarkJSAgentConcurrentRuns starts 1,000 runs of the fixture's
+// tool-calling LangGraph.js agent (js_agent: @langchain/openai's ChatOpenAI,
+// streaming) at once, each on its own thread and each waiting on one model
+// call that the scripted model answers after 1 s, on a server with 1,100
+// run workers, durable bbolt and N graph workers (workers=N) that each run
+// up to 1,000 runs at once. One op is the whole batch (use -benchtime 1x).
+// It reports the wall time from the first run's creation to the last run's
+// end (target: all done within 5 s), the runs' p50 and slowest time to
+// their end, and the graph workers' peak memory (VmHWM, summed).
+func BenchmarkJSAgentConcurrentRuns(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchJSAgentConcurrentRuns(b, workers) })
+	}
+}
+
+func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
+	const n = 1000
+	const latency = time.Second
+	_, file := fixture(b)
+	model, err := scripted.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(model.Close)
+	model.SetResponder(func(scripted.ChatRequest) scripted.Step {
+		return scripted.Text("done").WithLatency(latency, 0)
+	})
+	b.Setenv("OPENAI_BASE_URL", model.URL())
+	b.Setenv("OPENAI_API_KEY", "bench")
+	s := testutil.StartServer(b, testutil.Options{GraphsFile: file, Jobs: n + 100, Configure: func(c *config.Config) {
+		c.JSWorkers = workers
+		c.JSWorkerConcurrency = n
+	}})
+	ctx := context.Background()
+	input := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "wait for the model"}}}
+	// One run first: the worker's module cache, the model client's
+	// connection pool and the JIT are warm before the batch.
+	warm, err := s.Threads.Create(ctx, threads.CreateParams{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := jsAgentRun(ctx, s, warm.ThreadID, input); err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		b.StopTimer()
+		tids := make([]uuid.UUID, n)
+		for i := range tids {
+			th, err := s.Threads.Create(ctx, threads.CreateParams{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			tids[i] = th.ThreadID
+		}
+		b.StartTimer()
+		start := time.Now()
+		took := make([]time.Duration, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = jsAgentRun(ctx, s, tids[i], input)
+				took[i] = time.Since(start)
+			}()
+		}
+		wg.Wait()
+		wall := time.Since(start)
+		b.StopTimer()
+		for i, err := range errs {
+			if err != nil {
+				b.Fatalf("run %d of %d: %v", i, n, err)
+			}
+		}
+		slices.Sort(took)
+		b.ReportMetric(wall.Seconds(), "all-done-s")
+		b.ReportMetric(took[n/2].Seconds(), "p50-s")
+		b.ReportMetric(took[n-1].Seconds(), "slowest-s")
+		if hwm := childNodeHWM(b); hwm > 0 {
+			b.ReportMetric(hwm, "workers-VmHWM-MiB")
+		}
+		if wall > 5*time.Second {
+			b.Logf("%d runs took %s, over the 5 s target", n, wall)
+		}
+	}
+}
+
+// jsAgentRun runs js_agent on thread to its end and checks its answer.
+func jsAgentRun(ctx context.Context, s *testutil.Server, thread uuid.UUID, input map[string]any) error {
+	run, err := s.Runs.Create(ctx, runs.CreateParams{ThreadID: &thread, Assistant: "js_agent", Input: input})
+	if err != nil {
+		return err
+	}
+	ended, values, err := s.Runs.Wait(ctx, &thread, run.RunID)
+	switch {
+	case err != nil:
+		return err
+	case ended.Status != storage.RunSuccess:
+		return fmt.Errorf("run %s: %s", ended.Status, ended.Error)
+	}
+	msgs, _ := values["messages"].([]any)
+	if len(msgs) != 2 || msgs[1].(map[string]any)["content"] != "done" {
+		return fmt.Errorf("final messages %v", msgs)
+	}
+	return nil
+}
+
+// childNodeHWM sums VmHWM, in MiB, over this process's child processes
+// named node: the graph workers.
+func childNodeHWM(b *testing.B) float64 {
+	b.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	self := strconv.Itoa(os.Getpid())
+	var sum float64
+	for _, e := range ents {
+		raw, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		fields := map[string]string{}
+		for _, line := range strings.Split(string(raw), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				fields[k] = strings.TrimSpace(v)
+			}
+		}
+		if fields["Name"] != "node" || fields["PPid"] != self {
+			continue
+		}
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(fields["VmHWM"], " kB"), 64)
+		if err == nil {
+			sum += kb / 1024
+		}
+	}
+	return sum
+}
