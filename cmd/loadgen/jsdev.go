@@ -60,7 +60,7 @@ func (r *runner) jsSideBySideRun() error {
 	}
 	fmt.Printf("[%s] graph %q of %s; %d rounds; c1: %d runs on fresh threads; c%d: %d stateless runs\n",
 		jsSideBySide, o.jsGraph, cfg, o.jsRounds, o.jsC1N, o.concurrency, o.jsC50N)
-	body := []byte(`{"assistant_id":"` + o.jsGraph + `","input":` + echoInput + `}`)
+	body := echoRunBody(o.jsGraph)
 	rounds := make([][2]jsRound, 0, o.jsRounds)
 	for k := range o.jsRounds {
 		var round [2]jsRound

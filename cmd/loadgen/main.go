@@ -123,6 +123,8 @@ type options struct {
 	jsRounds int
 	jsC1N    int
 	jsC50N   int
+	// assistant is the graph the run scenarios run.
+	assistant string
 }
 
 func main() {
@@ -170,6 +172,7 @@ func parseFlags() (options, error) {
 	fs.IntVar(&o.jsRounds, "js-rounds", 4, jsSideBySide+": rounds, alternating which server goes first")
 	fs.IntVar(&o.jsC1N, "js-c1-n", 40, jsSideBySide+": sequential runs per server and round")
 	fs.IntVar(&o.jsC50N, "js-c50-n", 500, jsSideBySide+": stateless runs on -c workers per server and round")
+	fs.StringVar(&o.assistant, "assistant", "echo", "the graph (assistant) the run scenarios run, from -config; it must answer the input \"hi\" with the AI message \""+echoReply+"\"")
 	fs.StringVar(&extra, "server-args", "", "extra space-separated arguments for the server")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
@@ -220,6 +223,7 @@ func parseFlags() (options, error) {
 		return o, errors.New("-replicas above 1 needs server processes, not -inprocess")
 	}
 	o.serverArgs = strings.Fields(extra)
+	runBody = echoRunBody(o.assistant)
 	return o, nil
 }
 
