@@ -3,6 +3,7 @@ package jsworker_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -21,7 +22,8 @@ import (
 	"agentserver/internal/threads"
 )
 
-// BenchmarkJSAgentConcurrentRuns starts 1,000 runs of the fixture's
+// BenchmarkJSAgentConcurrentRuns starts 1,000 runs (JS_AGENT_BENCH_RUNS
+// overrides the count) of the fixture's
 // tool-calling LangGraph.js agent (js_agent: @langchain/openai's ChatOpenAI,
 // streaming) at once, each on its own thread and each waiting on one model
 // call that the scripted model answers after 1 s, on a server with 1,100
@@ -29,7 +31,8 @@ import (
 // up to 1,000 runs at once. One op is the whole batch (use -benchtime 1x).
 // It reports the wall time from the first run's creation to the last run's
 // end (target: all done within 5 s), the runs' p50 and slowest time to
-// their end, and the graph workers' peak memory (VmHWM, summed).
+// their end, the graph workers' CPU time per run (user plus system, over
+// the batch) and their peak memory (VmHWM, summed).
 func BenchmarkJSAgentConcurrentRuns(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchJSAgentConcurrentRuns(b, workers) })
@@ -37,7 +40,10 @@ func BenchmarkJSAgentConcurrentRuns(b *testing.B) {
 }
 
 func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
-	const n = 1000
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("JS_AGENT_BENCH_RUNS")); err == nil && v > 0 {
+		n = v
+	}
 	const latency = time.Second
 	_, file := fixture(b)
 	model, err := scripted.Start("127.0.0.1:0")
@@ -50,7 +56,11 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 	})
 	b.Setenv("OPENAI_BASE_URL", model.URL())
 	b.Setenv("OPENAI_API_KEY", "bench")
-	s := testutil.StartServer(b, testutil.Options{GraphsFile: file, Jobs: n + 100, Configure: func(c *config.Config) {
+	var logw io.Writer
+	if os.Getenv("JS_AGENT_BENCH_LOG") != "" {
+		logw = os.Stderr
+	}
+	s := testutil.StartServer(b, testutil.Options{GraphsFile: file, Jobs: n + 100, Log: logw, Configure: func(c *config.Config) {
 		c.JSWorkers = workers
 		c.JSWorkerConcurrency = n
 	}})
@@ -75,6 +85,7 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 			}
 			tids[i] = th.ThreadID
 		}
+		cpu0 := workerCPU(b)
 		b.StartTimer()
 		start := time.Now()
 		took := make([]time.Duration, n)
@@ -91,6 +102,7 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 		wg.Wait()
 		wall := time.Since(start)
 		b.StopTimer()
+		cpu := workerCPU(b) - cpu0
 		for i, err := range errs {
 			if err != nil {
 				b.Fatalf("run %d of %d: %v", i, n, err)
@@ -100,9 +112,12 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 		b.ReportMetric(wall.Seconds(), "all-done-s")
 		b.ReportMetric(took[n/2].Seconds(), "p50-s")
 		b.ReportMetric(took[n-1].Seconds(), "slowest-s")
-		if hwm := childNodeHWM(b); hwm > 0 {
-			b.ReportMetric(hwm, "workers-VmHWM-MiB")
+		b.ReportMetric(cpu.Seconds()*1000/float64(n), "workers-cpu-ms/run")
+		var hwm float64
+		for _, p := range childNodes(b) {
+			hwm += p.hwmMiB
 		}
+		b.ReportMetric(hwm, "workers-VmHWM-MiB")
 		if wall > 5*time.Second {
 			b.Logf("%d runs took %s, over the 5 s target", n, wall)
 		}
@@ -129,16 +144,22 @@ func jsAgentRun(ctx context.Context, s *testutil.Server, thread uuid.UUID, input
 	return nil
 }
 
-// childNodeHWM sums VmHWM, in MiB, over this process's child processes
-// named node: the graph workers.
-func childNodeHWM(b *testing.B) float64 {
+// nodeProc is a graph worker process's peak memory and CPU time.
+type nodeProc struct {
+	hwmMiB float64
+	cpu    time.Duration
+}
+
+// childNodes reads the child processes of this process named node: the
+// graph workers.
+func childNodes(b *testing.B) []nodeProc {
 	b.Helper()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		b.Fatal(err)
 	}
 	self := strconv.Itoa(os.Getpid())
-	var sum float64
+	var out []nodeProc
 	for _, e := range ents {
 		raw, err := os.ReadFile("/proc/" + e.Name() + "/status")
 		if err != nil {
@@ -153,10 +174,32 @@ func childNodeHWM(b *testing.B) float64 {
 		if fields["Name"] != "node" || fields["PPid"] != self {
 			continue
 		}
-		kb, err := strconv.ParseFloat(strings.TrimSuffix(fields["VmHWM"], " kB"), 64)
-		if err == nil {
-			sum += kb / 1024
+		var p nodeProc
+		if kb, err := strconv.ParseFloat(strings.TrimSuffix(fields["VmHWM"], " kB"), 64); err == nil {
+			p.hwmMiB = kb / 1024
 		}
+		// utime and stime are fields 14 and 15 of stat, after the
+		// parenthesised command name; in clock ticks (USER_HZ, 100/s).
+		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+			if j := strings.LastIndexByte(string(stat), ')'); j > 0 {
+				f := strings.Fields(string(stat[j+1:]))
+				if len(f) > 12 {
+					u, _ := strconv.ParseInt(f[11], 10, 64)
+					s, _ := strconv.ParseInt(f[12], 10, 64)
+					p.cpu = time.Duration(u+s) * 10 * time.Millisecond
+				}
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// workerCPU sums the graph workers' CPU time.
+func workerCPU(b *testing.B) time.Duration {
+	var sum time.Duration
+	for _, p := range childNodes(b) {
+		sum += p.cpu
 	}
 	return sum
 }
