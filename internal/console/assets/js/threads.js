@@ -50,7 +50,10 @@ export function threadsPage(ctx) {
     const { body, filter } = query();
     const threads = (await guard(() => post('/threads/search', body))) || [];
     const shown = threads.filter((t) => !filter || searchText(t).includes(filter));
+    // A refresh keeps the keyboard focus on the thread it was on.
+    const focused = list.contains(document.activeElement) ? document.activeElement.dataset.threadId : null;
     replace(list, shown.length ? nest(shown).map(threadItem) : h('li', { class: 'empty' }, 'No threads match.'));
+    if (focused) list.querySelector(`[data-thread-id="${CSS.escape(focused)}"]`)?.focus();
   }
 
   const threadItem = ({ t, children }) => h('li', {}, threadLink(t, selected),

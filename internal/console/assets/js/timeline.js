@@ -30,11 +30,16 @@ function toolCallsById(msgs) {
 }
 
 // itemsOf turns one node's writes into timeline items.
-function itemsOf(node, write, calls, stepMs) {
+// An AI message a node writes again (the tools node adds the subagents'
+// usage to the message that asked for them) is the same model call: seen
+// holds the ids of the AI messages already shown.
+function itemsOf(node, write, calls, stepMs, seen) {
   const items = [];
   const msgs = Array.isArray(write?.messages) ? write.messages : [];
   for (const m of msgs) {
     const type = m?.type || m?.role;
+    if ((type === 'ai' || type === 'assistant') && m.id && seen.has(m.id)) continue;
+    if (m?.id) seen.add(m.id);
     if (type === 'ai' || type === 'assistant') {
       items.push({
         kind: 'model', model: m.response_metadata?.model_name || '', usage: m.usage_metadata, ms: stepMs,
@@ -76,18 +81,19 @@ export function buildTimeline(cps, { startedAt, live } = {}) {
   if (!cps.length) return { steps: [], total: 0 };
   const origin = Date.parse(cps[0].metadata?.source === 'input' ? cps[0].created_at : startedAt || cps[0].created_at);
   const steps = [];
+  const seen = new Set();
   let prev = cps[0].metadata?.source === 'input' ? cps[0].created_at : startedAt || cps[0].created_at;
   for (const cp of cps) {
     const md = cp.metadata || {};
     if (md.source === 'input') {
-      steps.push({ node: 'input', step: md.step, at: cp.created_at, offset: 0, ms: null, items: itemsOf('input', md.writes?.__start__, new Map(), null) });
+      steps.push({ node: 'input', step: md.step, at: cp.created_at, offset: 0, ms: null, items: itemsOf('input', md.writes?.__start__, new Map(), null, seen) });
       continue;
     }
     const stepMs = ms(prev, cp.created_at);
     const calls = toolCallsById(cp.values?.messages);
     for (const [node, write] of Object.entries(md.writes || {})) {
       if (node === '__start__') continue; // the input applied: shown by the input step
-      steps.push({ node, step: md.step, at: cp.created_at, offset: Date.parse(prev) - origin, ms: stepMs, items: itemsOf(node, write, calls, stepMs) });
+      steps.push({ node, step: md.step, at: cp.created_at, offset: Date.parse(prev) - origin, ms: stepMs, items: itemsOf(node, write, calls, stepMs, seen) });
     }
     prev = cp.created_at;
   }
