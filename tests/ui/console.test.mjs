@@ -156,6 +156,19 @@ test('a subagent thread links to its supervisor thread and back', async () => {
   await page.locator('#thread-parent').waitFor(WAIT);
 });
 
+// forkFrom runs echo with message from the checkpoint shown in pane, on a
+// copy of the echo thread, waits for the run to succeed and returns the
+// copy's id.
+async function forkFrom(pane, message) {
+  await pane.locator('.composer-assistant').selectOption('echo');
+  await pane.locator('.composer-input').fill(message);
+  await pane.locator('#fork-copy').check();
+  await pane.locator('.composer-run').click();
+  await waitFor('the fork', async () => /#\/threads\/[^/]+\/runs\//.test(page.url()) && !page.url().includes(echoThread));
+  await page.locator('#run-status [data-status="success"]').waitFor(WAIT);
+  return /#\/threads\/([^/]+)\//.exec(page.url())[1];
+}
+
 test('a thread shows its state and its history, and runs from a past checkpoint', async () => {
   await page.click(`[data-thread-id="${echoThread}"]`);
   await page.locator('#tab-body .msg', { hasText: 'second question' }).first().waitFor(WAIT);
@@ -174,13 +187,7 @@ test('a thread shows its state and its history, and runs from a past checkpoint'
   assert.equal(await pane.locator('.msg', { hasText: 'second question' }).count(), 0);
   await shot('thread-history', ['#history-table', '#checkpoint-pane']);
   // Fork: run from that checkpoint on a copy of the thread.
-  await pane.locator('.composer-assistant').selectOption('echo');
-  await pane.locator('.composer-input').fill('another branch');
-  await pane.locator('#fork-copy').check();
-  await pane.locator('.composer-run').click();
-  await waitFor('the fork', async () => /#\/threads\/[^/]+\/runs\//.test(page.url()) && !page.url().includes(echoThread));
-  const forked = /#\/threads\/([^/]+)\//.exec(page.url())[1];
-  await page.locator('#run-status [data-status="success"]').waitFor(WAIT);
+  const forked = await forkFrom(pane, 'another branch');
   const state = await api('GET', `/threads/${forked}/state`);
   const texts = state.values.messages.map((m) => m.content);
   assert.ok(texts.includes('another branch') && !texts.includes('second question'), `fork from ${pastId}: ${texts}`);
@@ -202,13 +209,7 @@ test('time travel: a past checkpoint\'s state is edited and a fork runs from it'
   assert.equal(values.messages[0].content, 'first question', 'the editor holds the checkpoint\'s values');
   values.messages[0].content = 'an edited question';
   await editor.fill(JSON.stringify(values, null, 2));
-  await pane.locator('.composer-assistant').selectOption('echo');
-  await pane.locator('.composer-input').fill('after the edit');
-  await pane.locator('#fork-copy').check();
-  await pane.locator('.composer-run').click();
-  await waitFor('the edited fork', async () => /#\/threads\/[^/]+\/runs\//.test(page.url()) && !page.url().includes(echoThread));
-  const forked = /#\/threads\/([^/]+)\//.exec(page.url())[1];
-  await page.locator('#run-status [data-status="success"]').waitFor(WAIT);
+  const forked = await forkFrom(pane, 'after the edit');
   const texts = (await api('GET', `/threads/${forked}/state`)).values.messages.map((m) => m.content);
   assert.deepEqual(texts.slice(0, 1), ['an edited question'], `the fork starts from the edited state: ${texts}`);
   assert.ok(texts.includes('echo: after the edit') && !texts.includes('first question'), `fork: ${texts}`);
@@ -236,7 +237,7 @@ test('a run streams live, without layout jumps, and can be cancelled and rerun',
   const img = await shot('run-live', ['#graph-svg', '#run-timeline']);
   // The graph is redrawn as the run goes on; the node stays where it is.
   const node = await waitFor('the running node\'s box', () => page.locator('#graph-svg .graph-node.active[data-node="model"] rect').boundingBox().catch(() => null));
-  const accent = rgb(await page.locator('#graph-svg .graph-node.active[data-node="model"] rect').evaluate((e) => getComputedStyle(e).fill));
+  const accent = rgb(await page.evaluate(() => getComputedStyle(document.querySelector('#graph-svg .graph-node.active rect')).fill));
   assert.ok(hasColour(img, node, accent), `the running node is drawn in the accent colour ${accent}`);
   await page.click('#run-cancel');
   await page.locator('#run-status [data-status="interrupted"]').waitFor(WAIT);

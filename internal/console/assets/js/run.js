@@ -98,6 +98,7 @@ export function runView(tid, rid) {
   let run = null;
   let graph = null;
   let streamed = false; // the output panel shows streamed text
+  let graphKey = ''; // what the drawn graph shows
   const texts = new Map(); // message id → text written so far
 
   async function loadRun() {
@@ -156,13 +157,22 @@ export function runView(tid, rid) {
       const visits = new Map();
       for (const s of timeline.steps) if (s.node !== 'input' && !s.running && !s.items.some((i) => i.kind === 'interrupt')) visits.set(s.node, (visits.get(s.node) || 0) + 1);
       const active = live(run.status) || waiting.length ? (last?.next || []) : [];
+      // Redrawn only when what it shows changed.
+      const key = JSON.stringify([active, [...visits], waiting.length]);
+      if (key !== graphKey) graphKey = key;
+      else return showOutput(last, waiting);
       replace(graphSlot, graphSVG(graph, { active, visits, title: `graph ${graphOf(run)}` }),
         h('p', { class: 'small muted', id: 'graph-legend' }, active.length ? `${waiting.length ? 'Waiting at' : 'Running'}: ${active.join(', ')}` : 'Nodes show how often they ran in this run; dashed edges are conditional.'));
     }
+    showOutput(last, waiting);
+  }
+
+  // showOutput puts the answer of the run's last checkpoint in the output
+  // panel once the run ended, unless its stream showed it already.
+  function showOutput(last, waiting) {
+    if (streamed || live(run.status)) return;
     const final = lastAI(last?.values?.messages);
-    if (!streamed && !live(run.status)) {
-      output.textContent = final ? textOf(final.content) : waiting.length ? 'Waiting for a human (see above).' : 'No answer in the run\'s last checkpoint.';
-    }
+    output.textContent = final ? textOf(final.content) : waiting.length ? 'Waiting for a human (see above).' : 'No answer in the run\'s last checkpoint.';
   }
   const refreshSteps = debounce(() => { loadRun().then(loadSteps); }, 300);
 
