@@ -41,7 +41,8 @@ const shot = async (name, shows = []) => {
   assert.deepEqual([img.width, img.height], [1280, 800], `${name}: the screenshot is the viewport`);
   assert.ok(region(img).colours > 12, `${name}: the screenshot is not blank`);
   for (const sel of shows) {
-    const box = await page.locator(sel).first().boundingBox();
+    // A part redrawn since the picture stays where it was: wait for its box.
+    const box = await waitFor(`${sel}'s box`, () => page.locator(sel).first().boundingBox().catch(() => null));
     assert.ok(box && box.width > 0 && box.height > 0 && box.y < img.height && box.x < img.width, `${name}: ${sel} is on screen (${JSON.stringify(box)})`);
     const visible = { x: box.x, y: box.y, width: Math.min(box.width, img.width - box.x), height: Math.min(box.height, img.height - box.y) };
     assert.ok(region(img, visible).colours > 1, `${name}: ${sel} is drawn, not an empty box`);

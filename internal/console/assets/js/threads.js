@@ -30,6 +30,7 @@ export function threadsPage(ctx) {
 
   let selected = null;
   let open = null;
+  let listKey = '';
 
   // query turns the search text into a /threads/search body; text that is
   // neither an id nor key=value is looked for in the threads of the page
@@ -50,6 +51,10 @@ export function threadsPage(ctx) {
     const { body, filter } = query();
     const threads = (await guard(() => post('/threads/search', body))) || [];
     const shown = threads.filter((t) => !filter || searchText(t).includes(filter));
+    // A list that did not change is left as it is.
+    const key = JSON.stringify(shown.map((t) => [t.thread_id, t.status, t.updated_at, t.state_updated_at]));
+    if (key === listKey && list.childElementCount) return;
+    listKey = key;
     // A refresh keeps the keyboard focus on the thread it was on.
     const focused = list.contains(document.activeElement) ? document.activeElement.dataset.threadId : null;
     replace(list, shown.length ? nest(shown).map(threadItem) : h('li', { class: 'empty' }, 'No threads match.'));
