@@ -126,10 +126,13 @@ export function runView(tid, rid) {
     else if (Array.isArray(k.input?.messages)) replace(input, messages(k.input.messages));
     else if (k.input && Object.keys(k.input).length) replace(input, json(k.input));
     else replace(input, h('p', { class: 'muted' }, 'No input: the run continued from the thread\'s checkpoint.'));
-    if (!graph) loadGraph();
+    if (!graphAsked) loadGraph();
   }
 
+  // loadGraph reads the assistant's graph once, then the steps that light it.
+  let graphAsked = false;
   async function loadGraph() {
+    graphAsked = true;
     graph = await guard(() => get(`/assistants/${run.assistant_id}/graph`));
     if (!graph) replace(graphSlot, h('p', { class: 'muted' }, 'This assistant has no graph to draw.'));
     loadSteps();
