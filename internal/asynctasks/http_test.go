@@ -104,7 +104,9 @@ type contractCase struct {
 	run  func(t *testing.T, s *testutil.Server, x asynctasks.Transport, gate string)
 }
 
-var contractCases = []contractCase{
+// threadCases hold Local and HTTP, which create the subagent's thread
+// themselves, to what they record on it (A2A agents own their contexts).
+var threadCases = []contractCase{
 	{"start records the parent on the subagent's thread", func(t *testing.T, s *testutil.Server, x asynctasks.Transport, _ string) {
 		parent := asynctasks.Parent{ThreadID: uuid.NewString(), RunID: uuid.NewString(), AgentName: "researcher"}
 		tid, rid, err := x.Start(asynctasks.WithParent(t.Context(), parent), "echo", "hello")
@@ -133,6 +135,9 @@ var contractCases = []contractCase{
 			t.Fatalf("a thread started without a parent has metadata %v (%v)", th.Metadata, err)
 		}
 	}},
+}
+
+var contractCases = []contractCase{
 	{"start and wait on echo", func(t *testing.T, _ *testutil.Server, x asynctasks.Transport, _ string) {
 		ctx := t.Context()
 		tid, rid, err := x.Start(ctx, "echo", "hello")
@@ -372,7 +377,7 @@ func TestTransportContract(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			s := testutil.StartServer(t, testutil.Options{Graphs: contractGraphs})
 			x := tr.make(t, s)
-			for _, c := range contractCases {
+			for _, c := range append(threadCases, contractCases...) {
 				t.Run(c.name, func(t *testing.T) { c.run(t, s, x, t.Name()+"-"+uuid.NewString()) })
 			}
 		})

@@ -5,7 +5,8 @@ import "context"
 // Metadata keys a transport writes on the thread of a subagent it starts,
 // naming the thread and run that started it (the supervisor's), so that a
 // client can link the two both ways: the supervisor's async_tasks channel
-// names the subagent threads, and these name the supervisor.
+// names the subagent threads, and these name the supervisor. Local and HTTP
+// record them; A2A does not (the agent owns its contexts).
 const (
 	MetaParentThreadID = "parent_thread_id"
 	MetaParentRunID    = "parent_run_id"
