@@ -321,16 +321,8 @@ func descends(pid, root int, parent map[int]int) bool {
 
 // ppidOf reads the parent pid from /proc/<pid>/stat (field 4).
 func ppidOf(pid int) (int, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid)
 	if err != nil {
-		return 0, false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
 		return 0, false
 	}
 	pp, err := strconv.Atoi(f[1])

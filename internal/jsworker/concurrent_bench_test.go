@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -87,20 +86,7 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 		}
 		cpu0 := workerCPU(b)
 		b.StartTimer()
-		start := time.Now()
-		took := make([]time.Duration, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = jsAgentRun(ctx, s, tids[i], input)
-				took[i] = time.Since(start)
-			}()
-		}
-		wg.Wait()
-		wall := time.Since(start)
+		took, errs, wall := testutil.Concurrently(n, func(i int) error { return jsAgentRun(ctx, s, tids[i], input) })
 		b.StopTimer()
 		cpu := workerCPU(b) - cpu0
 		for i, err := range errs {
