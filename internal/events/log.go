@@ -144,4 +144,3 @@ func normalizeData(data json.RawMessage) json.RawMessage {
 	}
 	return data
 }
-

@@ -24,8 +24,8 @@ import (
 // feedRetention; events published meanwhile are kept for the reconnect.
 // Runs of threads without a feed pay one atomic load per event.
 //
-// A connection holds no events of its own: it is a cursor (the id of the
-// last event it sent) into its feed's kept events, so its memory does not
+// A feed is an eventlog.Log; a connection holds no events of its own: it
+// is a cursor into its feed's kept events, so its memory does not
 // grow however long it stays open. A client that falls so far behind that
 // events it has not read leave the feed continues with the oldest event
 // still kept: its event ids jump over the gap.
