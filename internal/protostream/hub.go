@@ -40,6 +40,9 @@ type Hub struct {
 	feeds map[uuid.UUID]*feed
 	now   func() time.Time
 	async asyncLinks
+	// flushMu serializes flushes: a feed's log hands its unsaved events to
+	// one save at a time.
+	flushMu sync.Mutex
 }
 
 // NewHub returns a hub that persists into db.
@@ -302,6 +305,8 @@ func (h *Hub) Run(ctx context.Context) {
 
 // Flush writes every unsaved event to the store.
 func (h *Hub) Flush(ctx context.Context) {
+	h.flushMu.Lock()
+	defer h.flushMu.Unlock()
 	h.mu.RLock()
 	feeds := make([]*feed, 0, len(h.feeds))
 	for _, f := range h.feeds {
