@@ -100,30 +100,38 @@ func (c *Cursor[E]) Take() (e E, ok bool, wake <-chan struct{}, err error) {
 	}
 	l := c.log
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	i := c.next - l.base
 	if i < 0 {
 		if l.opts.ReportGaps {
+			l.mu.Unlock()
 			return e, false, nil, ErrBehind
 		}
 		i = 0 // continue with the oldest kept
 	}
-	for n := int64(len(l.entries)); i < n; i++ {
-		p := &l.entries[i]
-		c.after = (*p).LogSeq()
-		if c.match == nil || c.match(p) {
+	n, start := int64(len(l.entries)), i
+	for ; i < n; i++ {
+		if c.match == nil || c.match(&l.entries[i]) {
+			e = l.entries[i]
 			c.next = l.base + i + 1
-			return *p, true, nil, nil
+			c.after = e.LogSeq()
+			l.mu.Unlock()
+			return e, true, nil, nil
 		}
 	}
-	c.next = l.base + int64(len(l.entries))
+	if start < n {
+		c.after = l.entries[n-1].LogSeq() // past the entries the filter skipped
+	}
+	c.next = l.base + n
 	if l.closed {
+		l.mu.Unlock()
 		return e, false, nil, io.EOF
 	}
 	if l.wake == nil {
 		l.wake = make(chan struct{})
 	}
-	return e, false, l.wake, nil
+	wake = l.wake
+	l.mu.Unlock()
+	return e, false, wake, nil
 }
 
 // Close releases the cursor and wakes a Next blocked on it. It is

@@ -61,9 +61,10 @@ func (w *threadWatchers) clock() time.Time {
 	return time.Now()
 }
 
-// expired reports whether a feed's retention has ended.
+// expired reports whether a feed's retention has ended (the clock is read
+// only for a feed without clients).
 func (w *threadWatchers) expired(f *threadFeed) bool {
-	return f.IdleFor(w.clock()) > feedRetention
+	return f.Cursors() == 0 && f.IdleFor(w.clock()) > feedRetention
 }
 
 // feed returns the thread's feed if it is live, dropping it when its
