@@ -34,7 +34,7 @@ var enforced = map[string]bool{authz.Threads: true}
 // key, else an Authenticator), refuses a route the route table does not
 // list or the caller may not use, and puts the caller in the request's
 // context for the services to authorise against (authz.Authorize).
-func authenticate(a Auth, routes routeIndex) echo.MiddlewareFunc {
+func authenticate(a Auth, routes routeIndex, cu **custom) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
@@ -42,6 +42,10 @@ func authenticate(a Auth, routes routeIndex) echo.MiddlewareFunc {
 				return next(c)
 			}
 			acc, listed := routes.lookup(r.Method, c.Path())
+			if !listed && (*cu).owns(c) {
+				// The custom routes' entries: see custom.access.
+				acc, listed = (*cu).access(r.Method, r.URL.Path), true
+			}
 			if listed && acc.Public {
 				return next(c)
 			}
