@@ -2,7 +2,9 @@ package jsworker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"agentserver/internal/authz"
+	"agentserver/internal/config"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/jsworker"
 	"agentserver/internal/testutil"
@@ -299,5 +302,133 @@ func BenchmarkJSAuthenticate(b *testing.B) {
 			b.StopTimer()
 			stats.ReportLatencies(b, lat)
 		})
+	}
+}
+
+// BenchmarkJSAuthRequest measures whole requests through the HTTP stack of
+// a server running the fixture's Auth module (auth.cache on, as in
+// langgraph.auth.json): reading a thread as the operator (the API key: no
+// module call), as a user of the module (authenticate answered by the
+// cache, then the threads:read handler in the worker), and a custom route
+// of the Hono app served by the worker (and, for comparison, by Node's own
+// HTTP server on loopback).
+func BenchmarkJSAuthRequest(b *testing.B) {
+	dir, file := authFixture(b)
+	s := testutil.StartServer(b, testutil.Options{GraphsFile: file, APIKey: "operator-key"})
+	loopback := testutil.StartNodeScript(b, dir, filepath.Join("bench", "hono-http.mjs"), nil)
+	create, _ := http.NewRequest("POST", s.URL()+"/threads", strings.NewReader(`{}`))
+	create.Header.Set("Authorization", "Bearer token-alice")
+	create.Header.Set("Content-Type", "application/json")
+	res, err := s.Client.Do(create)
+	if err != nil || res.StatusCode != 200 {
+		b.Fatal(res, err)
+	}
+	var thread struct {
+		ThreadID string `json:"thread_id"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&thread); err != nil {
+		b.Fatal(err)
+	}
+	res.Body.Close()
+	for _, bc := range []struct {
+		name, base, path, header, value string
+	}{
+		{"api-key", s.URL(), "/threads/" + thread.ThreadID, "x-api-key", "operator-key"},
+		{"js-auth", s.URL(), "/threads/" + thread.ThreadID, "Authorization", "Bearer token-alice"},
+		{"custom-route", s.URL(), "/hello", "Authorization", "Bearer token-alice"},
+		// The same route of the same app, straight from Node's HTTP server
+		// on loopback (no server, no auth): the hop a loopback transport
+		// would add instead of the worker protocol's.
+		{"hono-loopback", loopback, "/hello", "Authorization", "Bearer token-alice"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			lat := make([]time.Duration, 0, b.N)
+			for i := 0; i < b.N; i++ {
+				req, _ := http.NewRequest("GET", bc.base+bc.path, nil)
+				req.Header.Set(bc.header, bc.value)
+				start := time.Now()
+				res, err := s.Client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, err = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				lat = append(lat, time.Since(start))
+				if err != nil || res.StatusCode != 200 {
+					b.Fatal(res.Status, err)
+				}
+			}
+			b.StopTimer()
+			stats.ReportLatencies(b, lat)
+		})
+	}
+}
+
+// variant writes a langgraph.json beside the fixture's (so that its
+// relative paths and node_modules resolve) with sections changed, and
+// returns its path.
+func variant(t *testing.T, change func(map[string]any)) string {
+	t.Helper()
+	dir, file := authFixture(t)
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	change(doc)
+	f, err := os.CreateTemp(dir, ".langgraph-test-*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(f.Name()) })
+	if err := json.NewEncoder(f).Encode(doc); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return f.Name()
+}
+
+// TestJSAuthStudioKeyAndCustomRouteOptions checks disable_studio_auth (the
+// API key skips the module unless it is set), http.enable_custom_route_auth
+// off (custom routes public) and the body limit on custom routes.
+func TestJSAuthStudioKeyAndCustomRouteOptions(t *testing.T) {
+	alice := http.Header{"Authorization": {"Bearer token-alice"}}
+	operator := http.Header{"X-Api-Key": {"opkey"}}
+
+	s := testutil.StartServer(t, testutil.Options{GraphsFile: variant(t, func(map[string]any) {}), APIKey: "opkey",
+		Configure: func(c *config.Config) { c.MaxBodyBytes = 1 << 10 }})
+	created := s.DoWith("POST", "/threads", map[string]any{}, alice)
+	if created.Status != 200 {
+		t.Fatalf("alice creates a thread: %d %s", created.Status, created.Raw)
+	}
+	id := created.Object(t)["thread_id"].(string)
+	if owner := created.Object(t)["metadata"].(map[string]any)["owner"]; owner != "alice" {
+		t.Fatalf("thread owner = %v, want alice", owner)
+	}
+	if r := s.DoWith("GET", "/threads/"+id, nil, operator); r.Status != 200 {
+		t.Errorf("the API key (the studio's) skips the module and sees alice's thread: %d %s", r.Status, r.Raw)
+	}
+	big := map[string]any{"pad": strings.Repeat("x", 2<<10)}
+	if r := s.DoWith("POST", "/echo/x", big, alice); r.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a custom route's body over the limit: %d %s", r.Status, r.Raw)
+	}
+	if r := s.DoWith("GET", "/hello", nil, nil); r.Status != http.StatusUnauthorized {
+		t.Errorf("a custom route without credentials: %d %s", r.Status, r.Raw)
+	}
+	s.Shutdown(t.Context())
+
+	s = testutil.StartServer(t, testutil.Options{APIKey: "opkey", GraphsFile: variant(t, func(doc map[string]any) {
+		doc["auth"].(map[string]any)["disable_studio_auth"] = true
+		doc["http"].(map[string]any)["enable_custom_route_auth"] = false
+		delete(doc["http"].(map[string]any), "public_routes")
+	})})
+	if r := s.DoWith("POST", "/threads/search", map[string]any{}, operator); r.Status != http.StatusUnauthorized || r.Object(t)["detail"] != "Invalid token" {
+		t.Errorf("with disable_studio_auth the module judges the API key too: %d %s", r.Status, r.Raw)
+	}
+	if r := s.DoWith("GET", "/hello", nil, nil); r.Status != 200 || r.Object(t)["user"] != nil {
+		t.Errorf("enable_custom_route_auth off: /hello without credentials: %d %s", r.Status, r.Raw)
 	}
 }
