@@ -227,29 +227,7 @@ func wireModule(e *Entry) any {
 // pick returns the live worker with the fewest runs, for a short call
 // that takes no run slot (auth, custom routes), waiting while none is up.
 func (p *Pool) pick(ctx context.Context) (*process, error) {
-	for {
-		p.mu.Lock()
-		if p.closing {
-			p.mu.Unlock()
-			return nil, errors.New("graph workers are shutting down")
-		}
-		var best *process
-		for _, w := range p.procs {
-			if best == nil || w.load < best.load {
-				best = w
-			}
-		}
-		ch := p.changed
-		p.mu.Unlock()
-		if best != nil {
-			return best, nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-	}
+	return p.choose(ctx, false)
 }
 
 // adopt adds a started worker to the pool and starts watching it.
@@ -318,8 +296,16 @@ func (p *Pool) replace() {
 }
 
 // acquire returns the worker with the fewest runs that has a free slot,
-// waiting for one while all are full (or being replaced).
+// and takes the slot, waiting for one while all are full (or being
+// replaced).
 func (p *Pool) acquire(ctx context.Context) (*process, error) {
+	return p.choose(ctx, true)
+}
+
+// choose returns the live worker with the fewest runs, among those with a
+// free slot when slot is set (and then takes the slot), waiting while
+// there is none.
+func (p *Pool) choose(ctx context.Context, slot bool) (*process, error) {
 	for {
 		p.mu.Lock()
 		if p.closing {
@@ -328,12 +314,14 @@ func (p *Pool) acquire(ctx context.Context) (*process, error) {
 		}
 		var best *process
 		for _, w := range p.procs {
-			if w.load < p.opts.Concurrency && (best == nil || w.load < best.load) {
+			if (!slot || w.load < p.opts.Concurrency) && (best == nil || w.load < best.load) {
 				best = w
 			}
 		}
 		if best != nil {
-			best.load++
+			if slot {
+				best.load++
+			}
 			p.mu.Unlock()
 			return best, nil
 		}
