@@ -63,13 +63,15 @@ func authenticate(a Auth, routes routeIndex, cu **custom) echo.MiddlewareFunc {
 }
 
 // identify returns the caller of r: the operator for the API key, else the
-// first Authenticator's user.
+// first Authenticator's user. An x-api-key that is not the server's may
+// still be a user's key that an Authenticator (a JS Auth module) knows.
 func (a Auth) identify(r *http.Request) (*authz.User, error) {
+	badKey := false
 	if key := r.Header.Get("x-api-key"); key != "" && a.APIKey != "" {
-		if subtle.ConstantTimeCompare([]byte(key), []byte(a.APIKey)) != 1 {
-			return nil, errUnauthorized
+		if subtle.ConstantTimeCompare([]byte(key), []byte(a.APIKey)) == 1 {
+			return &authz.User{Identity: "operator", Operator: true}, nil
 		}
-		return &authz.User{Identity: "operator", Operator: true}, nil
+		badKey = true
 	}
 	for _, au := range a.Authenticators {
 		u, err := au.Authenticate(r)
@@ -80,7 +82,7 @@ func (a Auth) identify(r *http.Request) (*authz.User, error) {
 			return u, nil
 		}
 	}
-	if len(a.Authenticators) == 0 {
+	if len(a.Authenticators) == 0 || badKey {
 		return nil, errUnauthorized
 	}
 	return nil, fmt.Errorf("missing credentials: send Authorization: Bearer <token>: %w", errdefs.ErrUnauthorized)

@@ -74,7 +74,14 @@ func newCustom(cfg *CustomRoutes, e *echo.Echo, limit int64) *custom {
 // owns reports whether the request of c is the app's: no route of the
 // server matched its method and path.
 func (cu *custom) owns(c echo.Context) bool {
-	return cu != nil && !cu.served[c.Request().Method+" "+c.Path()]
+	if cu == nil {
+		return false
+	}
+	method := c.Request().Method
+	if method == http.MethodHead && cu.served[http.MethodGet+" "+c.Path()] {
+		return false // the server's GET route's, as the route table has it
+	}
+	return !cu.served[method+" "+c.Path()]
 }
 
 // access is the route-table entry of a request the app serves: public

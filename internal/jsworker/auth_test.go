@@ -411,6 +411,9 @@ func TestJSAuthStudioKeyAndCustomRouteOptions(t *testing.T) {
 	if r := s.DoWith("GET", "/threads/"+id, nil, operator); r.Status != 200 {
 		t.Errorf("the API key (the studio's) skips the module and sees alice's thread: %d %s", r.Status, r.Raw)
 	}
+	if r := s.DoWith("POST", "/threads/search", map[string]any{}, http.Header{"X-Api-Key": {"token-bob"}}); r.Status != 200 || len(r.List(t)) != 0 {
+		t.Errorf("a user's own x-api-key (not the server's) goes to the module: %d %s", r.Status, r.Raw)
+	}
 	big := map[string]any{"pad": strings.Repeat("x", 2<<10)}
 	if r := s.DoWith("POST", "/echo/x", big, alice); r.Status != http.StatusRequestEntityTooLarge {
 		t.Errorf("a custom route's body over the limit: %d %s", r.Status, r.Raw)

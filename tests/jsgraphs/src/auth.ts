@@ -21,8 +21,9 @@ export function authenticateCalls(): number {
 export const auth = new Auth()
   .authenticate(async (request: Request) => {
     calls++;
+    // A bearer token, or a user's own API key.
     const authorization = request.headers.get("authorization");
-    const token = authorization?.split(" ").at(-1);
+    const token = authorization?.split(" ").at(-1) ?? request.headers.get("x-api-key");
     if (token === "token-mallory") throw new HTTPException(403, { message: "Account suspended" });
     const user = token ? USERS[token] : undefined;
     if (user === undefined) throw new HTTPException(401, { message: "Invalid token" });
