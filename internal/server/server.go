@@ -176,7 +176,17 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	}
 	reducers := channels.NewRegistry()
 	st := store.New(db, log)
-	pool, err := startJSGraphs(cfg, log, st, baseURL(ln.Addr()))
+	authConfig, err := config.LoadAuth(cfg.GraphsFile)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	httpConfig, err := config.LoadHTTP(cfg.GraphsFile)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	pool, err := startJSGraphs(cfg, log, st, baseURL(ln.Addr()), authConfig.Module, httpConfig.App)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -196,7 +206,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		db.Close()
 		return nil, err
 	}
-	auth, verifier, err := buildAuth(cfg)
+	auth, verifier, err := buildAuth(cfg, authConfig, pool)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -242,6 +252,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		Stream:    s.Stream,
 		NoMetrics: cfg.MetricsAddr != "",
 		Mounts:    s.protocolMounts(),
+		Custom:    customRoutes(httpConfig, pool),
 	})
 	if err != nil {
 		db.Close()
