@@ -69,11 +69,17 @@ func (r *Rules) checkPermissions(req Request) error {
 
 // prefixNamespace rewrites the namespace (or the search prefix) of a store
 // request so that it starts with the caller's identity, as LangGraph's
-// resource-owner example does.
+// resource-owner example does. A namespace that already starts with it is
+// kept, so that the namespaces a search or list returns (which carry the
+// prefix) can be sent back as they are.
 func prefixNamespace(req Request) error {
 	ns, err := labels(req.Value["namespace"])
 	if err != nil {
 		return err
+	}
+	if len(ns) > 0 && ns[0] == req.User.Identity {
+		req.Value["namespace"] = ns
+		return nil
 	}
 	req.Value["namespace"] = append([]string{req.User.Identity}, ns...)
 	return nil

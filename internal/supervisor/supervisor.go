@@ -30,6 +30,9 @@ type Subagent struct {
 	// default) or ProtocolA2A (URL is then the agent's A2A endpoint and
 	// GraphID is optional).
 	Protocol string `json:"protocol,omitempty"`
+	// ForwardCredentials forwards the credentials of the user the run
+	// acts for to the remote server (asynctasks.HTTPConfig).
+	ForwardCredentials bool `json:"forward_credentials,omitempty"`
 }
 
 // Protocols of a remote subagent.
