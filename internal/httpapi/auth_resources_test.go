@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
 	"agentserver/internal/testutil"
@@ -394,4 +395,56 @@ func httptestHook(t *testing.T, got chan<- string) string {
 	}))
 	t.Cleanup(hook.Close)
 	return hook.URL + "/done"
+}
+
+// The thread-centric (v2) stream, its commands and its WebSocket answer
+// another user's thread as a missing one, and change nothing of it.
+func TestOwnerScopedThreadStream(t *testing.T) {
+	u := startTenants(t)
+	tid := u.alice.Must(200, "POST", "/threads", map[string]any{}).Object(t)["thread_id"].(string)
+	input := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	u.alice.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": input})
+	// alice follows her thread.
+	ev := protoEvents(t, u.alice, tid, map[string]any{"channels": []string{"lifecycle"}, "since": 0}, u.alice.Header)
+	if _, err := ev.Next(); err != nil {
+		t.Fatalf("alice's stream: %v", err)
+	}
+	missing := uuid.NewString()
+	r := u.bob.Do("POST", "/threads/"+tid+"/stream/events", map[string]any{"channels": []string{"values"}})
+	m := u.bob.Do("POST", "/threads/"+missing+"/stream/events", map[string]any{"channels": []string{"values"}})
+	notFoundLikeMissing(t, "POST stream/events", r, m, tid, missing)
+	for i, c := range []struct {
+		method string
+		params any
+	}{
+		{"run.start", map[string]any{"assistant_id": "echo", "input": input}},
+		{"state.get", map[string]any{}},
+		{"state.listCheckpoints", map[string]any{}},
+		{"agent.getTree", nil},
+		{"input.inject", map[string]any{"input": input}},
+	} {
+		body := map[string]any{"id": i + 1, "method": c.method, "params": c.params}
+		r := u.bob.Do("POST", "/threads/"+tid+"/commands", body)
+		if r.Status != 404 {
+			t.Errorf("bob's %s on alice's thread: %d %s", c.method, r.Status, r.Raw)
+		}
+	}
+	// The WebSocket is refused before it opens.
+	url := strings.Replace(u.bob.URL(), "http://", "ws://", 1) + "/threads/" + tid + "/stream/events"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if conn, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: u.bob.Header}); err == nil {
+		conn.CloseNow()
+		t.Error("bob opened a WebSocket on alice's thread")
+	} else if resp == nil || resp.StatusCode != 404 {
+		t.Errorf("bob's WebSocket on alice's thread: %v %v", resp, err)
+	}
+	if n := len(u.alice.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t)); n != 1 {
+		t.Errorf("alice's thread has %d runs after bob's commands, want 1", n)
+	}
+	// Commands on a thread not made yet still work for a user.
+	fresh := uuid.NewString()
+	if r := u.bob.Do("POST", "/threads/"+fresh+"/commands", map[string]any{"id": 1, "method": "agent.getTree"}); r.Status != 200 {
+		t.Errorf("bob's command on a new thread: %d %s", r.Status, r.Raw)
+	}
 }

@@ -52,3 +52,11 @@ func checkVisible(tx *storage.Tx, id uuid.UUID, restrict map[string]any) error {
 	_, err := tx.GetThreadWhere(id, restrict)
 	return err
 }
+
+// Exists reports whether a thread with id exists, whoever owns it. It is
+// for deciding between "not yet made" and "another user's" (both of which
+// a caller is told as missing); never show its answer to a caller.
+func (s *Service) Exists(ctx context.Context, id uuid.UUID) bool {
+	ok, _ := storage.Read(ctx, s.db, func(tx *storage.Tx) (bool, error) { return tx.ThreadExists(id), nil })
+	return ok
+}
