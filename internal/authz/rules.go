@@ -73,7 +73,7 @@ func (r *Rules) checkPermissions(req Request) error {
 // kept, so that the namespaces a search or list returns (which carry the
 // prefix) can be sent back as they are.
 func prefixNamespace(req Request) error {
-	ns, err := labels(req.Value["namespace"])
+	ns, err := NamespaceLabels(req.Value["namespace"])
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,10 @@ func prefixNamespace(req Request) error {
 	return nil
 }
 
-func labels(v any) ([]string, error) {
+// NamespaceLabels reads a store namespace as a request's value holds it
+// (a list of strings, decoded from JSON or not; nil is the root). Anything
+// else is forbidden: a handler must leave a namespace the store can use.
+func NamespaceLabels(v any) ([]string, error) {
 	switch ns := v.(type) {
 	case nil:
 		return nil, nil

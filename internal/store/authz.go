@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"agentserver/internal/authz"
-	"agentserver/internal/errdefs"
 	"agentserver/internal/jsonx"
 	"agentserver/internal/storage"
 )
@@ -38,32 +36,11 @@ func authorize(ctx context.Context, action string, namespace []string, value map
 	if err != nil {
 		return access{}, err
 	}
-	ns, err := namespaceOf(value["namespace"])
+	ns, err := authz.NamespaceLabels(value["namespace"])
 	if err != nil {
 		return access{}, err
 	}
 	return access{namespace: ns, filter: filter}, nil
-}
-
-// namespaceOf reads the namespace an Authorizer left in a request's value.
-func namespaceOf(v any) ([]string, error) {
-	switch ns := v.(type) {
-	case nil:
-		return nil, nil
-	case []string:
-		return ns, nil
-	case []any:
-		out := make([]string, len(ns))
-		for i, l := range ns {
-			s, ok := l.(string)
-			if !ok {
-				return nil, fmt.Errorf("the auth handler left a store namespace label that is not a string: %w", errdefs.ErrForbidden)
-			}
-			out[i] = s
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("the auth handler left a store namespace that is not a list of strings: %w", errdefs.ErrForbidden)
 }
 
 // admits reports whether the caller may reach an item of value v.

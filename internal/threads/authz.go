@@ -15,11 +15,7 @@ import (
 // (nil: any thread). value is what the action acts on; for create, the
 // Authorizer may write owner fields into its "metadata".
 func Restriction(ctx context.Context, action string, value map[string]any) (map[string]any, error) {
-	f, err := authz.Authorize(ctx, authz.Threads, action, value)
-	if err != nil {
-		return nil, err
-	}
-	return f.Containment()
+	return authz.Scope(ctx, authz.Threads, action, value)
 }
 
 // visible is Restriction for an action on one existing thread.
