@@ -90,6 +90,9 @@ func (s Subagent) validate() error {
 	default:
 		return fmt.Errorf("unknown protocol %q (want %s or %s)", s.Protocol, ProtocolAgent, ProtocolA2A)
 	}
+	if s.ForwardCredentials && s.URL == "" {
+		return errors.New("forward_credentials needs a url (an in-process subagent already runs as the caller)")
+	}
 	return nil
 }
 
