@@ -179,6 +179,11 @@ func (s *Service) Update(ctx context.Context, id uuid.UUID, p Patch, rebuild Reb
 	if err != nil {
 		return storage.Cron{}, err
 	}
+	if hook, ok := p.Payload["webhook"].(string); ok {
+		if err := s.runs.CheckWebhook(hook); err != nil {
+			return storage.Cron{}, err
+		}
+	}
 	var out storage.Cron
 	err = s.db.Update(ctx, func(tx *storage.Tx) error {
 		c, err := tx.GetCronWhere(id, restrict)

@@ -129,7 +129,7 @@ func TestOwnerScopedCrons(t *testing.T) {
 	th := u.alice.Must(200, "POST", "/threads", map[string]any{}).Object(t)["thread_id"].(string)
 	input := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "tick"}}}
 	onThread := u.alice.Must(200, "POST", "/threads/"+th+"/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "0 * * * *", "input": input}).Object(t)
-	stateless := u.alice.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "0 * * * *", "input": input, "metadata": map[string]any{"owner": "bob"}}).Object(t)
+	stateless := u.alice.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "0 * * * *", "input": input, "metadata": map[string]any{"owner": "bob"}, "on_run_completed": "keep"}).Object(t)
 	if md := stateless["metadata"].(map[string]any); md["owner"] != "alice" {
 		t.Fatalf("cron metadata = %v, want owner alice", md)
 	}
@@ -156,7 +156,7 @@ func TestOwnerScopedCrons(t *testing.T) {
 	if r := u.bob.Do("POST", "/runs/crons", map[string]any{"assistant_id": asst, "schedule": "0 * * * *"}); r.Status != 404 {
 		t.Errorf("bob's cron of alice's assistant: %d %s", r.Status, r.Raw)
 	}
-	u.bob.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "0 * * * *", "input": input})
+	u.bob.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "0 * * * *", "input": input, "on_run_completed": "keep"})
 	for _, c := range []struct {
 		who  *testutil.Server
 		want int
@@ -179,10 +179,13 @@ func TestOwnerScopedCrons(t *testing.T) {
 		name string
 		want int
 	}{{u.alice, "alice", 2}, {u.bob, "bob", 1}} {
-		runs := c.who.Must(200, "POST", "/runs/search", map[string]any{"limit": 100}).List(t)
-		if len(runs) != c.want {
-			t.Fatalf("%s sees %d cron runs, want %d", c.name, len(runs), c.want)
-		}
+		// The scheduler's own goroutine may have claimed a firing whose
+		// run it is still storing when FireDue returns.
+		var runs []any
+		testutil.Eventually(t, 10*time.Second, c.name+"'s cron runs", func() bool {
+			runs = c.who.Must(200, "POST", "/runs/search", map[string]any{"limit": 100}).List(t)
+			return len(runs) == c.want
+		})
 		for _, r := range runs {
 			run := r.(map[string]any)
 			if run["metadata"].(map[string]any)["owner"] != c.name {
@@ -191,6 +194,11 @@ func TestOwnerScopedCrons(t *testing.T) {
 			user := run["kwargs"].(map[string]any)["config"].(map[string]any)["configurable"].(map[string]any)["langgraph_auth_user"].(map[string]any)
 			if user["identity"] != c.name {
 				t.Errorf("%s's cron run acts for %v", c.name, user)
+			}
+			// The thread of a stateless firing is the creator's too.
+			tid := run["thread_id"].(string)
+			if md := c.who.Must(200, "GET", "/threads/"+tid, nil).Object(t)["metadata"].(map[string]any); md["owner"] != c.name {
+				t.Errorf("%s's cron run's thread metadata = %v", c.name, md)
 			}
 		}
 	}
@@ -344,6 +352,10 @@ func TestWebhookPolicy(t *testing.T) {
 		if r := u.alice.Do("POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "0 * * * *", "webhook": hook}); r.Status != http.StatusUnprocessableEntity {
 			t.Errorf("cron webhook %s: %d %s, want 422", hook, r.Status, r.Raw)
 		}
+	}
+	cron := u.alice.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "0 * * * *"}).Object(t)["cron_id"].(string)
+	if r := u.alice.Do("PATCH", "/runs/crons/"+cron, map[string]any{"webhook": "http://127.0.0.1:9/x"}); r.Status != http.StatusUnprocessableEntity {
+		t.Errorf("cron patched to a loopback webhook: %d %s, want 422", r.Status, r.Raw)
 	}
 	if n := len(u.op.Must(200, "POST", "/runs/search", map[string]any{}).List(t)); n != 0 {
 		t.Errorf("%d runs were created with refused webhooks", n)
