@@ -302,10 +302,11 @@ func decode(body []byte, v any, what string) error {
 	return nil
 }
 
-// Start creates a thread and a run on it.
+// Start creates a thread, whose metadata names the parent of ctx
+// (WithParent), and a run on it.
 func (h *HTTP) Start(ctx context.Context, graphID, message string) (string, string, error) {
 	body, err := h.do(ctx, false, func(ctx context.Context, c *api.Client) (*http.Response, error) {
-		return c.CreateThread(ctx, api.ThreadCreate{})
+		return c.CreateThread(ctx, api.ThreadCreate{Metadata: parentMetadata(ctx)})
 	})
 	if err != nil {
 		return "", "", err

@@ -67,7 +67,8 @@ func parseIDs(threadID, runID string) (uuid.UUID, uuid.UUID, error) {
 	return tid, rid, nil
 }
 
-// Start creates a thread and a run on it, in one write.
+// Start creates a thread and a run on it, in one write; the thread's
+// metadata names the parent of ctx (WithParent).
 func (l *Local) Start(ctx context.Context, graphID, message string) (string, string, error) {
 	ctx = authz.ActAsRunCaller(ctx)
 	_, rs, err := l.services()
@@ -75,7 +76,8 @@ func (l *Local) Start(ctx context.Context, graphID, message string) (string, str
 		return "", "", err
 	}
 	tid := uuid.Must(uuid.NewV7())
-	r, err := rs.Create(ctx, runs.CreateParams{ThreadID: &tid, IfNotExists: "create", Assistant: graphID, Input: userInput(message)})
+	// The run's metadata becomes the new thread's (if_not_exists=create).
+	r, err := rs.Create(ctx, runs.CreateParams{ThreadID: &tid, IfNotExists: "create", Assistant: graphID, Input: userInput(message), Metadata: parentMetadata(ctx)})
 	if err != nil {
 		return "", "", err
 	}
