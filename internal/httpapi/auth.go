@@ -25,11 +25,6 @@ type Auth struct {
 
 func (a Auth) enabled() bool { return a.APIKey != "" || len(a.Authenticators) > 0 }
 
-// enforced are the resources whose services apply per-user filters: a
-// route on any other resource refuses restricted callers rather than show
-// them everything.
-var enforced = map[string]bool{authz.Threads: true}
-
 // authenticate establishes the caller of every routed request (the API
 // key, else an Authenticator), refuses a route the route table does not
 // list or the caller may not use, and puts the caller in the request's
@@ -56,7 +51,11 @@ func authenticate(a Auth, routes routeIndex, cu **custom) echo.MiddlewareFunc {
 			if err := a.admit(user, acc, listed, c); err != nil {
 				return err
 			}
-			c.SetRequest(r.WithContext(authz.WithCaller(r.Context(), authz.Caller{User: user, Authorizer: a.Authorizer})))
+			caller := authz.Caller{User: user, Authorizer: a.Authorizer}
+			if !user.Operator {
+				caller.Credentials = http.Header{"Authorization": r.Header.Values("Authorization")}
+			}
+			c.SetRequest(r.WithContext(authz.WithCaller(r.Context(), caller)))
 			return next(c)
 		}
 	}
@@ -106,9 +105,6 @@ func (a Auth) admit(user *authz.User, acc access, listed bool, c echo.Context) e
 	}
 	if acc.Operator {
 		return errRouteClosed
-	}
-	if acc.Resource != "" && !enforced[acc.Resource] {
-		return fmt.Errorf("%s are not available to per-user credentials on this server: %w", acc.Resource, errdefs.ErrForbidden)
 	}
 	return nil
 }

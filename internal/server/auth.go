@@ -11,6 +11,7 @@ import (
 	"agentserver/internal/config"
 	"agentserver/internal/httpapi"
 	"agentserver/internal/jsworker"
+	"agentserver/internal/runs"
 )
 
 // buildAuth turns the auth section of langgraph.json (ac) into the HTTP
@@ -64,4 +65,22 @@ func cacheOf(c *config.AuthCache) *jsworker.AuthCache {
 		return nil
 	}
 	return &jsworker.AuthCache{Keys: c.CacheKeys, TTL: time.Duration(c.TTLSeconds * float64(time.Second)), MaxSize: c.MaxSize}
+}
+
+// webhookPolicy reads the webhooks section of langgraph.json. Webhooks to
+// loopback and private addresses are refused by default when per-user
+// credentials are accepted (a user must not make the server call its own
+// network), and allowed otherwise (the operator's server, whose tests
+// and tools post to 127.0.0.1); webhooks.url.allow_private decides either
+// way.
+func webhookPolicy(cfg config.Config, auth httpapi.Auth) (runs.WebhookPolicy, error) {
+	w, err := config.LoadWebhooks(cfg.GraphsFile)
+	if err != nil {
+		return runs.WebhookPolicy{}, err
+	}
+	allow := len(auth.Authenticators) == 0
+	if w.AllowPrivate != nil {
+		allow = *w.AllowPrivate
+	}
+	return runs.WebhookPolicy{AllowPrivate: allow, RequireHTTPS: w.RequireHTTPS}, nil
 }

@@ -211,6 +211,11 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		db.Close()
 		return nil, err
 	}
+	webhooks, err := webhookPolicy(cfg, auth)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	s := &Server{cfg: cfg, log: log, db: db, ln: ln, Graphs: reg, Reducers: reducers, reloadEvery: opts.ReloadInterval, jsGraphs: pool, verifier: verifier}
 	if s.reloadEvery == 0 {
 		s.reloadEvery = DefaultReloadInterval
@@ -231,10 +236,10 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	}
 	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention, MemoryRetention: 5 * time.Second})
 	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace,
-		ReplicaID: replicaID, AdvertiseURL: advertiseURL(cfg.AdvertiseURL, ln), PeerAPIKey: cfg.APIKey})
+		ReplicaID: replicaID, AdvertiseURL: advertiseURL(cfg.AdvertiseURL, ln), PeerAPIKey: cfg.APIKey, Webhooks: webhooks, Authorizer: auth.Authorizer})
 	s.Stream = protostream.NewHub(db, protostream.Options{Retention: cfg.StreamRetention, Log: log})
 	s.Runs.SetThreadObserver(s.Stream)
-	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Log: log})
+	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Authorizer: auth.Authorizer, Log: log})
 	agents.local.Bind(s.Threads, s.Runs)
 	agents.notifier.Bind(s.Threads, s.Runs)
 	s.Runs.SetCreationObserver(agents.notifier)
