@@ -112,6 +112,18 @@ describe("a JS Auth module, two users", () => {
     assert.equal((await res.json()).detail, "Invalid token");
   });
 
+  it("store handlers rewrite the namespace: each user's memories are their own", async () => {
+    await alice.store.putItem(["notes"], "plan", { text: "alice's plan" });
+    await bob.store.putItem(["notes"], "plan", { text: "bob's plan" });
+    assert.equal((await alice.store.getItem(["notes"], "plan")).value.text, "alice's plan");
+    assert.equal((await bob.store.getItem(["notes"], "plan")).value.text, "bob's plan");
+    const found = await alice.store.searchItems(["notes"]);
+    assert.deepEqual(found.items.map((it) => [it.namespace, it.value.text]), [[["alice", "notes"], "alice's plan"]]);
+    await bob.store.deleteItem(["notes"], "plan");
+    assert.equal((await alice.store.getItem(["notes"], "plan")).value.text, "alice's plan", "bob's delete reached alice's item");
+    assert.equal(await bob.store.getItem(["notes"], "plan"), null);
+  });
+
   it("the run sees the module's user as langgraph_auth_user, custom fields included", async () => {
     const t = await bob.threads.create();
     const out = await bob.runs.wait(t.thread_id, "js_whoami", { input: {} });
