@@ -242,6 +242,9 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Authorizer: auth.Authorizer, Log: log})
 	agents.local.Bind(s.Threads, s.Runs)
 	agents.notifier.Bind(s.Threads, s.Runs)
+	if pool != nil {
+		agents.notifier.FollowStoredCallbacks()
+	}
 	s.Runs.SetCreationObserver(agents.notifier)
 	s.agents = agents
 	s.reloader = graphs.NewReloader(reg, agents.resolve, log)

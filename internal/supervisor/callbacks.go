@@ -21,44 +21,112 @@ const JSChannel = "asyncTasks"
 // names the supervisor's thread with.
 const callbackKey = "callbackThreadId"
 
+// callbackMetadataKey is the task thread's metadata key that keeps the
+// supervisor thread it reports to, so that the task's later runs report
+// there whichever replica creates them, and after a restart.
+const callbackMetadataKey = "callback_thread_id"
+
 // RunCreated follows the runs that a deepagents JavaScript supervisor
 // served here (a LangGraph.js graph) starts as async tasks on this server:
 // their input names the supervisor's thread in callbackThreadId, and the
-// later runs of the same task thread (update_async_task) are followed too.
-// When such a run ends, its status is pushed into the supervisor thread's
-// asyncTasks record of the task, as Notifier does for this server's own
-// supervisors (runs.CreationObserver). Which task threads belong to which
-// supervisor is kept in memory: like the watches, it does not survive a
-// restart.
+// later runs of the same task thread (update_async_task, whose input does
+// not) are followed too. When such a run ends, its status is pushed into
+// the supervisor thread's asyncTasks record of the task, as Notifier does
+// for this server's own supervisors (runs.CreationObserver).
+//
+// Which task threads belong to which supervisor is kept in memory and in
+// the task thread's metadata (callback_thread_id), written when the first
+// run names it. With FollowStoredCallbacks, a run that names no
+// supervisor and is not known in memory is looked up there (one thread
+// read, off the creating request's path): a task updated on another
+// replica, or after a restart, still reports.
 func (n *Notifier) RunCreated(run storage.Run) {
-	sup, ok := n.callbackOf(run)
-	if !ok || n.ctx.Err() != nil {
+	if n.ctx.Err() != nil {
 		return
+	}
+	sup, named := callbackInput(run)
+	if !named {
+		var known bool
+		if sup, known = n.remembered(run.ThreadID); !known && !n.lookupStored.Load() {
+			return
+		}
 	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		if err := n.pushJS(sup, run); err != nil && n.ctx.Err() == nil && !errors.Is(err, errdefs.ErrNotFound) {
+		err := n.follow(run, sup, named)
+		if err != nil && n.ctx.Err() == nil && !errors.Is(err, errdefs.ErrNotFound) {
 			n.log.Warn("deliver async task completion", "thread_id", sup, "task_id", run.ThreadID, "err", err)
 		}
 	}()
 }
 
-// callbackOf returns the supervisor thread a run reports to, if any.
-func (n *Notifier) callbackOf(run storage.Run) (uuid.UUID, bool) {
+// FollowStoredCallbacks makes RunCreated look a run's supervisor up in its
+// thread's metadata when memory does not have it (servers of JavaScript
+// graphs: the runs that may be deepagents tasks).
+func (n *Notifier) FollowStoredCallbacks() { n.lookupStored.Store(true) }
+
+// follow finds the supervisor thread of a task's run (sup, or the task
+// thread's metadata when sup is zero), records a newly named one, and
+// pushes the run's end to it.
+func (n *Notifier) follow(run storage.Run, sup uuid.UUID, named bool) error {
+	n.mu.RLock()
+	th := n.threads
+	n.mu.RUnlock()
+	if th == nil {
+		return errors.New("notifier is not bound")
+	}
+	switch {
+	case named:
+		if n.remember(run.ThreadID, sup) {
+			if _, err := th.Patch(n.ctx, run.ThreadID, map[string]any{callbackMetadataKey: sup.String()}, nil); err != nil {
+				return fmt.Errorf("record the task's supervisor thread: %w", err)
+			}
+		}
+	case sup == uuid.Nil:
+		task, err := th.Get(n.ctx, run.ThreadID)
+		if err != nil {
+			return err
+		}
+		text, _ := task.Metadata[callbackMetadataKey].(string)
+		if sup, err = uuid.Parse(text); err != nil {
+			return nil // not a task of a JavaScript supervisor
+		}
+		n.remember(run.ThreadID, sup)
+	}
+	return n.pushJS(sup, run)
+}
+
+// callbackInput returns the supervisor thread a run's input names.
+func callbackInput(run storage.Run) (uuid.UUID, bool) {
+	in, _ := run.Kwargs.Input.(map[string]any)
+	text, _ := in[callbackKey].(string)
+	sup, err := uuid.Parse(text)
+	if err != nil || sup == run.ThreadID {
+		return uuid.Nil, false
+	}
+	return sup, true
+}
+
+// remember records that task reports to sup and says whether that is new.
+func (n *Notifier) remember(task, sup uuid.UUID) bool {
 	n.cbMu.Lock()
 	defer n.cbMu.Unlock()
-	in, _ := run.Kwargs.Input.(map[string]any)
-	if text, ok := in[callbackKey].(string); ok {
-		if sup, err := uuid.Parse(text); err == nil && sup != run.ThreadID {
-			if n.callbacks == nil {
-				n.callbacks = map[uuid.UUID]uuid.UUID{}
-			}
-			n.callbacks[run.ThreadID] = sup
-			return sup, true
-		}
+	if n.callbacks == nil {
+		n.callbacks = map[uuid.UUID]uuid.UUID{}
 	}
-	sup, ok := n.callbacks[run.ThreadID]
+	if n.callbacks[task] == sup {
+		return false
+	}
+	n.callbacks[task] = sup
+	return true
+}
+
+// remembered returns the supervisor thread task reports to, if known here.
+func (n *Notifier) remembered(task uuid.UUID) (uuid.UUID, bool) {
+	n.cbMu.Lock()
+	defer n.cbMu.Unlock()
+	sup, ok := n.callbacks[task]
 	return sup, ok
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,6 +53,8 @@ type Notifier struct {
 	// callbacks maps the task threads of JavaScript supervisors to the
 	// supervisor threads they report to (RunCreated).
 	callbacks map[uuid.UUID]uuid.UUID
+	// lookupStored is set by FollowStoredCallbacks.
+	lookupStored atomic.Bool
 }
 
 // NewNotifier returns a notifier; Bind connects it to the services.
