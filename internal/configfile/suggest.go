@@ -26,7 +26,7 @@ func suggest(key string, fields map[string]reflect.Type) string {
 	if best != "" && (bestDist <= limit || strings.HasPrefix(best, key) && len(key) >= 3) {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
-	if len(names) > 12 {
+	if len(names) > 20 {
 		return ""
 	}
 	return " (known keys: " + strings.Join(names, ", ") + ")"
