@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"time"
 
 	"agentserver/internal/configfile"
@@ -141,4 +142,20 @@ func minutesOf(name string, v *float64) (float64, error) {
 func intervalOf(name string, v *float64) (time.Duration, error) {
 	m, err := minutesOf(name, v)
 	return time.Duration(m * float64(time.Minute)), err
+}
+
+// CheckGraphsFile checks that the langgraph.json named by --config is
+// there and is a file; its error names the flag, since the file a reader
+// forgot to name is the usual cause.
+func CheckGraphsFile(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("--config %s: no such file (run the server where your langgraph.json is, or name it with --config or %s)", path, EnvConfig)
+	case err != nil:
+		return fmt.Errorf("--config %s: %w", path, err)
+	case st.IsDir():
+		return fmt.Errorf("--config %s: is a directory; name the langgraph.json file in it", path)
+	}
+	return nil
 }
