@@ -161,7 +161,11 @@ func docSteps(t *testing.T, root, md string) []docStep {
 		switch b.lang {
 		case "sh":
 		case "js":
-			file := jsFileName(t, b)
+			file, err := jsFileName(b)
+			if err != nil {
+				t.Error(err)
+				continue
+			}
 			if noSDK != nil || noNode != nil {
 				t.Logf("line %d: JavaScript block not run (needs node and `npm ci` in tests/sdk)", b.line)
 				continue
@@ -185,13 +189,12 @@ var (
 // jsFileName checks that the prose before a JavaScript block tells the
 // reader how to run it (the npm install step and `node <file>.mjs`) and
 // returns the file name it gives.
-func jsFileName(t *testing.T, b docBlock) string {
+func jsFileName(b docBlock) (string, error) {
 	m := nodeRun.FindStringSubmatch(b.prose)
 	if !npmInstall.MatchString(b.prose) || m == nil {
-		t.Errorf("line %d: the text before a JavaScript block must say how to run it: `npm install @langchain/langgraph-sdk` and `node <file>.mjs`", b.line)
-		return fmt.Sprintf("block%d.mjs", b.line)
+		return "", fmt.Errorf("line %d: the text before a JavaScript block must say how to run it: `npm install @langchain/langgraph-sdk` and `node <file>.mjs`", b.line)
 	}
-	return m[1]
+	return m[1], nil
 }
 
 // repoPath matches the repository paths a command names.
@@ -271,7 +274,7 @@ func runDocSteps(t *testing.T, root string, env []string, steps []docStep) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	combined, err := cmd.CombinedOutput()
 	if cmd.Process != nil {
-		if left := groupLeft(cmd.Process.Pid); left != "" {
+		if left := groupLeft(cmd.Process.Pid, 10*time.Second); left != "" {
 			t.Errorf("the walkthrough leaves processes running (a block starts them and no later block stops them):\n%s", left)
 		}
 		stopGroup(t, cmd.Process.Pid)
@@ -303,11 +306,11 @@ func runDocSteps(t *testing.T, root string, env []string, steps []docStep) {
 	}
 }
 
-// groupLeft waits up to 10 s for the processes of group pgid to end (a
+// groupLeft waits up to within for the processes of group pgid to end (a
 // server stopped by the last block may still be shutting down) and lists
 // those still there, or returns "".
-func groupLeft(pgid int) string {
-	deadline := time.Now().Add(10 * time.Second)
+func groupLeft(pgid int, within time.Duration) string {
+	deadline := time.Now().Add(within)
 	for syscall.Kill(-pgid, 0) == nil {
 		if time.Now().After(deadline) {
 			out, _ := exec.Command("ps", "-eo", "pgid=,pid=,args=").Output()
@@ -316,6 +319,9 @@ func groupLeft(pgid int) string {
 				if f := strings.Fields(l); len(f) > 2 && f[0] == strconv.Itoa(pgid) {
 					left = append(left, strings.Join(f[1:], " "))
 				}
+			}
+			if len(left) == 0 {
+				return fmt.Sprintf("(processes of group %d)", pgid)
 			}
 			return strings.Join(left, "\n")
 		}
@@ -422,4 +428,37 @@ func linesAppear(want, got string) error {
 		}
 	}
 	return nil
+}
+
+// TestDocChecks checks the parts of the docs test that judge the docs
+// rather than run them: the not-run marker, the JavaScript run line, and
+// the detection of processes a walkthrough leaves running.
+func TestDocChecks(t *testing.T) {
+	md := notRunMarker + "needs root -->\n```sh\napt-get install x\n```\n\n" +
+		"Then `npm install @langchain/langgraph-sdk` and `node demo.mjs`:\n\n```js\nconsole.log(1)\n```\n```\n1\n```\n" +
+		"No instructions:\n```js\nconsole.log(2)\n```\n"
+	b := parseBlocks(md)
+	if len(b) != 4 || b[0].notRun != "needs root" || b[0].afterProse || b[1].notRun != "" || !b[1].afterProse || b[2].afterProse {
+		t.Fatalf("blocks: %+v", b)
+	}
+	if name, err := jsFileName(b[1]); err != nil || name != "demo.mjs" {
+		t.Errorf("jsFileName = %q, %v", name, err)
+	}
+	if _, err := jsFileName(b[3]); err == nil {
+		t.Error("a JavaScript block without its run line passed")
+	}
+
+	cmd := exec.Command("bash", "-c", "sleep 30 & exit 0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	defer stopGroup(t, cmd.Process.Pid)
+	if left := groupLeft(cmd.Process.Pid, 100*time.Millisecond); !strings.Contains(left, "sleep 30") {
+		t.Errorf("groupLeft = %q, want the sleep left running", left)
+	}
+	stopGroup(t, cmd.Process.Pid)
+	if left := groupLeft(cmd.Process.Pid, time.Second); left != "" {
+		t.Errorf("groupLeft after the kill = %q", left)
+	}
 }
