@@ -83,13 +83,13 @@ sdk-deps:
 	@[ -d tests/sdk/node_modules/@modelcontextprotocol ] || (cd tests/sdk && npm ci --no-audit --no-fund)
 
 test-go: sdk-deps
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 # The same tests with every database in PostgreSQL: the script starts a
 # throwaway cluster (installing the postgresql package when missing) and
 # removes it afterwards.
 test-go-postgres:
-	./scripts/pg-test-cluster.sh $(GO) test -race -count=1 ./...
+	./scripts/pg-test-cluster.sh $(GO) test -race -count=1 -timeout 20m ./...
 
 test-sdk:
 	bash tests/sdk/run.sh

@@ -60,14 +60,21 @@ func newScheduler(s *Service, workers int) *scheduler {
 	return &scheduler{s: s, slots: make(chan struct{}, workers), queues: map[uuid.UUID]*threadQueue{}}
 }
 
+// queueOf returns the queue of thread id, made on first use. The caller
+// holds q.mu.
+func (q *scheduler) queueOf(id uuid.UUID) *threadQueue {
+	tq := q.queues[id]
+	if tq == nil {
+		tq = &threadQueue{}
+		q.queues[id] = tq
+	}
+	return tq
+}
+
 // enqueue appends a pending run to its thread's queue.
 func (q *scheduler) enqueue(r storage.Run) {
 	q.mu.Lock()
-	tq := q.queues[r.ThreadID]
-	if tq == nil {
-		tq = &threadQueue{}
-		q.queues[r.ThreadID] = tq
-	}
+	tq := q.queueOf(r.ThreadID)
 	tq.pending = append(tq.pending, r)
 	q.mu.Unlock()
 	q.dispatch(r.ThreadID)
@@ -77,11 +84,7 @@ func (q *scheduler) enqueue(r storage.Run) {
 // its previous attempt has released the thread.
 func (q *scheduler) retry(r storage.Run) {
 	q.mu.Lock()
-	tq := q.queues[r.ThreadID]
-	if tq == nil {
-		tq = &threadQueue{}
-		q.queues[r.ThreadID] = tq
-	}
+	tq := q.queueOf(r.ThreadID)
 	tq.pending = append([]storage.Run{r}, tq.pending...)
 	q.mu.Unlock()
 	q.dispatch(r.ThreadID)
