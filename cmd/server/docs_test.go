@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"agentserver/internal/testutil/pgtest"
 )
 
 // The README and every doc under docs/ run as written: TestDocWalkthroughs
@@ -53,6 +55,9 @@ type docStep struct {
 func TestDocWalkthroughs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server and the demo model")
+	}
+	if pgtest.Enabled() {
+		t.Skip("the docs' servers keep their data in the embedded database, as a reader's do; the run without PostgreSQL covers them")
 	}
 	for _, bin := range []string{"bash", "curl", "jq", "make"} {
 		if _, err := exec.LookPath(bin); err != nil {
