@@ -44,7 +44,8 @@ build:
 
 # dist builds the release archives: for each platform a static binary
 # (CGO_ENABLED=0) with the version and commit stamped in, packed with the
-# shipped langgraph.json, agent specs and README, and SHA256SUMS over them.
+# shipped langgraph.json, agent specs, README and docs, and SHA256SUMS over
+# them.
 # VERSION is the tag at HEAD, else v<base>-dev; set it to override.
 VERSION ?= $(or $(shell git describe --tags --exact-match --match 'v*' 2>/dev/null),v$(shell sed -n 's/^const Base = "\(.*\)"/\1/p' internal/version/version.go)-dev)
 DIST_PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
@@ -60,7 +61,7 @@ dist:
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
 	    -ldflags "-s -w $(VERSION_LDFLAGS) -X agentserver/internal/version.Version=$(VERSION)" \
 	    -o dist/$$name/agentserver ./cmd/server; \
-	  cp -R langgraph.json agents README.md dist/$$name/; \
+	  cp -R langgraph.json agents README.md docs dist/$$name/; \
 	  tar -C dist -czf dist/$$name.tar.gz $$name; \
 	  rm -rf dist/$$name; \
 	done
