@@ -84,6 +84,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty json", " \n", true, nil, `lg.json: the file is empty`},
 		{"empty yaml", "", false, nil, `spec.yaml: the file is empty`},
 		{"comments only", "# an agent\n\n# nothing yet\n", false, nil, `spec.yaml: the file is empty`},
+		{"a document marker only", "# an agent\n---\n", false, nil, `spec.yaml: the file is empty`},
+		{"yaml null", "~\n", false, nil, `spec.yaml: the file is empty`},
+		{"json null", "null", true, nil, `lg.json: the file is empty`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

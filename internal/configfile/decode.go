@@ -44,7 +44,7 @@ func Decode(file string, raw []byte, asJSON bool, out any, opt Options) error {
 	if err != nil {
 		return err
 	}
-	if root == nil {
+	if root == nil || root.kind == kindNull { // "", comments, "---", "null", "~"
 		return &Error{File: file, Msg: ErrEmpty.Error(), Err: ErrEmpty}
 	}
 	c := checker{file: file, open: map[string]bool{}}

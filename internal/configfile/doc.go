@@ -13,6 +13,7 @@
 //     paths like store.ttl.default_ttl), never in Go's.
 //   - An unknown key is refused, naming the closest known key when one is
 //     close, unless its object is listed in Options.Open.
-//   - An empty document (no bytes, or only white space and comments) is
+//   - An empty document (no bytes, only white space and comments, a bare
+//     document marker or null) is
 //     refused with ErrEmpty.
 package configfile
