@@ -14,6 +14,5 @@
 //   - An unknown key is refused, naming the closest known key when one is
 //     close, unless its object is listed in Options.Open.
 //   - An empty document (no bytes, only white space and comments, a bare
-//     document marker or null) is
-//     refused with ErrEmpty.
+//     document marker or null) is refused with ErrEmpty.
 package configfile
