@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -157,4 +158,27 @@ func TestSuggest(t *testing.T) {
 			t.Errorf("suggest(%q) = %q, want %q", key, got, want)
 		}
 	}
+}
+
+// FuzzDecode checks that no document panics the parsers or the check, and
+// that every refusal is an *Error (one line: no newline in it).
+func FuzzDecode(f *testing.F) {
+	for _, seed := range []string{`{"graphs": {"a": "b"}}`, "model: {name: m}\ntools: [ls]\n", "a: &x [1]\nb: *x\n", "{\"a\": 1,}", "- [", "<<: 5", "\t", ""} {
+		f.Add([]byte(seed), true)
+		f.Add([]byte(seed), false)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, asJSON bool) {
+		var d doc
+		err := Decode("f", raw, asJSON, &d, Options{})
+		if err == nil {
+			return
+		}
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Fatalf("%T %v is not an *Error", err, err)
+		}
+		if strings.Contains(e.Msg, "\n") {
+			t.Fatalf("the error is not one line: %q", e.Msg)
+		}
+	})
 }
