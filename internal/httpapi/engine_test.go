@@ -106,7 +106,7 @@ func TestDeleteBusyThreadWritesNothingBack(t *testing.T) {
 	running := startStubborn(t, s, tid, gate)
 	queued := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("queued")}).Object(t)["run_id"].(string)
 	deleted := make(chan int, 1)
-	go func() { deleted <- s.Do("DELETE", "/threads/"+tid, nil).Status }()
+	go func() { deleted <- s.Try("DELETE", "/threads/"+tid, nil).Status }()
 	select {
 	case st := <-deleted:
 		if st != 204 {
@@ -392,7 +392,7 @@ func TestJoinsOfRunCancelledWaitingForWorker(t *testing.T) {
 	queued := s.Must(200, "POST", "/threads/"+idle+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("x")}).Object(t)["run_id"].(string)
 	answers := make(chan testutil.Response, 2)
 	for _, path := range []string{"/threads/" + idle + "/runs/" + queued + "/join", "/runs/" + queued + "/wait"} {
-		go func() { answers <- s.Do("GET", path, nil) }()
+		go func() { answers <- s.Try("GET", path, nil) }()
 	}
 	s.Must(202, "POST", "/threads/"+idle+"/runs/"+queued+"/cancel", nil)
 	for range 2 {

@@ -3,11 +3,13 @@ package storage
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"agentserver/internal/testutil/pgtest"
 )
@@ -148,5 +150,56 @@ func TestPostgresOpenErrorIsOneLineWithoutPassword(t *testing.T) {
 	msg := err.Error()
 	if strings.Contains(msg, "s3cret") || strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "open database postgres://agent:xxxxx@127.0.0.1:1/agents") {
 		t.Fatalf("error = %q", msg)
+	}
+}
+
+// A port that accepts connections and never answers (a stalled server, a
+// wrong service) fails the open within the connect timeout, on one line
+// that says so, instead of hanging.
+func TestPostgresOpenSilentServerTimesOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn // accepted and never answered
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	began := time.Now()
+	_, err = OpenPostgres("postgres://agent@"+ln.Addr().String()+"/agents?connect_timeout=1", Options{})
+	took := time.Since(began)
+	if err == nil {
+		t.Fatal("opened a database on a silent port")
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "no answer within 1s") {
+		t.Fatalf("error = %q", msg)
+	}
+	if took > 30*time.Second {
+		t.Fatalf("the open took %s", took)
+	}
+}
+
+// Without connect_timeout in the URL, each attempt is bounded by the
+// default.
+func TestPostgresDefaultConnectTimeout(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig("postgres://agent@127.0.0.1:1/agents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyPoolDefaults(cfg, Options{})
+	if got := cfg.ConnConfig.ConnectTimeout; got != defaultConnectTimeout {
+		t.Fatalf("connect timeout = %s, want %s", got, defaultConnectTimeout)
 	}
 }

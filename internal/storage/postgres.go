@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -37,6 +38,12 @@ const (
 // pgMaxConns bounds the connections of one server: the writer holds one,
 // readers share the rest (the listener has a connection of its own).
 const pgMaxConns = 16
+
+// defaultConnectTimeout bounds each connection attempt (the TCP connect and
+// the server's answer to the start-up message) when the URL sets no
+// connect_timeout: a port that accepts connections and never answers then
+// fails the start within it instead of hanging.
+const defaultConnectTimeout = 10 * time.Second
 
 // pgOpTimeout bounds a queue or replica statement outside the writer.
 const pgOpTimeout = 10 * time.Second
@@ -90,13 +97,7 @@ func openPostgres(databaseURL string, opts Options) (*pgBackend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", name, err)
 	}
-	cfg.MaxConns = pgMaxConns
-	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
-		cfg.ConnConfig.RuntimeParams["application_name"] = "agentserver"
-	}
-	if opts.NoSync {
-		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	}
+	applyPoolDefaults(cfg, opts)
 	ctx := context.Background()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -104,6 +105,9 @@ func openPostgres(databaseURL string, opts Options) (*pgBackend, error) {
 	}
 	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return migrate(ctx, tx) }); err != nil {
 		pool.Close()
+		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+			return nil, fmt.Errorf("open database %s: no answer within %s (the URL's connect_timeout, in seconds, sets it): %w", name, cfg.ConnConfig.ConnectTimeout, oneLine{err})
+		}
 		return nil, fmt.Errorf("open database %s: %w", name, oneLine{err})
 	}
 	var schema string
@@ -119,6 +123,22 @@ func openPostgres(databaseURL string, opts Options) (*pgBackend, error) {
 		channel: noticeChannel(schema), origin: uuid.NewString(), listened: make(chan struct{})}
 	close(be.listened) // until listen starts one
 	return be, nil
+}
+
+// applyPoolDefaults sets what the server needs of the pool where the URL
+// leaves it open: the pool size, a bounded connect timeout, the
+// application name, and asynchronous commits for NoSync.
+func applyPoolDefaults(cfg *pgxpool.Config, opts Options) {
+	cfg.MaxConns = pgMaxConns
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "agentserver"
+	}
+	if opts.NoSync {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
 }
 
 // noticeChannel is the NOTIFY channel of a schema: channels are shared by
@@ -156,6 +176,12 @@ func (e oneLine) Error() string {
 }
 
 func (e oneLine) Unwrap() error { return e.err }
+
+// isTimeout reports whether err is a network or connect timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
 
 // redactURL is databaseURL without its password, for errors and logs.
 func redactURL(databaseURL string) string {

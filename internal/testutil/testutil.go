@@ -274,6 +274,32 @@ func (s *Server) DoWith(method, path string, body any, header http.Header) Respo
 	return out
 }
 
+// Try is Do for a goroutine other than the test's own: it never stops the
+// test (a t.Fatal there would end only that goroutine, and the test would
+// wait forever for its answer). A failed exchange comes back as status 0
+// with the error's text in Raw; the request may take up to two minutes.
+func (s *Server) Try(method, path string, body any) Response {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req := s.newRequest(method, path, body).WithContext(ctx)
+	client := *s.Client
+	client.Timeout = 0
+	resp, err := client.Do(req)
+	if err != nil {
+		return Response{Raw: []byte(err.Error())}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	out := Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	if err != nil {
+		return Response{Raw: []byte(err.Error())}
+	}
+	if len(bytes.TrimSpace(raw)) > 0 && json.Unmarshal(raw, &out.JSON) != nil {
+		out.Status = 0
+	}
+	return out
+}
+
 // newRequest builds a request; body may be nil, a string (sent as is) or a
 // value encoded as JSON.
 func (s *Server) newRequest(method, path string, body any) *http.Request {
