@@ -24,6 +24,13 @@
 //	go run ./cmd/loadgen -database-url "$URL" -scenario create-threads-c50,runs-wait-c50
 //	go run ./cmd/loadgen -database-url "$URL" -replicas 2 -scenario create-threads-c50,runs-wait-c50,cross-replica-first-event
 //
+// The scenario js-side-by-side (run only when named; scripts/jsbench.sh
+// runs it) serves one LangGraph.js graph (-js-graph, from -js-dev-dir) by
+// this server and by the JS server, `langgraphjs dev` installed from npm in
+// -js-dev-dir, in rounds that alternate which server goes first, each on a
+// freshly started server: run latency at c=1, runs/s at -c, and the peak
+// memory of each server's whole process tree (graph workers included).
+//
 // With -otlp-sink the servers run with tracing on: loadgen serves an OTLP/HTTP
 // endpoint on 127.0.0.1 that accepts and discards every export, and points
 // OTEL_EXPORTER_OTLP_ENDPOINT at it. Without it, tracing is off unless
@@ -69,6 +76,10 @@ var scenarioNames = append(slices.Clone(threadScenarioNames), runScenarioNames..
 // -database-url.
 var replicaScenarioNames = []string{crossReplicaScenario}
 
+// explicitScenarioNames run only when named: they need more than the server
+// binary (jsSideBySide: Node and the JS server installed from npm).
+var explicitScenarioNames = []string{jsSideBySide}
+
 // benchGraphsFile is the langgraph.json that loadgen gives the server unless
 // -config names another.
 const benchGraphsFile = `{"graphs": {"echo": "builtin:echo"}}` + "\n"
@@ -105,6 +116,15 @@ type options struct {
 	databaseURL string
 	replicas    int
 	crossN      int
+	// jsDevDir holds jsSideBySide's graph, its langgraph.json and the JS
+	// server installed from npm; jsGraph is the graph both servers run.
+	jsDevDir string
+	jsGraph  string
+	jsRounds int
+	jsC1N    int
+	jsC50N   int
+	// assistant is the graph the run scenarios run.
+	assistant string
 }
 
 func main() {
@@ -121,7 +141,7 @@ func parseFlags() (options, error) {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.StringVar(&o.serverBin, "server", "", "server binary to run (default: go build ./cmd/server into a temp dir)")
 	fs.StringVar(&o.configFile, "config", "", "langgraph.json passed to the server (default: one that serves only the built-in echo graph, written to the temp dir)")
-	fs.StringVar(&scen, "scenario", "all", "comma-separated scenarios, or the group runs (the run scenarios), or all: "+strings.Join(scenarioNames, ", ")+"; with -replicas >= 2 and -database-url also "+strings.Join(replicaScenarioNames, ", "))
+	fs.StringVar(&scen, "scenario", "all", "comma-separated scenarios, or the group runs (the run scenarios), or all: "+strings.Join(scenarioNames, ", ")+"; with -replicas >= 2 and -database-url also "+strings.Join(replicaScenarioNames, ", ")+"; named only: "+strings.Join(explicitScenarioNames, ", "))
 	fs.DurationVar(&o.duration, "duration", 2*time.Minute, "time cap of each request loop (a loop stops at its count or at this, whichever is first)")
 	fs.IntVar(&o.n, "n", 2000, "requests of create-threads-c1")
 	fs.IntVar(&o.c50N, "c50-n", 50000, "requests of create-threads-c50")
@@ -147,6 +167,12 @@ func parseFlags() (options, error) {
 	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL URL: each group of servers gets a fresh schema with a random name in this database (dropped when its servers stop); empty: the embedded bbolt file")
 	fs.IntVar(&o.replicas, "replicas", 1, "server processes per group on the same database (needs -database-url when above 1): each with its own data dir and port; requests go round-robin over them")
 	fs.IntVar(&o.crossN, "cross-n", 300, "runs of "+crossReplicaScenario+" (sequential)")
+	fs.StringVar(&o.jsDevDir, "js-dev-dir", filepath.Join("tests", "langgraphjs-dev"), jsSideBySide+": the folder with the graph's langgraph.json and `langgraphjs dev` installed (npm ci there)")
+	fs.StringVar(&o.jsGraph, "js-graph", "js_echo", jsSideBySide+": the graph (assistant) both servers run; it must answer the input \"hi\" with the AI message \""+echoReply+"\"")
+	fs.IntVar(&o.jsRounds, "js-rounds", 4, jsSideBySide+": rounds, alternating which server goes first")
+	fs.IntVar(&o.jsC1N, "js-c1-n", 40, jsSideBySide+": sequential runs per server and round")
+	fs.IntVar(&o.jsC50N, "js-c50-n", 500, jsSideBySide+": stateless runs on -c workers per server and round")
+	fs.StringVar(&o.assistant, "assistant", "echo", "the graph (assistant) the run scenarios run, from -config; it must answer the input \"hi\" with the AI message \""+echoReply+"\"")
 	fs.StringVar(&extra, "server-args", "", "extra space-separated arguments for the server")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
@@ -167,13 +193,15 @@ func parseFlags() (options, error) {
 			o.scenarios = append(o.scenarios, runScenarioNames...)
 		case slices.Contains(scenarioNames, s):
 			o.scenarios = append(o.scenarios, s)
+		case slices.Contains(explicitScenarioNames, s):
+			o.scenarios = append(o.scenarios, s)
 		case slices.Contains(replicaScenarioNames, s):
 			if o.replicas < 2 || o.databaseURL == "" {
 				return o, fmt.Errorf("scenario %s needs -replicas 2 or more and -database-url", s)
 			}
 			o.scenarios = append(o.scenarios, s)
 		default:
-			return o, fmt.Errorf("unknown scenario %q (have %s, %s, runs, all)", s, strings.Join(scenarioNames, ", "), strings.Join(replicaScenarioNames, ", "))
+			return o, fmt.Errorf("unknown scenario %q (have %s, %s, %s, runs, all)", s, strings.Join(scenarioNames, ", "), strings.Join(replicaScenarioNames, ", "), strings.Join(explicitScenarioNames, ", "))
 		}
 	}
 	o.scenarios = dedupe(o.scenarios)
@@ -181,7 +209,8 @@ func parseFlags() (options, error) {
 		return o, errors.New("no scenario selected")
 	}
 	if o.n < 1 || o.c50N < 1 || o.concurrency < 1 || o.seedN < 1 || o.seedConc < 1 || o.searchN < 1 || o.warmup < 0 ||
-		o.runsN < 1 || o.runsC50N < 1 || o.cancelN < 1 || o.rssRuns < 2 || o.replicas < 1 || o.crossN < 1 {
+		o.runsN < 1 || o.runsC50N < 1 || o.cancelN < 1 || o.rssRuns < 2 || o.replicas < 1 || o.crossN < 1 ||
+		o.jsRounds < 1 || o.jsC1N < 1 || o.jsC50N < 1 {
 		return o, errors.New("counts must be positive")
 	}
 	if o.duration <= 0 || o.readyTO <= 0 || o.idleSettle < 0 || o.idleWindow <= 0 || o.idleSettle+o.idleWindow > 10*time.Minute {
@@ -194,6 +223,7 @@ func parseFlags() (options, error) {
 		return o, errors.New("-replicas above 1 needs server processes, not -inprocess")
 	}
 	o.serverArgs = strings.Fields(extra)
+	runBody = echoRunBody(o.assistant)
 	return o, nil
 }
 

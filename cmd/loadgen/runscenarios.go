@@ -29,8 +29,14 @@ const (
 	runScenarioServerName = "runs"
 )
 
-// runBody is the body of every run the scenarios create.
-var runBody = []byte(`{"assistant_id":"echo","input":` + echoInput + `}`)
+// runBody is the body of every run the scenarios create: a run of the
+// -assistant graph (set by run).
+var runBody = echoRunBody("echo")
+
+// echoRunBody is the body of a run of assistant with the echo input.
+func echoRunBody(assistant string) []byte {
+	return []byte(`{"assistant_id":"` + assistant + `","input":` + echoInput + `}`)
+}
 
 // runScenarioNames are the scenarios of the `runs` group, in the order they
 // run: the sequential latency scenarios first, while the server holds few

@@ -128,6 +128,8 @@ func (r *runner) runScenario(name string) error {
 		return r.rss10kRuns()
 	case crossReplicaScenario:
 		return r.crossReplicaFirstEvent()
+	case jsSideBySide:
+		return r.jsSideBySideRun()
 	}
 	return fmt.Errorf("no scenario %q", name)
 }

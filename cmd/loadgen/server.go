@@ -349,16 +349,10 @@ func (t *target) dbFileNote() string {
 // /proc/<pid>/stat (utime and stime, fields 14 and 15), in clock ticks
 // (USER_HZ, 100 per second on Linux).
 func procCPUTicks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name, field 2, is in parentheses and may hold spaces.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
 	// f[0] is field 3 (state), so utime is f[11] and stime f[12].
 	if len(f) < 13 {
 		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
@@ -371,4 +365,22 @@ func procCPUTicks(pid int) (int64, error) {
 		return 0, fmt.Errorf("/proc/%d/stat stime %q: %w", pid, f[12], err)
 	}
 	return utime + stime, nil
+}
+
+// statFields returns the fields of /proc/<pid>/stat after the command name
+// (field 2, in parentheses, which may hold spaces): f[0] is field 3.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return nil, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	return f, nil
 }

@@ -218,7 +218,7 @@ func (a *Agent) systemPrompt(rt *graph.Runtime, st graph.State) string {
 		prompt = o
 	}
 	parts := []string{}
-	if prompt != "" {
+	if prompt = fillUser(prompt, rt); prompt != "" {
 		parts = append(parts, prompt)
 	}
 	for _, mw := range a.middlewares {

@@ -58,6 +58,10 @@ type AsyncSubagent struct {
 	URL         string            `json:"url"`
 	Headers     map[string]string `json:"headers"`
 	Protocol    string            `json:"protocol"`
+	// ForwardCredentials sends the credentials of the user a run acts
+	// for (their Authorization header) with every request to url, in
+	// place of a configured one: the remote server then acts as that user.
+	ForwardCredentials bool `json:"forward_credentials"`
 }
 
 // Model configures the chat model of an agent.

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"agentserver/internal/jsonx"
-	"agentserver/internal/storage"
 )
 
 // Agent is the Agent Protocol view of an assistant.
@@ -56,7 +55,7 @@ func (s *Service) agentOf(a Assistant) Agent {
 
 // GetAgent returns the agent view of an assistant, named by UUID or graph id.
 func (s *Service) GetAgent(ctx context.Context, ref string) (Agent, error) {
-	a, err := storage.Read(ctx, s.db, func(tx *storage.Tx) (Assistant, error) { return s.get(tx, ref) })
+	a, err := s.Get(ctx, ref)
 	if err != nil {
 		return Agent{}, err
 	}

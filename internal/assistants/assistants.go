@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"agentserver/internal/authz"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/graphs"
 	"agentserver/internal/jsonx"
@@ -69,20 +70,6 @@ func notFound(ref string) error {
 
 func graphNotFound(graphID string) error {
 	return fmt.Errorf("graph %q: %w", graphID, errdefs.ErrNotFound)
-}
-
-// get reads the current record of the assistant ref names, reporting a
-// missing one in terms of ref.
-func (s *Service) get(tx *storage.Tx, ref string) (Assistant, error) {
-	id, err := s.Resolve(ref)
-	if err != nil {
-		return Assistant{}, err
-	}
-	a, err := tx.GetAssistant(id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Assistant{}, notFound(ref)
-	}
-	return a, err
 }
 
 // EnsureSystemAssistants creates the system assistant of every served graph
@@ -154,16 +141,26 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Assistant, error)
 	if name == "" {
 		name = DefaultName
 	}
+	metadata, err := creationMetadata(ctx, p)
+	if err != nil {
+		return Assistant{}, err
+	}
+	// do_nothing hands back an existing assistant only to a caller who
+	// may read it; another user's is a conflict, as any taken id.
+	readable, err := accessTo(ctx, authz.Read, id.String())
+	if err != nil {
+		return Assistant{}, err
+	}
 	now := s.now()
 	a := Assistant{
 		AssistantID: id, GraphID: p.GraphID,
-		Config: orEmpty(p.Config), Context: orEmpty(p.Context), Metadata: orEmpty(p.Metadata),
+		Config: orEmpty(p.Config), Context: orEmpty(p.Context), Metadata: metadata,
 		CreatedAt: now, UpdatedAt: now, Version: 1, Name: name, Description: cloneString(p.Description),
 	}
 	var out Assistant
-	err := s.db.Update(ctx, func(tx *storage.Tx) error {
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
 		if existing, err := tx.GetAssistant(id); err == nil {
-			if p.IfExists == "do_nothing" {
+			if p.IfExists == "do_nothing" && readable.Matches(existing) {
 				out = existing
 				return nil
 			}
@@ -182,8 +179,12 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Assistant, error)
 
 // Get returns the current record of an assistant, named by UUID or graph id.
 func (s *Service) Get(ctx context.Context, ref string) (Assistant, error) {
+	q, err := accessTo(ctx, authz.Read, ref)
+	if err != nil {
+		return Assistant{}, err
+	}
 	// One record: no snapshot to share between reads.
-	out, err := storage.ReadLatest(ctx, s.db, func(tx *storage.Tx) (Assistant, error) { return s.get(tx, ref) })
+	out, err := storage.ReadLatest(ctx, s.db, func(tx *storage.Tx) (Assistant, error) { return s.getAs(tx, ref, q) })
 	return out, err
 }
 
@@ -207,10 +208,14 @@ func (s *Service) Patch(ctx context.Context, ref string, p PatchParams) (Assista
 			return Assistant{}, graphNotFound(*p.GraphID)
 		}
 	}
+	q, err := access(ctx, authz.Update, map[string]any{"assistant_id": ref, "metadata": p.Metadata})
+	if err != nil {
+		return Assistant{}, err
+	}
 	now := s.now()
 	var out Assistant
-	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		cur, err := s.get(tx, ref)
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		cur, err := s.getAs(tx, ref, q)
 		if err != nil {
 			return err
 		}
@@ -226,6 +231,9 @@ func (s *Service) Patch(ctx context.Context, ref string, p PatchParams) (Assista
 		}
 		if p.Metadata != nil {
 			next.Metadata = jsonx.Merge(cur.Metadata, jsonx.CloneMap(p.Metadata))
+			if err := keepsOwner(ref, next.Metadata, q); err != nil {
+				return err
+			}
 		}
 		if p.Name != nil {
 			next.Name = *p.Name
@@ -251,9 +259,13 @@ func (s *Service) Patch(ctx context.Context, ref string, p PatchParams) (Assista
 
 // Delete removes an assistant and all its versions and returns its id.
 func (s *Service) Delete(ctx context.Context, ref string) (uuid.UUID, error) {
+	q, err := accessTo(ctx, authz.Delete, ref)
+	if err != nil {
+		return uuid.Nil, err
+	}
 	var id uuid.UUID
-	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		a, err := s.get(tx, ref)
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		a, err := s.getAs(tx, ref, q)
 		if err != nil {
 			return err
 		}
@@ -310,25 +322,12 @@ func (s *Service) Count(ctx context.Context, q Query) (int, error) {
 }
 
 func (s *Service) match(ctx context.Context, q Query) ([]Assistant, error) {
-	all, err := storage.Read(ctx, s.db, func(tx *storage.Tx) ([]Assistant, error) { return tx.ListAssistants() })
+	sq, err := access(ctx, authz.Search, map[string]any{"graph_id": q.GraphID, "metadata": q.Metadata, "name": q.Name})
 	if err != nil {
 		return nil, err
 	}
-	name := strings.ToLower(q.Name)
-	out := all[:0]
-	for _, a := range all {
-		if q.GraphID != "" && a.GraphID != q.GraphID {
-			continue
-		}
-		if name != "" && !strings.Contains(strings.ToLower(a.Name), name) {
-			continue
-		}
-		if len(q.Metadata) > 0 && !jsonx.Contains(a.Metadata, q.Metadata) {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out, nil
+	sq.GraphID, sq.Name, sq.Metadata = q.GraphID, q.Name, q.Metadata
+	return storage.Read(ctx, s.db, func(tx *storage.Tx) ([]Assistant, error) { return tx.SearchAssistants(sq) })
 }
 
 // sortFunc returns the order sortBy and order describe. Ties are broken by
@@ -401,10 +400,14 @@ func (s *Service) Versions(ctx context.Context, ref string, metadata map[string]
 	if err != nil {
 		return nil, 0, err
 	}
+	q, err := accessTo(ctx, authz.Read, ref)
+	if err != nil {
+		return nil, 0, err
+	}
 	var out []Assistant
 	var total int
 	err = s.db.View(ctx, func(tx *storage.Tx) error {
-		a, err := s.get(tx, ref)
+		a, err := s.getAs(tx, ref, q)
 		if err != nil {
 			return err
 		}
@@ -423,10 +426,14 @@ func (s *Service) Versions(ctx context.Context, ref string, metadata map[string]
 // SetLatest makes a stored version the current one and returns the
 // assistant as it now is.
 func (s *Service) SetLatest(ctx context.Context, ref string, version int) (Assistant, error) {
+	q, err := accessTo(ctx, authz.Update, ref)
+	if err != nil {
+		return Assistant{}, err
+	}
 	now := s.now()
 	var out Assistant
-	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		cur, err := s.get(tx, ref)
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		cur, err := s.getAs(tx, ref, q)
 		if err != nil {
 			return err
 		}
@@ -435,6 +442,9 @@ func (s *Service) SetLatest(ctx context.Context, ref string, version int) (Assis
 			return fmt.Errorf("assistant %q version %d: %w", ref, version, errdefs.ErrNotFound)
 		}
 		if err != nil {
+			return err
+		}
+		if err := keepsOwner(ref, v.Metadata, q); err != nil {
 			return err
 		}
 		v.CreatedAt = cur.CreatedAt

@@ -7,7 +7,6 @@ import (
 
 	"agentserver/internal/graphs"
 	"agentserver/internal/jsonx"
-	"agentserver/internal/storage"
 )
 
 // Graph is the drawable structure of an assistant's graph.
@@ -28,7 +27,7 @@ type GraphSchema struct {
 
 // definition returns the assistant ref names and the definition of its graph.
 func (s *Service) definition(ctx context.Context, ref string) (Assistant, *graphs.Definition, error) {
-	a, err := storage.Read(ctx, s.db, func(tx *storage.Tx) (Assistant, error) { return s.get(tx, ref) })
+	a, err := s.Get(ctx, ref)
 	if err != nil {
 		return Assistant{}, nil, err
 	}

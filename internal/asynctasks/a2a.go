@@ -32,6 +32,7 @@ import (
 type A2A struct {
 	endpoint   string
 	headers    http.Header
+	forward    bool
 	client     *http.Client
 	timeout    time.Duration
 	maxRetries int
@@ -55,7 +56,7 @@ func NewA2A(cfg HTTPConfig) (*A2A, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("a2a agent url %q: want http(s)://host[:port]/path", cfg.URL)
 	}
-	x := &A2A{endpoint: cfg.URL, headers: resolveHeaders(cfg.Headers, cfg.Getenv), client: cfg.client(), answers: map[string]string{}}
+	x := &A2A{endpoint: cfg.URL, headers: resolveHeaders(cfg.Headers, cfg.Getenv), forward: cfg.ForwardCredentials, client: cfg.client(), answers: map[string]string{}}
 	x.timeout, x.maxRetries = cfg.limits()
 	return x, nil
 }
@@ -106,10 +107,11 @@ func (x *A2A) request(ctx context.Context, method string, params any) (*http.Req
 	return req, nil
 }
 
-func (x *A2A) setHeaders(_ context.Context, req *http.Request) {
+func (x *A2A) setHeaders(ctx context.Context, req *http.Request) {
 	for k, v := range x.headers {
 		req.Header[k] = append([]string(nil), v...)
 	}
+	forwardCredentials(ctx, x.forward, req.Header)
 }
 
 // call sends one JSON-RPC request and returns its result; reads

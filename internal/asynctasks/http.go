@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"agentserver/api"
+	"agentserver/internal/authz"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/retry"
 	"agentserver/internal/tracing"
@@ -57,6 +58,12 @@ type HTTPConfig struct {
 	// MaxRetries is how many times a safe request is retried (0: the default
 	// 3; negative: never).
 	MaxRetries int
+	// ForwardCredentials sends the credentials of the user the calling
+	// run acts for (authz.RunCallerFrom: the Authorization header of the
+	// request that created it, held in memory by the replica that created
+	// it) with every request, over the configured headers. Off (the
+	// default), a user's credentials never leave the server.
+	ForwardCredentials bool
 }
 
 // HTTP is the transport that speaks the LangGraph Platform API to a server
@@ -68,6 +75,7 @@ type HTTP struct {
 	client     *api.Client // every request but the join
 	waiter     *api.Client // the join: no client timeout
 	headers    http.Header
+	forward    bool
 	timeout    time.Duration
 	maxRetries int
 }
@@ -83,7 +91,7 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("subagent url %q: want http(s)://host[:port][/path]", cfg.URL)
 	}
-	h := &HTTP{headers: resolveHeaders(cfg.Headers, cfg.Getenv)}
+	h := &HTTP{headers: resolveHeaders(cfg.Headers, cfg.Getenv), forward: cfg.ForwardCredentials}
 	h.timeout, h.maxRetries = cfg.limits()
 	hc := cfg.client()
 	wc := *hc
@@ -165,6 +173,7 @@ func (h *HTTP) setHeaders(ctx context.Context, req *http.Request) error {
 	for k, v := range h.headers {
 		req.Header[k] = slices.Clone(v)
 	}
+	forwardCredentials(ctx, h.forward, req.Header)
 	tracing.Inject(ctx, req.Header) // the remote run joins the caller's trace
 	return nil
 }
@@ -293,10 +302,11 @@ func decode(body []byte, v any, what string) error {
 	return nil
 }
 
-// Start creates a thread and a run on it.
+// Start creates a thread, whose metadata names the parent of ctx
+// (WithParent), and a run on it.
 func (h *HTTP) Start(ctx context.Context, graphID, message string) (string, string, error) {
 	body, err := h.do(ctx, false, func(ctx context.Context, c *api.Client) (*http.Response, error) {
-		return c.CreateThread(ctx, api.ThreadCreate{})
+		return c.CreateThread(ctx, api.ThreadCreate{Metadata: parentMetadata(ctx)})
 	})
 	if err != nil {
 		return "", "", err
@@ -520,4 +530,17 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// forwardCredentials sets the credentials of the user the run of ctx acts
+// for on h, when forward is set; without such a user it sets nothing.
+func forwardCredentials(ctx context.Context, forward bool, h http.Header) {
+	if !forward {
+		return
+	}
+	if c, ok := authz.RunCallerFrom(ctx); ok {
+		for k, v := range c.Credentials {
+			h[k] = slices.Clone(v)
+		}
+	}
 }

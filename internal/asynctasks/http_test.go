@@ -104,6 +104,39 @@ type contractCase struct {
 	run  func(t *testing.T, s *testutil.Server, x asynctasks.Transport, gate string)
 }
 
+// threadCases hold Local and HTTP, which create the subagent's thread
+// themselves, to what they record on it (A2A agents own their contexts).
+var threadCases = []contractCase{
+	{"start records the parent on the subagent's thread", func(t *testing.T, s *testutil.Server, x asynctasks.Transport, _ string) {
+		parent := asynctasks.Parent{ThreadID: uuid.NewString(), RunID: uuid.NewString(), AgentName: "researcher"}
+		tid, rid, err := x.Start(asynctasks.WithParent(t.Context(), parent), "echo", "hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := x.Wait(t.Context(), tid, rid); err != nil {
+			t.Fatal(err)
+		}
+		th, err := s.Threads.Get(t.Context(), uuid.MustParse(tid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]any{asynctasks.MetaParentThreadID: parent.ThreadID, asynctasks.MetaParentRunID: parent.RunID, asynctasks.MetaAgentName: "researcher"}
+		for k, v := range want {
+			if th.Metadata[k] != v {
+				t.Errorf("thread metadata %s = %v, want %v (metadata %v)", k, th.Metadata[k], v, th.Metadata)
+			}
+		}
+		// Without a parent nothing is recorded.
+		tid, _, err = x.Start(t.Context(), "echo", "orphan")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if th, err = s.Threads.Get(t.Context(), uuid.MustParse(tid)); err != nil || th.Metadata[asynctasks.MetaParentThreadID] != nil {
+			t.Fatalf("a thread started without a parent has metadata %v (%v)", th.Metadata, err)
+		}
+	}},
+}
+
 var contractCases = []contractCase{
 	{"start and wait on echo", func(t *testing.T, _ *testutil.Server, x asynctasks.Transport, _ string) {
 		ctx := t.Context()
@@ -344,7 +377,7 @@ func TestTransportContract(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			s := testutil.StartServer(t, testutil.Options{Graphs: contractGraphs})
 			x := tr.make(t, s)
-			for _, c := range contractCases {
+			for _, c := range append(threadCases, contractCases...) {
 				t.Run(c.name, func(t *testing.T) { c.run(t, s, x, t.Name()+"-"+uuid.NewString()) })
 			}
 		})

@@ -7,13 +7,16 @@ import (
 
 	"github.com/google/uuid"
 
+	"agentserver/internal/authz"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
 )
 
 // Local is the in-process transport: it calls the same thread and run
-// services the HTTP handlers call. It is created before those services
+// services the HTTP handlers call, as the user the calling run acts for
+// (authz.ActAsRunCaller): a user's supervisor starts, reads and cancels
+// tasks that user owns, and no others. It is created before those services
 // exist (agent graphs are compiled first) and bound to them with Bind.
 type Local struct {
 	mu      sync.RWMutex
@@ -64,14 +67,17 @@ func parseIDs(threadID, runID string) (uuid.UUID, uuid.UUID, error) {
 	return tid, rid, nil
 }
 
-// Start creates a thread and a run on it, in one write.
+// Start creates a thread and a run on it, in one write; the thread's
+// metadata names the parent of ctx (WithParent).
 func (l *Local) Start(ctx context.Context, graphID, message string) (string, string, error) {
+	ctx = authz.ActAsRunCaller(ctx)
 	_, rs, err := l.services()
 	if err != nil {
 		return "", "", err
 	}
 	tid := uuid.Must(uuid.NewV7())
-	r, err := rs.Create(ctx, runs.CreateParams{ThreadID: &tid, IfNotExists: "create", Assistant: graphID, Input: userInput(message)})
+	// The run's metadata becomes the new thread's (if_not_exists=create).
+	r, err := rs.Create(ctx, runs.CreateParams{ThreadID: &tid, IfNotExists: "create", Assistant: graphID, Input: userInput(message), Metadata: parentMetadata(ctx)})
 	if err != nil {
 		return "", "", err
 	}
@@ -80,6 +86,7 @@ func (l *Local) Start(ctx context.Context, graphID, message string) (string, str
 
 // Update starts a new run that interrupts the current one.
 func (l *Local) Update(ctx context.Context, threadID, graphID, message string) (string, error) {
+	ctx = authz.ActAsRunCaller(ctx)
 	_, rs, err := l.services()
 	if err != nil {
 		return "", err
@@ -97,6 +104,7 @@ func (l *Local) Update(ctx context.Context, threadID, graphID, message string) (
 
 // Run reads a run's status, and the thread's interrupts when it paused.
 func (l *Local) Run(ctx context.Context, threadID, runID string) (RunInfo, error) {
+	ctx = authz.ActAsRunCaller(ctx)
 	th, rs, tid, rid, err := l.target(threadID, runID)
 	if err != nil {
 		return RunInfo{}, err
@@ -122,6 +130,7 @@ func (l *Local) info(ctx context.Context, th *threads.Service, r storage.Run) (R
 
 // LastMessage returns the content of the thread's last message.
 func (l *Local) LastMessage(ctx context.Context, threadID string) (any, error) {
+	ctx = authz.ActAsRunCaller(ctx)
 	th, _, err := l.services()
 	if err != nil {
 		return nil, err
@@ -139,6 +148,7 @@ func (l *Local) LastMessage(ctx context.Context, threadID string) (any, error) {
 
 // Cancel interrupts a run.
 func (l *Local) Cancel(ctx context.Context, threadID, runID string) error {
+	ctx = authz.ActAsRunCaller(ctx)
 	_, rs, tid, rid, err := l.target(threadID, runID)
 	if err != nil {
 		return err
@@ -148,6 +158,7 @@ func (l *Local) Cancel(ctx context.Context, threadID, runID string) error {
 
 // Wait blocks on the run's completion channel; nothing is polled.
 func (l *Local) Wait(ctx context.Context, threadID, runID string) (RunInfo, error) {
+	ctx = authz.ActAsRunCaller(ctx)
 	th, rs, tid, rid, err := l.target(threadID, runID)
 	if err != nil {
 		return RunInfo{}, err

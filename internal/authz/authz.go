@@ -93,6 +93,10 @@ var ErrForbidden = errdefs.ErrForbidden
 type Caller struct {
 	User       *User
 	Authorizer Authorizer
+	// Credentials are the headers that authenticated a per-user caller
+	// (Authorization), for the remote transports configured to forward
+	// them; nil for the operator and for work the server does itself.
+	Credentials http.Header
 }
 
 type callerKey struct{}

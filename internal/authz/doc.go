@@ -25,4 +25,10 @@
 //     results after a page was cut.
 //   - An object the caller may not see is reported as missing
 //     (errdefs.ErrNotFound), exactly as an object that does not exist.
+//   - A background run carries the per-user caller that created it as a
+//     run caller (WithRunCaller), which restricts nothing by itself; only
+//     where the run acts for its user through the services (the
+//     in-process async-task transport, ActAsRunCaller) does it become the
+//     caller. Caller.Credentials leave the server only through a remote
+//     transport configured to forward them.
 package authz

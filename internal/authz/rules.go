@@ -69,17 +69,26 @@ func (r *Rules) checkPermissions(req Request) error {
 
 // prefixNamespace rewrites the namespace (or the search prefix) of a store
 // request so that it starts with the caller's identity, as LangGraph's
-// resource-owner example does.
+// resource-owner example does. A namespace that already starts with it is
+// kept, so that the namespaces a search or list returns (which carry the
+// prefix) can be sent back as they are.
 func prefixNamespace(req Request) error {
-	ns, err := labels(req.Value["namespace"])
+	ns, err := NamespaceLabels(req.Value["namespace"])
 	if err != nil {
 		return err
+	}
+	if len(ns) > 0 && ns[0] == req.User.Identity {
+		req.Value["namespace"] = ns
+		return nil
 	}
 	req.Value["namespace"] = append([]string{req.User.Identity}, ns...)
 	return nil
 }
 
-func labels(v any) ([]string, error) {
+// NamespaceLabels reads a store namespace as a request's value holds it
+// (a list of strings, decoded from JSON or not; nil is the root). Anything
+// else is forbidden: a handler must leave a namespace the store can use.
+func NamespaceLabels(v any) ([]string, error) {
 	switch ns := v.(type) {
 	case nil:
 		return nil, nil

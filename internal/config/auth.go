@@ -16,13 +16,13 @@ import (
 // disable_studio_auth, cache, openapi) and this server's own (jwt,
 // owner_scoped, owner_key, permissions).
 type Auth struct {
-	// Path names a JS module and its Auth export ("./auth.ts:auth"), run
-	// by LangGraph's custom auth. This server does not run it yet: Validate
-	// refuses it.
-	Path string
-	// DisableStudioAuth is LangGraph's switch for LangSmith Studio's
-	// requests; kept for compatibility (Studio does not call this server
-	// with LangSmith credentials).
+	// Path names a JS module and its Auth export ("./auth.ts:auth") as
+	// written, run by the graph workers; Module is that module resolved.
+	Path   string
+	Module *Module
+	// DisableStudioAuth is LangGraph's switch for its Studio's requests,
+	// which skip the auth module's authenticate: here the API key's (the
+	// console's and the operator's) do, unless it is set.
 	DisableStudioAuth bool
 	// Cache is LangGraph's auth result cache (for the JS module).
 	Cache *AuthCache
@@ -96,6 +96,11 @@ func LoadAuth(path string) (Auth, error) {
 	out := Auth{Path: a.Path, DisableStudioAuth: a.DisableStudioAuth, Cache: a.Cache, OpenAPI: a.OpenAPI,
 		OwnerScoped: a.OwnerScoped, OwnerKey: a.OwnerKey, Permissions: a.Permissions}
 	var errs []error
+	if a.Path != "" {
+		m, err := moduleOf(path, "auth.path", a.Path)
+		errs = append(errs, err)
+		out.Module = m
+	}
 	if a.JWT != nil {
 		j := a.JWT
 		jwt := &authn.Config{Issuer: j.Issuer, JWKSURL: j.JWKSURL, KeyFile: resolveNear(path, j.KeyFile), Algorithms: j.Algorithms,

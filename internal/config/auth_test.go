@@ -42,3 +42,42 @@ func TestLoadAuthRefusesBadSections(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadAuthPathAndHTTP(t *testing.T) {
+	p := writeFile(t, `{"auth": {"path": "./src/auth.ts:auth"}, "http": {"app": "./src/app.mjs", "enable_custom_route_auth": false, "public_routes": ["/public/*", "POST /hooks/:id"]}}`)
+	a, err := LoadAuth(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Module == nil || a.Module.Path != filepath.Join(filepath.Dir(p), "src", "auth.ts") || a.Module.Export != "auth" || !a.Enabled() {
+		t.Fatalf("auth module = %+v", a.Module)
+	}
+	h, err := LoadHTTP(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.App == nil || h.App.Path != filepath.Join(filepath.Dir(p), "src", "app.mjs") || h.App.Export != "default" || h.CustomRouteAuth || len(h.PublicRoutes) != 2 {
+		t.Fatalf("http = %+v %+v", h, h.App)
+	}
+	none, err := LoadHTTP(writeFile(t, `{"graphs": {}}`))
+	if err != nil || none.App != nil || !none.CustomRouteAuth {
+		t.Fatalf("no http section: %+v %v", none, err)
+	}
+	for body, want := range map[string]string{
+		`{"auth": {"path": "./auth.py:auth"}}`:                               "Python modules are not served",
+		`{"http": {"app": "./webapp.py:app"}}`:                               "http.app",
+		`{"http": {"app": "./app.ts:app", "public_routes": ["hello"]}}`:      `want "/path"`,
+		`{"http": {"app": "./app.ts:app", "public_routes": ["get /hello"]}}`: "capitals",
+		`{"http": {"public_routes": ["/hello"]}}`:                            "needs http.app",
+	} {
+		_, errA := LoadAuth(writeFile(t, body))
+		_, errH := LoadHTTP(writeFile(t, body))
+		err := errA
+		if err == nil {
+			err = errH
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", body, err, want)
+		}
+	}
+}

@@ -1,7 +1,10 @@
 // Package console serves the web console: a single-page application for
-// operating the server from a browser (threads, their state, history and
-// checkpoints, runs with live streams, the run queue, crons, and the task
-// tree of a supervisor thread). See docs/console.md.
+// understanding and steering agents from a browser (threads with titles,
+// search and their subagent threads; their state, history, edited
+// checkpoints and forks; runs with their timeline of steps, model and tool
+// calls, tokens, graph and live stream; answering interrupts; the run
+// queue, crons, and the task tree of a supervisor thread). See
+// docs/console.md.
 //
 // Invariants:
 //
@@ -15,6 +18,10 @@
 //     need no API key). Everything the console shows it reads through the
 //     public HTTP API, sending the key the user typed as x-api-key, like
 //     any other client.
+//   - What the console shows of a run is read from what the server
+//     stores (the run record and the run's checkpoints in the thread's
+//     history), never only from the run's events, so a finished run and
+//     one from before a restart show the same.
 //   - /ui redirects to /ui/, so relative asset paths resolve under the
 //     prefix. A path under /ui/ that names no asset and has no file
 //     extension is a page of the application and answers index.html (SPA

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"agentserver/internal/assistants"
+	"agentserver/internal/authz"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/jsonx"
 	"agentserver/internal/runs"
@@ -42,7 +43,10 @@ type Options struct {
 	// MaxPerOwner bounds the crons one owner may have (0: no bound).
 	// Without per-user authentication every client is the same owner.
 	MaxPerOwner int
-	Log         *slog.Logger
+	// Authorizer decides for the users crons fire for (the server's, as
+	// for their requests); nil fires every cron unrestricted.
+	Authorizer authz.Authorizer
+	Log        *slog.Logger
 }
 
 // Service creates, changes and fires crons.
@@ -90,6 +94,9 @@ func (s *Service) Create(ctx context.Context, sp Spec) (storage.Cron, error) {
 	if err := checkOnCompleted(sp.OnRunCompleted); err != nil {
 		return storage.Cron{}, err
 	}
+	if err := s.runs.CheckWebhook(sp.Run.Webhook); err != nil {
+		return storage.Cron{}, err
+	}
 	asst, err := s.assistants.Get(ctx, sp.Run.Assistant)
 	if err != nil {
 		return storage.Cron{}, err
@@ -98,12 +105,20 @@ func (s *Service) Create(ctx context.Context, sp Spec) (storage.Cron, error) {
 	if err != nil {
 		return storage.Cron{}, err
 	}
+	metadata, restrict, err := creation(ctx, sp, asst.AssistantID.String())
+	if err != nil {
+		return storage.Cron{}, err
+	}
+	onThread, err := threadRestriction(ctx, sp.ThreadID)
+	if err != nil {
+		return storage.Cron{}, err
+	}
 	now := s.opts.Now()
 	c := storage.Cron{
 		CronID: uuid.Must(uuid.NewV7()), AssistantID: asst.AssistantID, ThreadID: sp.ThreadID,
 		Schedule: sp.Schedule, Timezone: sp.Timezone, EndTime: sp.EndTime, Enabled: sp.Enabled == nil || *sp.Enabled,
-		OnRunCompleted: sp.OnRunCompleted, Payload: sp.Payload, Params: params, Metadata: nonNil(sp.Metadata),
-		CreatedAt: now, UpdatedAt: now,
+		OnRunCompleted: sp.OnRunCompleted, Payload: sp.Payload, Params: params, Metadata: metadata,
+		CreatedAt: now, UpdatedAt: now, User: creator(ctx),
 	}
 	if c.ThreadID == nil && c.OnRunCompleted == "" {
 		c.OnRunCompleted = OnCompletedDelete
@@ -111,11 +126,11 @@ func (s *Service) Create(ctx context.Context, sp Spec) (storage.Cron, error) {
 	c.NextRunDate = nextRun(sched, c.EndTime, now)
 	err = s.db.Update(ctx, func(tx *storage.Tx) error {
 		if c.ThreadID != nil {
-			if _, err := tx.GetThread(*c.ThreadID); err != nil {
+			if _, err := tx.GetThreadWhere(*c.ThreadID, onThread); err != nil {
 				return err
 			}
 		}
-		if max := s.opts.MaxPerOwner; max > 0 && tx.CronCount() >= max {
+		if max := s.opts.MaxPerOwner; max > 0 && ownedCrons(tx, restrict) >= max {
 			return fmt.Errorf("at most %d crons may exist; delete one first: %w", max, errdefs.ErrLimit)
 		}
 		return tx.PutCron(c)
@@ -129,7 +144,11 @@ func (s *Service) Create(ctx context.Context, sp Spec) (storage.Cron, error) {
 
 // Get returns a cron, or an error wrapping errdefs.ErrNotFound.
 func (s *Service) Get(ctx context.Context, id uuid.UUID) (storage.Cron, error) {
-	c, err := storage.Read(ctx, s.db, func(tx *storage.Tx) (storage.Cron, error) { return tx.GetCron(id) })
+	restrict, err := scope(ctx, authz.Read, map[string]any{"cron_id": id.String()})
+	if err != nil {
+		return storage.Cron{}, err
+	}
+	c, err := storage.Read(ctx, s.db, func(tx *storage.Tx) (storage.Cron, error) { return tx.GetCronWhere(id, restrict) })
 	return c, err
 }
 
@@ -156,14 +175,26 @@ type Rebuild func(payload map[string]any) (runs.CreateParams, error)
 // firing is computed again from now when the schedule, the time zone, the
 // end time or enabled changed.
 func (s *Service) Update(ctx context.Context, id uuid.UUID, p Patch, rebuild Rebuild) (storage.Cron, error) {
+	restrict, err := scope(ctx, authz.Update, map[string]any{"cron_id": id.String(), "metadata": p.Metadata})
+	if err != nil {
+		return storage.Cron{}, err
+	}
+	if hook, ok := p.Payload["webhook"].(string); ok {
+		if err := s.runs.CheckWebhook(hook); err != nil {
+			return storage.Cron{}, err
+		}
+	}
 	var out storage.Cron
-	err := s.db.Update(ctx, func(tx *storage.Tx) error {
-		c, err := tx.GetCron(id)
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		c, err := tx.GetCronWhere(id, restrict)
 		if err != nil {
 			return err
 		}
 		if out, err = s.patched(c, p, rebuild); err != nil {
 			return err
+		}
+		if len(restrict) > 0 && !jsonx.Contains(out.Metadata, restrict) {
+			return fmt.Errorf("metadata would take cron %s out of the caller's reach: %w", id, errdefs.ErrForbidden)
 		}
 		return tx.PutCron(out)
 	})
@@ -218,7 +249,16 @@ func (s *Service) patched(c storage.Cron, p Patch, rebuild Rebuild) (storage.Cro
 
 // Delete removes a cron; its runs stay.
 func (s *Service) Delete(ctx context.Context, id uuid.UUID) error {
-	err := s.db.Update(ctx, func(tx *storage.Tx) error { return tx.DeleteCron(id) })
+	restrict, err := scope(ctx, authz.Delete, map[string]any{"cron_id": id.String()})
+	if err != nil {
+		return err
+	}
+	err = s.db.Update(ctx, func(tx *storage.Tx) error {
+		if _, err := tx.GetCronWhere(id, restrict); err != nil {
+			return err
+		}
+		return tx.DeleteCron(id)
+	})
 	if err == nil {
 		s.poke()
 	}
@@ -227,9 +267,21 @@ func (s *Service) Delete(ctx context.Context, id uuid.UUID) error {
 
 // Search returns the crons matching q and their number.
 func (s *Service) Search(ctx context.Context, q storage.CronQuery) ([]storage.Cron, int, error) {
+	value := map[string]any{"metadata": q.Metadata}
+	if q.ThreadID != nil {
+		value["thread_id"] = q.ThreadID.String()
+	}
+	if q.AssistantID != nil {
+		value["assistant_id"] = q.AssistantID.String()
+	}
+	restrict, err := scope(ctx, authz.Search, value)
+	if err != nil {
+		return nil, 0, err
+	}
+	q.Restrict = restrict
 	var out []storage.Cron
 	var total int
-	err := s.db.View(ctx, func(tx *storage.Tx) error {
+	err = s.db.View(ctx, func(tx *storage.Tx) error {
 		var err error
 		out, total, err = tx.SearchCrons(q, jsonx.Contains)
 		return err

@@ -126,7 +126,7 @@ func (s *Service) fire(ctx context.Context, id uuid.UUID, now time.Time) (bool, 
 	p, err := runParams(c)
 	if err == nil {
 		var run storage.Run
-		run, err = s.runs.CreateGuarded(ctx, p, func(tx *storage.Tx) error { return s.claim(tx, c, now) })
+		run, err = s.runs.CreateGuarded(s.asCreator(ctx, c), p, func(tx *storage.Tx) error { return s.claim(tx, c, now) })
 		if err == nil {
 			s.opts.Log.Debug("cron fired", "cron_id", id, "run_id", run.RunID, "thread_id", run.ThreadID)
 			return true, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"agentserver/internal/eventlog"
 	"agentserver/internal/retry"
 )
 
@@ -57,7 +58,7 @@ type Broker struct {
 	wake    chan struct{} // capacity 1: "state changed" for Run
 	flushMu sync.Mutex    // serializes flushes and deletions
 
-	mu     sync.Mutex // ordered before Log.mu
+	mu     sync.Mutex // taken before a Log's lock
 	logs   map[uuid.UUID]*Log
 	dirty  map[*Log]struct{} // logs with events not yet persisted
 	urgent bool              // a log closed with unpersisted events
@@ -131,13 +132,11 @@ func (b *Broker) Open(runID uuid.UUID, resumable bool) *Log {
 		return l
 	}
 	l := &Log{
-		runID:     runID,
-		broker:    b,
-		events:    seed,
-		resumable: resumable,
-		persist:   resumable && b.store != nil,
-		flushed:   len(seed),
+		runID:  runID,
+		broker: b,
+		log:    eventlog.New(0, seed, eventlog.Options{Persist: resumable && b.store != nil}),
 	}
+	l.resumable.Store(resumable)
 	b.logs[runID] = l
 	delete(b.expiry, runID)
 	return l
@@ -154,12 +153,15 @@ func (b *Broker) reopen(runID uuid.UUID, resumable bool) *Log {
 	return l
 }
 
+// reopenLocked turns a closed log back into a live one (a run executed
+// again) and upgrades it to resumable when asked.
 func (b *Broker) reopenLocked(l *Log, resumable bool) {
 	delete(b.expiry, l.runID)
-	l.mu.Lock()
-	dirty := l.reopenLocked(resumable, b.store != nil)
-	l.mu.Unlock()
-	if dirty {
+	l.log.Reopen()
+	if resumable && l.resumable.CompareAndSwap(false, true) && b.store != nil {
+		l.log.Persist()
+	}
+	if l.log.NeedSave() {
 		b.dirty[l] = struct{}{}
 		b.kick()
 	}
@@ -202,7 +204,9 @@ func (b *Broker) Subscribe(ctx context.Context, runID uuid.UUID, after int64) (*
 			return nil, ErrNoLog
 		}
 	}
-	return &Subscription{replay: evs, done: make(chan struct{})}, nil
+	replay := eventlog.New(0, evs, eventlog.Options{})
+	replay.Close()
+	return replay.Subscribe(-1, nil), nil
 }
 
 // Flush writes every unpersisted event of every resumable log to the store
@@ -389,11 +393,11 @@ func (b *Broker) expire(ctx context.Context, now time.Time) {
 		if b.logs[l.runID] != l {
 			continue
 		}
-		l.mu.Lock()
-		current := l.closed && l.gen == e.gen
-		persisted := l.flushed == len(l.events)
-		resumable, persist := l.resumable, l.persist
-		l.mu.Unlock()
+		closed, gen := l.log.Closed()
+		current := closed && gen == e.gen
+		persisted := !l.log.Unsaved()
+		resumable := l.resumable.Load()
+		persist := resumable && b.store != nil
 		switch {
 		case !current:
 		case !resumable || (persist && persisted):
@@ -480,28 +484,17 @@ func (b *Broker) flushAll(ctx context.Context) error {
 // flushLog writes the unpersisted events of l. Only flushAll calls it, under
 // flushMu, so flushes of one log never overlap.
 func (b *Broker) flushLog(ctx context.Context, l *Log) error {
-	l.mu.Lock()
-	start, end := l.flushed, len(l.events)
-	pending := l.events[start:end:end] // appended elements never change
-	l.dirty = false
-	l.mu.Unlock()
+	pending := l.log.TakeUnsaved()
 	for len(pending) > 0 {
 		n := min(len(pending), maxFlushBatch)
 		if err := b.store.AppendEvents(ctx, l.runID, pending[:n]); err != nil {
-			l.mu.Lock()
-			mark := !l.dirty
-			l.dirty = true
-			l.mu.Unlock()
-			if mark {
+			if l.log.SaveFailed() {
 				b.markDirty(l, false)
 			}
 			return fmt.Errorf("run %s: %w", l.runID, err)
 		}
+		l.log.Saved(pending[n-1].Seq)
 		pending = pending[n:]
-		start += n
-		l.mu.Lock()
-		l.flushed = start
-		l.mu.Unlock()
 	}
 	return nil
 }

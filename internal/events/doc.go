@@ -1,6 +1,8 @@
 // Package events holds the stream events of runs: one append-only Log per run,
 // read by any number of Subscriptions, and a Broker that owns the logs,
 // persists those of resumable runs and forgets them after a retention period.
+// A Log is an eventlog.Log of Events (numbering, cursors, wake-ups) plus what
+// the Broker needs; a Subscription is an eventlog.Cursor.
 //
 // # Invariants
 //
@@ -9,9 +11,9 @@
 //     Every subscriber sees a suffix of that sequence, in order, without gaps
 //     or duplicates. Subscribe(after) starts at the first event with
 //     Seq > after, so an SSE Last-Event-ID of "-1" or "0" replays everything.
-//   - Producers never block on consumers: Log.Append takes a mutex for a slice
-//     append and closes a channel; it never waits for a subscriber, for the
-//     store or for the Broker's loop. A subscriber is only a cursor into the
+//   - Producers never block on consumers: Log.Append takes the eventlog's
+//     mutex for a slice append and closes a channel; it never waits for a
+//     subscriber, for the store or for the Broker's loop. A subscriber is only a cursor into the
 //     log: a slow one just lags, a vanished one holds nothing that needs
 //     releasing beyond its own memory, and no goroutine exists per subscriber.
 //   - Event.Data is valid, compact, one-line JSON: Append compacts data that

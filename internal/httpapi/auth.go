@@ -25,16 +25,11 @@ type Auth struct {
 
 func (a Auth) enabled() bool { return a.APIKey != "" || len(a.Authenticators) > 0 }
 
-// enforced are the resources whose services apply per-user filters: a
-// route on any other resource refuses restricted callers rather than show
-// them everything.
-var enforced = map[string]bool{authz.Threads: true}
-
 // authenticate establishes the caller of every routed request (the API
 // key, else an Authenticator), refuses a route the route table does not
 // list or the caller may not use, and puts the caller in the request's
 // context for the services to authorise against (authz.Authorize).
-func authenticate(a Auth, routes routeIndex) echo.MiddlewareFunc {
+func authenticate(a Auth, routes routeIndex, cu **custom) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
@@ -42,6 +37,10 @@ func authenticate(a Auth, routes routeIndex) echo.MiddlewareFunc {
 				return next(c)
 			}
 			acc, listed := routes.lookup(r.Method, c.Path())
+			if !listed && (*cu).owns(c) {
+				// The custom routes' entries: see custom.access.
+				acc, listed = (*cu).access(r.Method, r.URL.Path), true
+			}
 			if listed && acc.Public {
 				return next(c)
 			}
@@ -52,20 +51,26 @@ func authenticate(a Auth, routes routeIndex) echo.MiddlewareFunc {
 			if err := a.admit(user, acc, listed, c); err != nil {
 				return err
 			}
-			c.SetRequest(r.WithContext(authz.WithCaller(r.Context(), authz.Caller{User: user, Authorizer: a.Authorizer})))
+			caller := authz.Caller{User: user, Authorizer: a.Authorizer}
+			if !user.Operator {
+				caller.Credentials = http.Header{"Authorization": r.Header.Values("Authorization")}
+			}
+			c.SetRequest(r.WithContext(authz.WithCaller(r.Context(), caller)))
 			return next(c)
 		}
 	}
 }
 
 // identify returns the caller of r: the operator for the API key, else the
-// first Authenticator's user.
+// first Authenticator's user. An x-api-key that is not the server's may
+// still be a user's key that an Authenticator (a JS Auth module) knows.
 func (a Auth) identify(r *http.Request) (*authz.User, error) {
+	badKey := false
 	if key := r.Header.Get("x-api-key"); key != "" && a.APIKey != "" {
-		if subtle.ConstantTimeCompare([]byte(key), []byte(a.APIKey)) != 1 {
-			return nil, errUnauthorized
+		if subtle.ConstantTimeCompare([]byte(key), []byte(a.APIKey)) == 1 {
+			return &authz.User{Identity: "operator", Operator: true}, nil
 		}
-		return &authz.User{Identity: "operator", Operator: true}, nil
+		badKey = true
 	}
 	for _, au := range a.Authenticators {
 		u, err := au.Authenticate(r)
@@ -76,7 +81,7 @@ func (a Auth) identify(r *http.Request) (*authz.User, error) {
 			return u, nil
 		}
 	}
-	if len(a.Authenticators) == 0 {
+	if len(a.Authenticators) == 0 || badKey {
 		return nil, errUnauthorized
 	}
 	return nil, fmt.Errorf("missing credentials: send Authorization: Bearer <token>: %w", errdefs.ErrUnauthorized)
@@ -100,9 +105,6 @@ func (a Auth) admit(user *authz.User, acc access, listed bool, c echo.Context) e
 	}
 	if acc.Operator {
 		return errRouteClosed
-	}
-	if acc.Resource != "" && !enforced[acc.Resource] {
-		return fmt.Errorf("%s are not available to per-user credentials on this server: %w", acc.Resource, errdefs.ErrForbidden)
 	}
 	return nil
 }

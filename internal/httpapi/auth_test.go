@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -90,10 +91,16 @@ func TestAuthIdentity(t *testing.T) {
 	}
 }
 
-func TestAuthPathRefusedAtStart(t *testing.T) {
-	graphs := testutil.WithSection(t, testutil.TestGraphs, "auth", map[string]any{"path": "./auth.ts:auth"})
+// TestAuthPathModuleMissing checks that an auth.path whose module cannot
+// be loaded stops the start with a line naming the key, the file and the
+// cause, rather than serving without the handlers it names.
+func TestAuthPathModuleMissing(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: auth.path modules run in Node graph workers")
+	}
+	graphs := testutil.WithSection(t, testutil.TestGraphs, "auth", map[string]any{"path": "./auth.mjs:auth"})
 	err := testutil.BuildErr(t, testutil.Options{Graphs: graphs})
-	if err == nil || !strings.Contains(err.Error(), "auth.path") || !strings.Contains(err.Error(), "not run by this server yet") {
-		t.Fatalf("start with auth.path: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "auth.path (") || !strings.Contains(err.Error(), "cannot import") || !strings.Contains(err.Error(), "auth.mjs") {
+		t.Fatalf("start with a missing auth.path module: %v", err)
 	}
 }

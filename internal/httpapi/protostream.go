@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"agentserver/internal/authz"
 	"agentserver/internal/events"
 	"agentserver/internal/protostream"
 	"agentserver/internal/sse"
@@ -32,14 +33,18 @@ func registerProtocolRoutes(e *echo.Echo, h *Handler) {
 }
 
 // protoThread parses the thread id of the path and checks that the
-// thread exists.
+// thread exists (mustExist) and that the caller may read it.
 func (h *Handler) protoThread(c echo.Context, mustExist bool) (uuid.UUID, error) {
 	id, err := uuid.Parse(c.Param("thread_id"))
 	if err != nil {
 		return id, invalidf("thread_id must be a UUID")
 	}
-	if mustExist {
-		if _, err := h.threads.Get(c.Request().Context(), id); err != nil {
+	ctx := c.Request().Context()
+	if mustExist || authz.Restricted(ctx) {
+		// A per-user caller reaches only their own threads, and threads
+		// not made yet (which a command may create as theirs): another
+		// user's thread is missing to them, on every transport.
+		if _, err := h.threads.Get(ctx, id); err != nil && (mustExist || h.threads.Exists(ctx, id)) {
 			return id, err
 		}
 	}

@@ -128,14 +128,18 @@ var otherRoutes = map[string]access{
 	"POST /threads/:thread_id/stream/events": threadsAccess(authz.Read),
 	"GET /threads/:thread_id/stream/events":  threadsAccess(authz.Read),
 	"POST /threads/:thread_id/commands":      threadsAccess(authz.Update),
-	// JSON-RPC endpoints: they act on assistants, threads and runs.
-	"* /mcp":   on("mcp", ""),
-	"* /mcp/*": on("mcp", ""),
-	"* /a2a":   on("a2a", ""),
-	"* /a2a/*": on("a2a", ""),
-	// An agent card describes an assistant (A2A): the key's, as before.
-	"* /.well-known/agent-card.json":   on("a2a", ""),
-	"* /.well-known/agent-card.json/*": on("a2a", ""),
+	// JSON-RPC endpoints: they act on assistants, threads and runs
+	// through the same services, as the caller (each call is authorised
+	// and filtered there: a user's tools are the assistants they may
+	// read, their tasks the runs of their threads).
+	"* /mcp":   authenticated(),
+	"* /mcp/*": authenticated(),
+	"* /a2a":   authenticated(),
+	"* /a2a/*": authenticated(),
+	// An agent card describes an assistant (A2A): shown to callers who may
+	// read it (assistants:read, in the service).
+	"* /.well-known/agent-card.json":   authenticated(),
+	"* /.well-known/agent-card.json/*": authenticated(),
 }
 
 // routeIndex finds the access of a routed request by method and echo path.

@@ -245,6 +245,7 @@ func toAPIRun(r storage.Run, apStatus bool) api.Run {
 		RunId: r.RunID, ThreadId: r.ThreadID, AssistantId: r.AssistantID, AgentId: &agent,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Status: api.RunStatus(status),
 		Metadata: orEmpty(r.Metadata), Kwargs: r.Kwargs.Map(), MultitaskStrategy: api.MultitaskStrategy(r.MultitaskStrategy),
+		Attempt: &r.Attempt, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
 	}
 	if r.Error != "" {
 		out.Error = r.Error

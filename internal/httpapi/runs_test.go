@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -96,10 +97,13 @@ func TestRunCreateAndJoin(t *testing.T) {
 	tid := newThread(t, s)
 	run := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": "join-" + tid}}).Object(t)
 	rid := run["run_id"].(string)
-	if run["status"] != "pending" {
-		t.Fatalf("created run = %v", run)
+	if run["status"] != "pending" || run["attempt"] != 0.0 || run["started_at"] != nil || run["ended_at"] != nil {
+		t.Fatalf("created run = %v; want pending, attempt 0, no start or end", run)
 	}
 	waitStatus(t, s, tid, rid, "running")
+	if r := s.Must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).Object(t); r["attempt"] != 1.0 || r["started_at"] == nil || r["ended_at"] != nil {
+		t.Fatalf("running run = %v; want attempt 1, a start and no end", r)
+	}
 	if st := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)["status"]; st != "busy" {
 		t.Fatalf("thread status while running = %v", st)
 	}
@@ -114,6 +118,11 @@ func TestRunCreateAndJoin(t *testing.T) {
 	}
 	if runStatus(t, s, tid, rid) != "success" {
 		t.Fatal("run not success after join")
+	}
+	ended := s.Must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).Object(t)
+	started, _ := time.Parse(time.RFC3339Nano, ended["started_at"].(string))
+	if end, err := time.Parse(time.RFC3339Nano, fmt.Sprint(ended["ended_at"])); err != nil || end.Before(started) {
+		t.Fatalf("ended run: started_at %v, ended_at %v (%v)", ended["started_at"], ended["ended_at"], err)
 	}
 	s.Must(404, "GET", "/threads/"+tid+"/runs/"+uuid.NewString(), nil)
 	other := newThread(t, s)

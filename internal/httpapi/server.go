@@ -53,6 +53,9 @@ type Deps struct {
 	// Mounts are JSON-RPC protocol endpoints (MCP, A2A) by path prefix,
 	// served beside the generated routes behind the same middlewares.
 	Mounts map[string]http.Handler
+	// Custom serves langgraph.json's http.app behind the server's routes
+	// (nil: none).
+	Custom *CustomRoutes
 }
 
 // Handler implements the generated strict server interface.
@@ -94,7 +97,10 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Log)
-	e.Use(observe(), accessLog(d.Log), cors(), authenticate(d.Auth, routes), markPeers(), lenientJSON(), bodyGuard(d.Limits), validator.middleware(), releaseLargeBody())
+	// The custom routes are known once every route of the server is
+	// registered (below); the middlewares find them through cu.
+	var cu *custom
+	e.Use(observe(), accessLog(d.Log), cors(), authenticate(d.Auth, routes, &cu), customRoutes(&cu), markPeers(), lenientJSON(), bodyGuard(d.Limits), validator.middleware(), releaseLargeBody())
 	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, crons: d.Crons, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent, stream: d.Stream, validator: validator}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders}))
 	console.Register(e)
@@ -108,7 +114,22 @@ func New(d Deps) (*echo.Echo, error) {
 		serveMetrics(e)
 	}
 	mount(e, d.Mounts)
+	cu = newCustom(d.Custom, e, d.Limits.withDefaults().MaxBodyBytes)
 	return e, nil
+}
+
+// customRoutes hands the requests no route of the server serves to the
+// custom routes' app, when there is one (*cu, set once New registered
+// every route).
+func customRoutes(cu **custom) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if *cu == nil {
+				return next(c)
+			}
+			return (*cu).handle(c, next)
+		}
+	}
 }
 
 // mount serves each handler at its prefix and below it. They are plain

@@ -30,6 +30,8 @@ type WireError struct {
 	Message string `json:"message"`
 	// State is the thread's state after a run failed (run errors only).
 	State *runResult `json:"state,omitempty"`
+	// Status is an HTTPException's status (auth and custom-route calls).
+	Status int `json:"status,omitempty"`
 }
 
 // Error is the message alone: a failed run records the name apart.

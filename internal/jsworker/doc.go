@@ -48,4 +48,13 @@
 //     no write the worker was answered for is lost. Close stops every
 //     worker; Pdeathsig (Linux) and the closed socket end a worker whose
 //     server died.
+//   - The project's Auth module (auth.path) and Hono app (http.app) load
+//     in every worker beside the graphs; their calls (authenticate,
+//     authorize, http) take no run slot, so a pool whose slots are all
+//     busy still authenticates and serves custom routes. An
+//     authorisation no on(...) handler covers makes no call at all.
+//   - A custom route's response parts (http.head, http.body) are queued
+//     by the connection's reader, never written by it, so a slow client
+//     holds up no other call of its worker; every part precedes the
+//     http call's answer.
 package jsworker

@@ -1,13 +1,16 @@
 package jsworker_test
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -502,12 +505,16 @@ export const graph = new StateGraph(Annotation.Root({ x: Annotation() })).addNod
 // BenchmarkJSGraphSuperStep measures the worker boundary's cost per
 // super-step: runs of the steps graph (200 super-steps, a trivial node
 // each, a checkpoint put and its snapshot per step), one after another on
-// a fresh thread, over HTTP. It reports the p50 and p90 of a run's time
-// divided by its steps ("ns/step"), which includes LangGraph.js's own
-// loop and the engine's checkpoint writes, and the run's fixed cost
-// amortized.
+// a fresh thread, over HTTP, each followed by a run of the same graph in
+// Node alone (tests/jsgraphs/bench/steps.mjs: LangGraph.js's MemorySaver,
+// the same stream modes), so that both see the same machine load. It
+// reports the p50 and p90 of a run's time divided by its steps through the
+// server ("server-ns/step", which includes LangGraph.js's own loop, the
+// engine's checkpoint writes and the run's fixed cost amortized), the p50
+// of the Node-alone runs ("node-ns/step"), and the p50 of the paired
+// differences, the boundary's cost ("boundary-ns/step", target 1 ms).
 func BenchmarkJSGraphSuperStep(b *testing.B) {
-	_, file := fixture(b)
+	dir, file := fixture(b)
 	s := testutil.StartServer(b, testutil.Options{GraphsFile: file})
 	const steps = 200
 	run := func() time.Duration {
@@ -521,16 +528,65 @@ func BenchmarkJSGraphSuperStep(b *testing.B) {
 		}
 		return took
 	}
+	alone := nodeAlone(b, dir, steps)
 	run() // warm the worker's module cache and JIT
+	alone()
 	b.ResetTimer()
-	per := make([]float64, 0, b.N)
+	var server, node, diff []float64
 	for i := 0; i < b.N; i++ {
-		per = append(per, float64(run().Nanoseconds())/steps)
+		sv := float64(run().Nanoseconds()) / steps
+		b.StopTimer()
+		nd := alone()
+		b.StartTimer()
+		server, node, diff = append(server, sv), append(node, nd), append(diff, sv-nd)
 	}
 	b.StopTimer()
-	sort.Float64s(per)
-	b.ReportMetric(per[len(per)/2], "p50-ns/step")
-	b.ReportMetric(per[len(per)*9/10], "p90-ns/step")
+	for _, v := range [][]float64{server, node, diff} {
+		sort.Float64s(v)
+	}
+	b.ReportMetric(server[len(server)/2], "server-ns/step")
+	b.ReportMetric(server[len(server)*9/10], "server-p90-ns/step")
+	b.ReportMetric(node[len(node)/2], "node-ns/step")
+	b.ReportMetric(diff[len(diff)/2], "boundary-ns/step")
+}
+
+// nodeAlone starts the Node-alone reference of BenchmarkJSGraphSuperStep
+// in the fixture project dir and returns a function that runs it once and
+// returns its time per step in ns.
+func nodeAlone(b *testing.B, dir string, steps int) func() float64 {
+	b.Helper()
+	cmd := exec.Command("node", filepath.Join("bench", "steps.mjs"), strconv.Itoa(steps))
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		in.Close()
+		cmd.Wait()
+	})
+	lines := bufio.NewScanner(out)
+	return func() float64 {
+		if _, err := io.WriteString(in, "run\n"); err != nil {
+			b.Fatal(err)
+		}
+		if !lines.Scan() {
+			b.Fatalf("the Node-alone reference stopped: %v", lines.Err())
+		}
+		ns, err := strconv.ParseFloat(lines.Text(), 64)
+		if err != nil {
+			b.Fatalf("the Node-alone reference printed %q", lines.Text())
+		}
+		return ns
+	}
 }
 
 // history reads a thread's checkpoints, newest first.

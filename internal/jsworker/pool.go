@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"agentserver/internal/graph"
@@ -39,6 +40,12 @@ type Options struct {
 	ProjectDir string
 	// Graphs are the graphs to host, by graph id.
 	Graphs map[string]Entry
+	// Auth is langgraph.json's auth.path: a module exporting an Auth
+	// instance of @langchain/langgraph-sdk/auth (nil: none).
+	Auth *Entry
+	// HTTPApp is langgraph.json's http.app: a module exporting a Hono app
+	// that serves custom routes (nil: none).
+	HTTPApp *Entry
 	// Workers is the number of worker processes (default 1).
 	Workers int
 	// Concurrency bounds the runs one worker runs at once (default
@@ -124,6 +131,10 @@ type Pool struct {
 	nextID  int
 	// replacing is done when no replacement is being started.
 	replacing sync.WaitGroup
+
+	// streams are the custom-route requests in flight, by stream id.
+	streams   sync.Map
+	streamSeq atomic.Int64
 }
 
 // ErrLoad reports graphs the workers could not load; its message has one
@@ -173,7 +184,12 @@ func loadErrors(res *initResult) error {
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Graph < errs[j].Graph })
 	lines := make([]string, len(errs))
 	for i, e := range errs {
-		lines[i] = fmt.Sprintf("graph %q (%s): %s", e.Graph, e.File, e.Message)
+		switch e.Graph {
+		case moduleAuth, moduleHTTPApp:
+			lines[i] = fmt.Sprintf("%s (%s): %s", e.Graph, e.File, e.Message)
+		default:
+			lines[i] = fmt.Sprintf("graph %q (%s): %s", e.Graph, e.File, e.Message)
+		}
 	}
 	return fmt.Errorf("%w:\n%s", ErrLoad, strings.Join(lines, "\n"))
 }
@@ -191,6 +207,27 @@ func (p *Pool) wireGraphs() map[string]any {
 		out[id] = map[string]string{"path": e.Path, "export": e.Export}
 	}
 	return out
+}
+
+// Names of the modules that load beside the graphs, as load errors name
+// them.
+const (
+	moduleAuth    = "auth.path"
+	moduleHTTPApp = "http.app"
+)
+
+// wireModule is a module of the project as init names it (nil: none).
+func wireModule(e *Entry) any {
+	if e == nil {
+		return nil
+	}
+	return map[string]string{"path": e.Path, "export": e.Export}
+}
+
+// pick returns the live worker with the fewest runs, for a short call
+// that takes no run slot (auth, custom routes), waiting while none is up.
+func (p *Pool) pick(ctx context.Context) (*process, error) {
+	return p.choose(ctx, false)
 }
 
 // adopt adds a started worker to the pool and starts watching it.
@@ -259,8 +296,16 @@ func (p *Pool) replace() {
 }
 
 // acquire returns the worker with the fewest runs that has a free slot,
-// waiting for one while all are full (or being replaced).
+// and takes the slot, waiting for one while all are full (or being
+// replaced).
 func (p *Pool) acquire(ctx context.Context) (*process, error) {
+	return p.choose(ctx, true)
+}
+
+// choose returns the live worker with the fewest runs, among those with a
+// free slot when slot is set (and then takes the slot), waiting while
+// there is none.
+func (p *Pool) choose(ctx context.Context, slot bool) (*process, error) {
 	for {
 		p.mu.Lock()
 		if p.closing {
@@ -269,12 +314,14 @@ func (p *Pool) acquire(ctx context.Context) (*process, error) {
 		}
 		var best *process
 		for _, w := range p.procs {
-			if w.load < p.opts.Concurrency && (best == nil || w.load < best.load) {
+			if (!slot || w.load < p.opts.Concurrency) && (best == nil || w.load < best.load) {
 				best = w
 			}
 		}
 		if best != nil {
-			best.load++
+			if slot {
+				best.load++
+			}
 			p.mu.Unlock()
 			return best, nil
 		}

@@ -49,6 +49,10 @@ type initResult struct {
 	TypeScript string                `json:"typescript"`
 	Graphs     map[string]loadResult `json:"graphs"`
 	Errors     []loadError           `json:"errors"`
+	// Auth is what the auth module has (nil: none loaded).
+	Auth *authLoad `json:"auth"`
+	// HTTP is what the custom routes' app serves (nil: none loaded).
+	HTTP *appLoad `json:"http"`
 }
 
 // loadResult is what the worker found behind one graph entry.
@@ -117,7 +121,8 @@ func (p *Pool) startProcess(ctx context.Context, id int) (*process, *initResult,
 	var res initResult
 	ictx, cancel := context.WithTimeout(ctx, p.opts.InitTimeout)
 	defer cancel()
-	init := map[string]any{"project_dir": p.opts.ProjectDir, "graphs": p.wireGraphs(), "api_url": p.opts.APIURL, "api_key": p.opts.APIKey}
+	init := map[string]any{"project_dir": p.opts.ProjectDir, "graphs": p.wireGraphs(), "api_url": p.opts.APIURL, "api_key": p.opts.APIKey,
+		"auth": wireModule(p.opts.Auth), "http_app": wireModule(p.opts.HTTPApp)}
 	if err := w.c.call(ictx, "init", init, &res); err != nil {
 		w.kill()
 		<-w.exited
@@ -217,6 +222,9 @@ func (w *process) handle(m message) {
 	_ = json.Unmarshal(m.Params, &head)
 	switch m.Method {
 	case "hello":
+		return
+	case "http.head", "http.body":
+		w.pool.httpPart(m.Method, m.Params)
 		return
 	}
 	s := w.session(head.RunID)

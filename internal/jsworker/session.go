@@ -127,10 +127,19 @@ func newSession(in graph.Input, sink graph.Sink, store Store) (*session, error) 
 	return s, nil
 }
 
-// fromStored decodes a stored checkpoint's native form.
+// fromStored decodes a stored checkpoint's native form; a checkpoint
+// without one (another graph's) is adopted.
 func fromStored(cp graph.Checkpoint) (*jsCheckpoint, error) {
 	if len(cp.Native) == 0 {
-		return nil, fmt.Errorf("checkpoint %s %w (JavaScript graphs continue only their own checkpoints)", cp.CheckpointID, errNotJS)
+		checkpoint, metadata, err := adopt(cp)
+		if err != nil {
+			return nil, err
+		}
+		out := &jsCheckpoint{id: cp.CheckpointID, ns: cp.CheckpointNS, checkpoint: checkpoint, metadata: metadata, created: cp.CreatedAt, stored: &cp, handed: true}
+		if cp.ParentID != nil {
+			out.parent = cp.ParentID.String()
+		}
+		return out, nil
 	}
 	var n native
 	if err := json.Unmarshal(cp.Native, &n); err != nil || n.V != nativeVersion {

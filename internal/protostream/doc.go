@@ -8,7 +8,8 @@
 // message-start / content-block-* / message-finish, tool calls as
 // tool-started / tool-output-delta / tool-finished / tool-error, run and
 // subagent status as lifecycle, interrupts as input.requested) and
-// numbers them in the thread's feed.
+// numbers them in the thread's feed, an eventlog.Log whose cursors are the
+// connections.
 //
 // # Invariants
 //
@@ -24,9 +25,10 @@
 //     error frame naming the missed range, never silently skipped.
 //     Events published within the last FlushInterval before a crash may
 //     be lost; events still unsaved are never dropped from memory.
-//   - Producers never block: publishing appends to a slice and closes a
-//     wake channel. A subscriber is a cursor; a slow one lags and
-//     falls back to the store, a vanished one holds nothing.
+//   - Producers never block: publishing appends to the feed's log, which
+//     closes a wake channel. A subscriber is a cursor; a slow one lags and
+//     falls back to the store (eventlog.ErrBehind), a vanished one holds
+//     nothing.
 //   - A thread is followed while it has connections, and for
 //     Options.Retention after its last connection left or its last event
 //     was published; runs of other threads pay one atomic load per event.
@@ -36,5 +38,5 @@
 //   - Lock order: a task thread's feed, then its parent's feed (mirroring
 //     goes from task to parent, never back), then the hub's table of async
 //     tasks; the hub's map lock may be read under a feed lock, so the sweep
-//     only try-locks feeds.
+//     only try-locks feeds. A feed's log lock is a leaf, taken last.
 package protostream

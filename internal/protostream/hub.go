@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"agentserver/internal/eventlog"
 	"agentserver/internal/storage"
 )
 
@@ -39,6 +40,9 @@ type Hub struct {
 	feeds map[uuid.UUID]*feed
 	now   func() time.Time
 	async asyncLinks
+	// flushMu serializes flushes: a feed's log hands its unsaved events to
+	// one save at a time.
+	flushMu sync.Mutex
 }
 
 // NewHub returns a hub that persists into db.
@@ -70,20 +74,26 @@ type Event struct {
 	Name string
 	// Raw is the whole event envelope, one line of JSON.
 	Raw []byte
+	// at is when the event was published.
+	at time.Time
 }
 
-// feed is the numbered event stream of one thread.
+// LogSeq implements eventlog.Entry.
+func (e Event) LogSeq() int64 { return e.Seq }
+
+// LogSize implements eventlog.Entry.
+func (e Event) LogSize() int { return len(e.Raw) }
+
+// feed is the numbered event stream of one thread: its log (whose cursors
+// are the connections) and the translation state that fills it.
 type feed struct {
 	threadID uuid.UUID
-	mu       sync.Mutex
-	seq      int64
-	recent   []Event // newest events, oldest first
-	bytes    int
-	unsaved  []storage.ThreadEvent
-	saved    int64 // every event up to this Seq is stored
-	wake     chan struct{}
-	clients  int
-	touched  time.Time
+	log      *eventlog.Log[Event]
+	// mu guards the fields below and serializes publishing; it is taken
+	// before the log's lock.
+	mu sync.Mutex
+	// touched is when the feed was made or last published to.
+	touched time.Time
 	// runStart is the Seq of the first event of the thread's latest run:
 	// a connection without `since` replays from there.
 	runStart int64
@@ -136,7 +146,11 @@ func (h *Hub) Follow(threadID uuid.UUID) (*feed, error) {
 	if last == 0 {
 		last = h.now().UnixMicro()
 	}
-	f := &feed{threadID: threadID, seq: last, saved: last, runStart: last + 1, touched: h.now(), runs: map[uuid.UUID]*translator{}, tree: map[string]nsState{}}
+	log := eventlog.New[Event](last, nil, eventlog.Options{
+		Keep: h.opts.Keep, KeepBytes: h.opts.KeepBytes, Persist: true, ReportGaps: true,
+		Clock: func() time.Time { return h.now() },
+	})
+	f := &feed{threadID: threadID, log: log, runStart: last + 1, touched: h.now(), runs: map[uuid.UUID]*translator{}, tree: map[string]nsState{}}
 	h.feeds[threadID] = f
 	h.count.Add(1)
 	return f, nil
@@ -145,19 +159,10 @@ func (h *Hub) Follow(threadID uuid.UUID) (*feed, error) {
 // LastSeq returns the Seq of a thread's newest event (0 when the thread is
 // not followed).
 func (h *Hub) LastSeq(threadID uuid.UUID) int64 {
-	return h.readFeed(threadID, func(f *feed) int64 { return f.seq })
-}
-
-// readFeed reads a number of a followed thread's feed under its lock; 0
-// when the thread is not followed.
-func (h *Hub) readFeed(threadID uuid.UUID, read func(*feed) int64) int64 {
-	f := h.feed(threadID)
-	if f == nil {
-		return 0
+	if f := h.feed(threadID); f != nil {
+		return f.log.LastSeq()
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return read(f)
+	return 0
 }
 
 // MarkRunRequested follows a thread on which a run is about to be
@@ -169,7 +174,7 @@ func (h *Hub) MarkRunRequested(threadID uuid.UUID) error {
 		return err
 	}
 	f.mu.Lock()
-	f.runStart = f.seq + 1
+	f.runStart = f.log.LastSeq() + 1
 	f.mu.Unlock()
 	return nil
 }
@@ -214,8 +219,8 @@ type out struct {
 	data   any
 }
 
-// publish numbers events in the feed, keeps them and wakes connections.
-// f.mu must be held.
+// publish numbers events in the feed's log (which keeps them and wakes
+// connections). f.mu must be held.
 func (h *Hub) publishLocked(f *feed, evs ...out) {
 	if len(evs) == 0 {
 		return
@@ -226,11 +231,9 @@ func (h *Hub) publishLocked(f *feed, evs ...out) {
 		if err != nil {
 			data, _ = json.Marshal(map[string]any{"event": "error", "message": "unencodable event: " + err.Error()})
 		}
-		f.seq++
-		ev := Event{Seq: f.seq, Method: e.method, Namespace: e.ns, Name: e.name, Raw: appendEnvelope(nil, f.seq, e.method, e.ns, e.node, now, data)}
-		f.recent = append(f.recent, ev)
-		f.bytes += len(ev.Raw)
-		f.unsaved = append(f.unsaved, storage.ThreadEvent{Seq: ev.Seq, At: now, Event: ev.Raw})
+		f.log.Append(0, func(seq int64) Event {
+			return Event{Seq: seq, Method: e.method, Namespace: e.ns, Name: e.name, Raw: appendEnvelope(nil, seq, e.method, e.ns, e.node, now, data), at: now}
+		})
 		switch {
 		case e.method == "lifecycle":
 			f.noteLifecycle(e)
@@ -239,26 +242,7 @@ func (h *Hub) publishLocked(f *feed, evs ...out) {
 		}
 	}
 	f.touched = now
-	f.trimLocked(h.opts.Keep, h.opts.KeepBytes)
-	if f.wake != nil {
-		close(f.wake)
-		f.wake = nil
-	}
 	h.mirrorLocked(f, evs)
-}
-
-// trimLocked drops the oldest kept events beyond the bounds, never one
-// that is not stored yet.
-func (f *feed) trimLocked(keep, keepBytes int) {
-	drop := 0
-	for drop < len(f.recent) && (len(f.recent)-drop > keep || f.bytes > keepBytes) && f.recent[drop].Seq <= f.saved {
-		f.bytes -= len(f.recent[drop].Raw)
-		drop++
-	}
-	if drop > 0 {
-		clear(f.recent[:drop])
-		f.recent = f.recent[drop:]
-	}
 }
 
 // noteLifecycle records a namespace's status for agent.getTree.
@@ -321,6 +305,8 @@ func (h *Hub) Run(ctx context.Context) {
 
 // Flush writes every unsaved event to the store.
 func (h *Hub) Flush(ctx context.Context) {
+	h.flushMu.Lock()
+	defer h.flushMu.Unlock()
 	h.mu.RLock()
 	feeds := make([]*feed, 0, len(h.feeds))
 	for _, f := range h.feeds {
@@ -329,40 +315,34 @@ func (h *Hub) Flush(ctx context.Context) {
 	h.mu.RUnlock()
 	var wg sync.WaitGroup
 	for _, f := range feeds {
-		f.mu.Lock()
-		batch := f.unsaved
-		f.unsaved = nil
-		f.mu.Unlock()
+		batch := f.log.TakeUnsaved()
 		if len(batch) == 0 {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h.save(ctx, f, batch)
-		}()
+		wg.Go(func() { h.save(ctx, f, batch) })
 	}
 	wg.Wait()
 }
 
 // save stores a batch; on failure the batch goes back to be retried.
-func (h *Hub) save(ctx context.Context, f *feed, batch []storage.ThreadEvent) {
-	err := h.db.AppendThreadEvents(ctx, f.threadID, batch)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err != nil {
+func (h *Hub) save(ctx context.Context, f *feed, batch []Event) {
+	rows := make([]storage.ThreadEvent, len(batch))
+	for i, ev := range batch {
+		rows[i] = storage.ThreadEvent{Seq: ev.Seq, At: ev.at, Event: ev.Raw}
+	}
+	if err := h.db.AppendThreadEvents(ctx, f.threadID, rows); err != nil {
 		h.opts.Log.Warn("store thread stream events", "thread_id", f.threadID, "err", err)
-		f.unsaved = append(batch, f.unsaved...)
+		f.log.SaveFailed()
 		return
 	}
-	f.saved = max(f.saved, batch[len(batch)-1].Seq)
-	f.trimLocked(h.opts.Keep, h.opts.KeepBytes)
+	f.log.Saved(batch[len(batch)-1].Seq)
 }
 
 // sweep drops feeds without connections or events for Retention and
 // deletes stored events older than Retention.
 func (h *Hub) sweep(ctx context.Context) {
-	cutoff := h.now().Add(-h.opts.Retention)
+	now := h.now()
+	cutoff := now.Add(-h.opts.Retention)
 	h.mu.Lock()
 	for id, f := range h.feeds {
 		// A feed busy publishing is not idle. TryLock, because a publish
@@ -370,7 +350,7 @@ func (h *Hub) sweep(ctx context.Context) {
 		if !f.mu.TryLock() {
 			continue
 		}
-		idle := f.clients == 0 && len(f.runs) == 0 && len(f.unsaved) == 0 && f.touched.Before(cutoff)
+		idle := f.log.IdleFor(now) > h.opts.Retention && len(f.runs) == 0 && !f.log.Unsaved() && f.touched.Before(cutoff)
 		f.mu.Unlock()
 		if idle {
 			delete(h.feeds, id)

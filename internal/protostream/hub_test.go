@@ -128,7 +128,7 @@ func TestHubKeepsUnsavedEvents(t *testing.T) {
 	h := NewHub(db, Options{Keep: 2, KeepBytes: 1})
 	since := int64(0)
 	f, _ := h.Follow(thread)
-	since = f.seq
+	since = f.log.LastSeq()
 	playRun(t, h, thread, 20)
 	s, err := h.Subscribe(thread, everything, &since)
 	if err != nil {
@@ -138,10 +138,9 @@ func TestHubKeepsUnsavedEvents(t *testing.T) {
 		t.Fatalf("replayed %d unsaved events, want 23", len(evs))
 	}
 	h.Flush(context.Background())
-	if f.mu.Lock(); len(f.recent) > 2 {
-		t.Errorf("kept %d events in memory after the flush, want at most 2", len(f.recent))
+	if n := f.log.Len(); n > 2 {
+		t.Errorf("kept %d events in memory after the flush, want at most 2", n)
 	}
-	f.mu.Unlock()
 }
 
 // Every subscriber of a thread gets every event, live.
@@ -288,7 +287,7 @@ func TestHubRemoteAsyncTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	since := f.seq
+	since := f.log.LastSeq()
 	run := testRun(thread)
 	h.RunStarted(run)
 	tool := func(event, id, name string, kv ...any) {

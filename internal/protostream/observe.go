@@ -22,8 +22,8 @@ func (h *Hub) RunStarted(run storage.Run) {
 		return // a retry of a run already announced
 	}
 	f.runs[run.RunID] = newTranslator(run)
-	if f.runStart <= f.seq {
-		f.runStart = f.seq + 1
+	if last := f.log.LastSeq(); f.runStart <= last {
+		f.runStart = last + 1
 	}
 	h.publishLocked(f,
 		out{method: "lifecycle", ns: []string{}, data: map[string]any{"event": "started", "graph_name": run.GraphID, "run_id": run.RunID.String()}},

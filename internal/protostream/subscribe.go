@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/google/uuid"
 
-	"agentserver/internal/events"
+	"agentserver/internal/eventlog"
 )
 
 // Filter selects the events a connection receives.
@@ -132,18 +131,19 @@ func gapEvent(from, to int64) Event {
 }
 
 // ErrClosed is returned by Next after Close.
-var ErrClosed = events.ErrClosed
+var ErrClosed = eventlog.ErrClosed
 
-// Subscription is one connection's cursor into a thread's feed. Next must
-// not be called concurrently with itself; Close may be called anytime.
+// Subscription is one connection's cursor into a thread's feed, with the
+// events it read back from the store when the feed no longer kept them.
+// Next must not be called concurrently with itself; Close may be called
+// anytime.
 type Subscription struct {
 	h       *Hub
 	f       *feed
+	c       *eventlog.Cursor[Event]
 	filter  Filter
 	after   int64
 	backlog []Event // events read back from the store, oldest first
-	done    chan struct{}
-	once    sync.Once
 }
 
 // Subscribe opens a connection on a thread's stream. With since (a Seq)
@@ -159,13 +159,13 @@ func (h *Hub) Subscribe(threadID uuid.UUID, filter Filter, since *int64) (*Subsc
 		return nil, err
 	}
 	f.mu.Lock()
-	f.clients++
 	after := f.runStart - 1
 	if since != nil {
-		after = min(*since, f.seq)
+		after = *since
 	}
+	c := f.log.Subscribe(after, filter.Matches)
 	f.mu.Unlock()
-	return &Subscription{h: h, f: f, filter: filter, after: after, done: make(chan struct{})}, nil
+	return &Subscription{h: h, f: f, c: c, filter: filter, after: c.After()}, nil
 }
 
 // readBack loads from the store the events between the cursor and oldest
@@ -199,7 +199,7 @@ func (s *Subscription) readBack(ctx context.Context, oldest int64) error {
 // Next returns the next matching event, waiting for one. It returns
 // ctx.Err() when ctx ends and ErrClosed after Close.
 func (s *Subscription) Next(ctx context.Context) (Event, error) {
-	return events.Await(ctx, s.done, func() (Event, bool, chan struct{}, error) { return s.take(ctx) })
+	return eventlog.Await(ctx, s.c.Done(), func() (Event, bool, <-chan struct{}, error) { return s.take(ctx) })
 }
 
 // TryNext returns the next matching event if one is available now.
@@ -210,10 +210,10 @@ func (s *Subscription) TryNext() (Event, bool, error) {
 
 // take returns the next matching event, or the channel to wait on; ctx
 // bounds the store reads of a cursor behind what memory keeps.
-func (s *Subscription) take(ctx context.Context) (Event, bool, chan struct{}, error) {
+func (s *Subscription) take(ctx context.Context) (Event, bool, <-chan struct{}, error) {
 	for {
 		select {
-		case <-s.done:
+		case <-s.c.Done():
 			return Event{}, false, nil, ErrClosed
 		default:
 		}
@@ -221,47 +221,23 @@ func (s *Subscription) take(ctx context.Context) (Event, bool, chan struct{}, er
 			ev := s.backlog[0]
 			s.backlog = s.backlog[1:]
 			s.after = ev.Seq
+			if len(s.backlog) == 0 {
+				s.c.MoveTo(ev.Seq) // the log's events come next
+			}
 			if ev.Method == GapMethod || s.filter.Matches(&ev) {
 				return ev, true, nil, nil
 			}
 		}
-		ev, ok, wake, oldest := s.takeKept()
-		if ok || wake != nil {
-			return ev, ok, wake, nil
+		ev, ok, wake, err := s.c.Take()
+		if !errors.Is(err, eventlog.ErrBehind) {
+			s.after = s.c.After()
+			return ev, ok, wake, err
 		}
 		// The cursor is behind what memory keeps: read the rest back.
-		if err := s.readBack(ctx, oldest); err != nil {
+		if err := s.readBack(ctx, s.f.log.Oldest()); err != nil {
 			return Event{}, false, nil, err
 		}
 	}
-}
-
-// takeKept returns the next matching event kept in memory, or a channel
-// the next publish closes. When the cursor is behind the oldest kept
-// event it returns neither, and the Seq of that oldest event.
-func (s *Subscription) takeKept() (Event, bool, chan struct{}, int64) {
-	f := s.f
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	oldest := f.seq + 1
-	if len(f.recent) > 0 {
-		oldest = f.recent[0].Seq
-	}
-	if s.after+1 < oldest {
-		return Event{}, false, nil, oldest
-	}
-	i := sort.Search(len(f.recent), func(i int) bool { return f.recent[i].Seq > s.after })
-	for ; i < len(f.recent); i++ {
-		ev := f.recent[i]
-		s.after = ev.Seq
-		if s.filter.Matches(&ev) {
-			return ev, true, nil, 0
-		}
-	}
-	if f.wake == nil {
-		f.wake = make(chan struct{})
-	}
-	return Event{}, false, f.wake, 0
 }
 
 // Position returns the Seq the cursor stands at: the events it returns
@@ -269,13 +245,4 @@ func (s *Subscription) takeKept() (Event, bool, chan struct{}, int64) {
 func (s *Subscription) Position() int64 { return s.after }
 
 // Close ends the connection's subscription.
-func (s *Subscription) Close() {
-	s.once.Do(func() {
-		close(s.done)
-		f := s.f
-		f.mu.Lock()
-		f.clients--
-		f.touched = s.h.now()
-		f.mu.Unlock()
-	})
-}
+func (s *Subscription) Close() { s.c.Close() }

@@ -57,5 +57,8 @@ func (h *Hub) Tree(threadID uuid.UUID) *TreeNode {
 
 // Connections returns how many connections follow a thread's stream now.
 func (h *Hub) Connections(threadID uuid.UUID) int {
-	return int(h.readFeed(threadID, func(f *feed) int64 { return int64(f.clients) }))
+	if f := h.feed(threadID); f != nil {
+		return f.log.Cursors()
+	}
+	return 0
 }

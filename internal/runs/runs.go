@@ -60,8 +60,12 @@ type Options struct {
 	// before the engine ends it without waiting and hands its thread to
 	// the next run (0: 10 s).
 	StopGrace time.Duration
-	// WebhookClient sends webhooks; nil uses a client with a 10 s timeout.
+	// WebhookClient sends webhooks; nil uses a client with a 10 s timeout
+	// (that reaches public addresses only unless Webhooks.AllowPrivate).
 	WebhookClient *http.Client
+	// Webhooks says where webhooks may go; runs naming another place are
+	// refused at creation.
+	Webhooks WebhookPolicy
 	// ReplicaID names this server among the replicas sharing a PostgreSQL
 	// database (unused on an embedded one; default: a random id).
 	ReplicaID string
@@ -70,6 +74,10 @@ type Options struct {
 	AdvertiseURL string
 	// PeerAPIKey is the x-api-key sent to other replicas (the server's own).
 	PeerAPIKey string
+	// Authorizer decides for the users runs act for (the server's, as for
+	// their requests): the async tasks a run of a user's starts in
+	// process are authorised and owned as that user's (authz.RunCallerFrom).
+	Authorizer authz.Authorizer
 	Log        *slog.Logger
 }
 
@@ -118,6 +126,9 @@ type liveRun struct {
 	// plan is the start written with the run's creation, for its
 	// execution to continue from.
 	plan *startPlan
+	// credentials are the creating request's (a per-user caller's), kept
+	// in memory only, for remote transports that forward them.
+	credentials http.Header
 }
 
 // outcome is how a run ended.
@@ -140,6 +151,9 @@ func New(db *storage.DB, th *threads.Service, as *assistants.Service, reg *graph
 	}
 	if opts.WebhookClient == nil {
 		opts.WebhookClient = &http.Client{Timeout: 10 * time.Second}
+		if !opts.Webhooks.AllowPrivate {
+			opts.WebhookClient.Transport = publicWebhookTransport()
+		}
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -278,6 +292,8 @@ type creation struct {
 
 	// replica is the server creating the run (Options.ReplicaID).
 	replica string
+	// credentials are the per-user caller's (Caller.Credentials).
+	credentials http.Header
 	// restrict is the caller's filter on the run's thread; newThread is
 	// the metadata of the thread to create (stateless, if_not_exists),
 	// with the owner fields the caller's Authorizer wrote.
@@ -306,6 +322,9 @@ type creation struct {
 func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error) {
 	if p.Assistant == "" {
 		return nil, fmt.Errorf("assistant_id is required: %w", errdefs.ErrInvalid)
+	}
+	if err := s.opts.Webhooks.check(p.Webhook); err != nil {
+		return nil, err
 	}
 	asst, err := s.assistants.Get(ctx, p.Assistant)
 	if err != nil {
@@ -353,9 +372,13 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 	for k, v := range p.Headers {
 		configurable[k] = v
 	}
+	var credentials http.Header
 	if caller, ok := authz.CallerFrom(ctx); ok {
 		configurable["langgraph_auth_user"] = caller.User.AuthUser()
 		configurable["langgraph_auth_user_id"] = caller.User.Identity
+		if authz.Restricted(ctx) {
+			run.ActsFor, credentials = caller.User.AuthUser(), caller.Credentials
+		}
 	}
 	for k, v := range map[string]any{"run_id": run.RunID.String(), "thread_id": run.ThreadID.String(), "graph_id": asst.GraphID, "assistant_id": asst.AssistantID.String()} {
 		configurable[k] = v
@@ -378,7 +401,7 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 		// creator's waiters: another replica runs it only if this one dies.
 		run.Pinned = s.opts.ReplicaID
 	}
-	return &creation{p: p, asst: asst, run: run, config: config, strategy: strategy, replica: s.opts.ReplicaID, freshThread: fresh, restrict: restrict, newThread: newThread}, nil
+	return &creation{p: p, asst: asst, run: run, config: config, strategy: strategy, replica: s.opts.ReplicaID, freshThread: fresh, restrict: restrict, newThread: newThread, credentials: credentials}, nil
 }
 
 // authorizeRun asks the caller of ctx to create a run on the thread of p
@@ -577,7 +600,7 @@ func (s *Service) launch(c *creation) storage.Run {
 	meta := metadataEvent(run.RunID, run.ThreadID, 1)
 	log.Append("metadata", meta)
 	s.watchers.publish(run.ThreadID, "metadata", meta)
-	s.track(run.RunID, c.p.Streamed, c.startNow)
+	s.track(run.RunID, c.p.Streamed, c.startNow, c.credentials)
 	s.attachPlan(c)
 	if s.creations != nil {
 		s.creations.RunCreated(run)
@@ -608,7 +631,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	for _, r := range active {
 		s.broker.Open(r.RunID, r.Kwargs.Resumable)
-		s.track(r.RunID, false, true)
+		s.track(r.RunID, false, true, nil)
 		s.sched.enqueue(r)
 	}
 	s.sched.start()
@@ -693,11 +716,11 @@ func (s *Service) Stopped() bool {
 }
 
 // track registers the in-memory side of a run that is about to be queued.
-func (s *Service) track(id uuid.UUID, streamed, here bool) {
+func (s *Service) track(id uuid.UUID, streamed, here bool, credentials http.Header) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.live[id]; !ok {
-		s.live[id] = &liveRun{done: make(chan struct{}), streamed: streamed, here: here}
+		s.live[id] = &liveRun{done: make(chan struct{}), streamed: streamed, here: here, credentials: credentials}
 	}
 }
 

@@ -3,13 +3,14 @@ package runs
 import (
 	"context"
 	"encoding/json"
-	"sort"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
+	"agentserver/internal/eventlog"
 	"agentserver/internal/events"
 )
 
@@ -23,8 +24,8 @@ import (
 // feedRetention; events published meanwhile are kept for the reconnect.
 // Runs of threads without a feed pay one atomic load per event.
 //
-// A connection holds no events of its own: it is a cursor (the id of the
-// last event it sent) into its feed's kept events, so its memory does not
+// A feed is an eventlog.Log; a connection holds no events of its own: it
+// is a cursor into its feed's kept events, so its memory does not
 // grow however long it stays open. A client that falls so far behind that
 // events it has not read leave the feed continues with the oldest event
 // still kept: its event ids jump over the gap.
@@ -35,19 +36,8 @@ type threadWatchers struct {
 	now   func() time.Time // nil: time.Now
 }
 
-type threadFeed struct {
-	mu     sync.Mutex
-	seq    int64
-	recent []feedEvent // the newest events, oldest first
-	bytes  int         // data bytes held in recent
-	// clients counts the open connections.
-	clients int
-	// wake is closed (and cleared) by the next publish; nil while no
-	// connection waits.
-	wake chan struct{}
-	// left is when the last client left (zero while there are clients).
-	left time.Time
-}
+// threadFeed is a thread's feed: its recent events, numbered per thread.
+type threadFeed = eventlog.Log[feedEvent]
 
 const (
 	// feedRetention is how long a thread's feed outlives its last client.
@@ -71,13 +61,14 @@ func (w *threadWatchers) clock() time.Time {
 	return time.Now()
 }
 
-// expiredLocked reports whether a feed's retention has ended (f.mu held).
-func (w *threadWatchers) expiredLocked(f *threadFeed) bool {
-	return f.clients == 0 && w.clock().Sub(f.left) > feedRetention
+// expired reports whether a feed's retention has ended (the clock is read
+// only for a feed without clients).
+func (w *threadWatchers) expired(f *threadFeed) bool {
+	return f.Cursors() == 0 && f.IdleFor(w.clock()) > feedRetention
 }
 
 // feed returns the thread's feed if it is live, dropping it when its
-// retention has ended; the feed is returned locked.
+// retention has ended.
 func (w *threadWatchers) feed(threadID uuid.UUID) *threadFeed {
 	if w.count.Load() == 0 {
 		return nil
@@ -88,21 +79,14 @@ func (w *threadWatchers) feed(threadID uuid.UUID) *threadFeed {
 	if f == nil {
 		return nil
 	}
-	f.mu.Lock()
-	if !w.expiredLocked(f) {
+	if !w.expired(f) {
 		return f
 	}
-	f.mu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.feeds[threadID] == f {
-		f.mu.Lock()
-		expired := w.expiredLocked(f)
-		f.mu.Unlock()
-		if expired {
-			delete(w.feeds, threadID)
-			w.count.Add(-1)
-		}
+	if w.feeds[threadID] == f && w.expired(f) {
+		delete(w.feeds, threadID)
+		w.count.Add(-1)
 	}
 	return nil
 }
@@ -120,15 +104,23 @@ func (s *Service) SubscribeThread(ctx context.Context, threadID uuid.UUID, lastE
 	if err != nil {
 		return nil, err
 	}
-	w := &s.watchers
-	f := w.openFeed(threadID)
-	if after == onlyNew {
-		after = f.seq
-	}
-	f.clients++
-	f.left = time.Time{}
-	f.mu.Unlock()
 	peer := fromPeer(ctx)
+	var match func(*feedEvent) bool
+	if peer {
+		match = func(ev *feedEvent) bool { return !ev.relayed } // a relay of another replica reads
+	}
+	w := &s.watchers
+	f, c := w.subscribe(threadID, after, match)
+	if after == onlyNew {
+		after = c.After()
+	}
+	c.OnClose(func() {
+		if f.Cursors() == 0 {
+			// Drop the feed once its retention has passed, even if the
+			// thread never has another event that would notice.
+			time.AfterFunc(feedRetention+time.Second, func() { w.has(threadID) })
+		}
+	})
 	if s.shared != nil && !peer {
 		relayFrom := after
 		if lastEventID == "" {
@@ -136,11 +128,29 @@ func (s *Service) SubscribeThread(ctx context.Context, threadID uuid.UUID, lastE
 		}
 		s.relayThread(threadID, relayFrom)
 	}
-	return &ThreadSubscription{w: w, threadID: threadID, feed: f, after: after, localOnly: peer, done: make(chan struct{})}, nil
+	return &ThreadSubscription{c: c}, nil
 }
 
-// openFeed returns the thread's feed, creating it when there is none; the
-// feed is returned locked.
+// subscribe opens a cursor on the thread's feed after event after
+// (onlyNew: after the newest), creating the feed when there is none.
+func (w *threadWatchers) subscribe(threadID uuid.UUID, after int64, match func(*feedEvent) bool) (*threadFeed, *eventlog.Cursor[feedEvent]) {
+	if after == onlyNew {
+		after = math.MaxInt64 // capped at the newest
+	}
+	for {
+		f := w.openFeed(threadID)
+		c := f.Subscribe(after, match)
+		w.mu.RLock()
+		live := w.feeds[threadID] == f
+		w.mu.RUnlock()
+		if live {
+			return f, c
+		}
+		c.Close() // the feed expired meanwhile
+	}
+}
+
+// openFeed returns the thread's feed, creating it when there is none.
 func (w *threadWatchers) openFeed(threadID uuid.UUID) *threadFeed {
 	if f := w.feed(threadID); f != nil {
 		return f
@@ -155,11 +165,10 @@ func (w *threadWatchers) openFeed(threadID uuid.UUID) *threadFeed {
 		// Numbering starts from the clock (µs), so that the ids of a
 		// thread's later feed (after a retention gap or a restart) are
 		// larger than any id of an earlier one.
-		f = &threadFeed{seq: w.clock().UnixMicro()}
+		f = eventlog.New[feedEvent](w.clock().UnixMicro(), nil, eventlog.Options{Keep: feedKeep, KeepBytes: feedKeepBytes, Clock: w.clock})
 		w.feeds[threadID] = f
 		w.count.Add(1)
 	}
-	f.mu.Lock()
 	return f
 }
 
@@ -167,92 +176,36 @@ func (w *threadWatchers) openFeed(threadID uuid.UUID) *threadFeed {
 // must not be called concurrently with itself; Close may be called from
 // any goroutine.
 type ThreadSubscription struct {
-	w        *threadWatchers
-	threadID uuid.UUID
-	feed     *threadFeed
-	after    int64 // the id of the last event returned
-	// localOnly skips relayed events (a relay of another replica reads).
-	localOnly bool
-	done      chan struct{}
-	once      sync.Once
+	c *eventlog.Cursor[feedEvent]
 }
 
 // Next returns the next event of the thread, waiting for one to be
 // published. It returns ctx.Err() when ctx ends first and
 // events.ErrClosed after Close; a thread stream has no end of its own.
 func (t *ThreadSubscription) Next(ctx context.Context) (events.Event, error) {
-	return events.Await(ctx, t.done, t.take)
+	ev, err := t.c.Next(ctx)
+	return ev.Event, err
 }
 
 // TryNext returns the next event if one is available now.
 func (t *ThreadSubscription) TryNext() (events.Event, bool, error) {
-	ev, ok, _, err := t.take()
-	return ev, ok, err
-}
-
-// take returns the oldest kept event after the cursor, or a channel that
-// the next publish closes.
-func (t *ThreadSubscription) take() (events.Event, bool, chan struct{}, error) {
-	select {
-	case <-t.done:
-		return events.Event{}, false, nil, events.ErrClosed
-	default:
-	}
-	f := t.feed
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	i := sort.Search(len(f.recent), func(i int) bool { return f.recent[i].Seq > t.after })
-	for ; i < len(f.recent); i++ {
-		ev := f.recent[i]
-		t.after = ev.Seq
-		if !(ev.relayed && t.localOnly) {
-			return ev.Event, true, nil, nil
-		}
-	}
-	if f.wake == nil {
-		f.wake = make(chan struct{})
-	}
-	return events.Event{}, false, f.wake, nil
+	ev, ok, err := t.c.TryNext()
+	return ev.Event, ok, err
 }
 
 // Close stops the subscription and detaches it from the thread.
-func (t *ThreadSubscription) Close() {
-	t.once.Do(func() {
-		close(t.done)
-		f, w := t.feed, t.w
-		f.mu.Lock()
-		f.clients--
-		last := f.clients == 0
-		if last {
-			f.left = w.clock()
-		}
-		f.mu.Unlock()
-		if last {
-			// Drop the feed once its retention has passed, even if the
-			// thread never has another event that would notice.
-			time.AfterFunc(feedRetention+time.Second, func() { w.has(t.threadID) })
-		}
-	})
-}
+func (t *ThreadSubscription) Close() { t.c.Close() }
 
 // has reports whether a thread's events are wanted: it has stream
 // clients, or had some recently enough to reconnect.
 func (w *threadWatchers) has(threadID uuid.UUID) bool {
-	f := w.feed(threadID)
-	if f != nil {
-		f.mu.Unlock()
-	}
-	return f != nil
+	return w.feed(threadID) != nil
 }
 
 // hasClients reports whether a thread's feed has open connections.
 func (w *threadWatchers) hasClients(threadID uuid.UUID) bool {
 	f := w.feed(threadID)
-	if f == nil {
-		return false
-	}
-	defer f.mu.Unlock()
-	return f.clients > 0
+	return f != nil && f.Cursors() > 0
 }
 
 // publish numbers one run event in the thread's feed, keeps it for replay
@@ -277,21 +230,10 @@ func (w *threadWatchers) add(threadID uuid.UUID, name string, data json.RawMessa
 	if f == nil {
 		return
 	}
-	defer f.mu.Unlock()
 	if !relayed {
 		id = w.clock().UnixMicro()
 	}
-	f.seq = max(f.seq+1, id)
-	ev := feedEvent{Event: events.Event{Seq: f.seq, Name: name, Data: data}, relayed: relayed} // compact JSON from json.Marshal
-	f.recent = append(f.recent, ev)
-	f.bytes += len(ev.Data)
-	for len(f.recent) > feedKeep || f.bytes > feedKeepBytes {
-		f.bytes -= len(f.recent[0].Data)
-		f.recent[0] = feedEvent{}
-		f.recent = f.recent[1:]
-	}
-	if f.wake != nil {
-		close(f.wake)
-		f.wake = nil
-	}
+	f.Append(id, func(seq int64) feedEvent {
+		return feedEvent{Event: events.Event{Seq: seq, Name: name, Data: data}, relayed: relayed} // compact JSON from json.Marshal
+	})
 }

@@ -60,6 +60,7 @@ func (s *Service) execute(queued storage.Run, started bool, release func()) {
 	lr.cancel, lr.here, lr.since = cancel, true, time.Now()
 	requested := lr.action
 	plan := lr.takePlan()
+	credentials := lr.credentials
 	s.mu.Unlock()
 	if requested != "" {
 		cancel(&cancelCause{requested})
@@ -80,6 +81,7 @@ func (s *Service) execute(queued storage.Run, started bool, release func()) {
 	}
 	ctx, span := startRunSpan(ctx, run)
 	defer span.End()
+	ctx = s.withRunCaller(ctx, run, credentials)
 	log := s.broker.Open(run.RunID, run.Kwargs.Resumable)
 	sink := newRunSink(s, run, log)
 	sink.span = span

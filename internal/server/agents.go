@@ -154,7 +154,7 @@ func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent
 	}
 	cfg := supervisor.Config{Prompt: spec.AsyncSystemPrompt, NotifyOnCompletion: spec.NotifyOnCompletion, CancelOnThreadDelete: spec.CancelTasksOnThreadDelete}
 	for _, a := range *spec.AsyncSubagents {
-		cfg.Subagents = append(cfg.Subagents, supervisor.Subagent{Name: a.Name, Description: a.Description, GraphID: a.GraphID, URL: a.URL, Headers: a.Headers, Protocol: a.Protocol})
+		cfg.Subagents = append(cfg.Subagents, supervisor.Subagent{Name: a.Name, Description: a.Description, GraphID: a.GraphID, URL: a.URL, Headers: a.Headers, Protocol: a.Protocol, ForwardCredentials: a.ForwardCredentials})
 		if a.URL != "" || a.Protocol != "" {
 			continue
 		}
@@ -165,11 +165,11 @@ func (rt *agentRuntime) supervisorFor(graphID string, spec *agent.Spec) ([]agent
 	sup, err := supervisor.New(cfg, func(sub supervisor.Subagent) (asynctasks.Transport, error) {
 		switch {
 		case sub.Protocol == supervisor.ProtocolA2A:
-			return asynctasks.NewA2A(asynctasks.HTTPConfig{URL: sub.URL, Headers: sub.Headers})
+			return asynctasks.NewA2A(asynctasks.HTTPConfig{URL: sub.URL, Headers: sub.Headers, ForwardCredentials: sub.ForwardCredentials})
 		case sub.URL == "":
 			return rt.local, nil
 		}
-		return asynctasks.NewHTTP(asynctasks.HTTPConfig{URL: sub.URL, Headers: sub.Headers})
+		return asynctasks.NewHTTP(asynctasks.HTTPConfig{URL: sub.URL, Headers: sub.Headers, ForwardCredentials: sub.ForwardCredentials})
 	}, rt.notifier)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"agentserver/internal/config"
 	"agentserver/internal/graph"
 	"agentserver/internal/graphs"
+	"agentserver/internal/httpapi"
 	"agentserver/internal/jsworker"
 	"agentserver/internal/threads"
 )
@@ -18,16 +19,17 @@ import (
 const jsGraphsStartTimeout = 2 * time.Minute
 
 // startJSGraphs starts the Node graph workers of langgraph.json's
-// JavaScript graphs; nil when it has none. The file's env is loaded first,
+// JavaScript graphs, auth module (authModule) and custom routes' app
+// (app); nil when it has none of them. The file's env is loaded first,
 // so that the workers inherit it. apiURL is where the workers reach the
 // server's API.
-func startJSGraphs(cfg config.Config, log *slog.Logger, st jsworker.Store, apiURL string) (*jsworker.Pool, error) {
+func startJSGraphs(cfg config.Config, log *slog.Logger, st jsworker.Store, apiURL string, authModule, app *config.Module) (*jsworker.Pool, error) {
 	file, err := filepath.Abs(cfg.GraphsFile)
 	if err != nil {
 		return nil, err
 	}
 	entries, nodeVersion, err := graphs.ReadCode(file)
-	if err != nil || len(entries) == 0 {
+	if err != nil || len(entries) == 0 && authModule == nil && app == nil {
 		return nil, err // graphs.Load reports a bad file in its own words
 	}
 	if err := graphs.ApplyEnv(file); err != nil {
@@ -41,9 +43,18 @@ func startJSGraphs(cfg config.Config, log *slog.Logger, st jsworker.Store, apiUR
 	defer cancel()
 	return jsworker.Start(ctx, jsworker.Options{
 		NodeVersion: nodeVersion, ProjectDir: filepath.Dir(file), Graphs: specs,
+		Auth: workerModule(authModule), HTTPApp: workerModule(app),
 		Workers: cfg.JSWorkers, Concurrency: cfg.JSWorkerConcurrency,
 		CacheDir: filepath.Join(cfg.DataDir, "graph-worker"), Store: st, Log: log, APIURL: apiURL, APIKey: cfg.APIKey,
 	})
+}
+
+// workerModule is a module of langgraph.json as the workers load it.
+func workerModule(m *config.Module) *jsworker.Entry {
+	if m == nil {
+		return nil
+	}
+	return &jsworker.Entry{Path: m.Path, Export: m.Export}
 }
 
 // codeResolver builds the definitions of the JavaScript graphs the pool
@@ -101,4 +112,26 @@ func graphUpdaters(reg *graphs.Registry) threads.StateUpdaters {
 // has no JavaScript graphs), for tests and operations.
 func (s *Server) GraphWorkers() *jsworker.Pool {
 	return s.jsGraphs
+}
+
+// customRoutes serves langgraph.json's http.app from the graph workers
+// (nil: none).
+func customRoutes(c config.HTTP, pool *jsworker.Pool) *httpapi.CustomRoutes {
+	if c.App == nil || pool == nil || !pool.HasApp() {
+		return nil
+	}
+	return &httpapi.CustomRoutes{App: appRoutes{pool}, Auth: c.CustomRouteAuth, Public: c.PublicRoutes}
+}
+
+// appRoutes is the workers' Hono app as the HTTP layer serves it.
+type appRoutes struct{ *jsworker.Pool }
+
+// AppRoutes implements httpapi.App.
+func (a appRoutes) AppRoutes() []httpapi.AppRoute {
+	routes := a.Routes()
+	out := make([]httpapi.AppRoute, len(routes))
+	for i, r := range routes {
+		out[i] = httpapi.AppRoute{Method: r.Method, Path: r.Path}
+	}
+	return out
 }

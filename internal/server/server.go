@@ -176,7 +176,17 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	}
 	reducers := channels.NewRegistry()
 	st := store.New(db, log)
-	pool, err := startJSGraphs(cfg, log, st, baseURL(ln.Addr()))
+	authConfig, err := config.LoadAuth(cfg.GraphsFile)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	httpConfig, err := config.LoadHTTP(cfg.GraphsFile)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	pool, err := startJSGraphs(cfg, log, st, baseURL(ln.Addr()), authConfig.Module, httpConfig.App)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -196,7 +206,12 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		db.Close()
 		return nil, err
 	}
-	auth, verifier, err := buildAuth(cfg)
+	auth, verifier, err := buildAuth(cfg, authConfig, pool)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	webhooks, err := webhookPolicy(cfg, auth)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -221,10 +236,10 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 	}
 	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention, MemoryRetention: 5 * time.Second})
 	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace,
-		ReplicaID: replicaID, AdvertiseURL: advertiseURL(cfg.AdvertiseURL, ln), PeerAPIKey: cfg.APIKey})
+		ReplicaID: replicaID, AdvertiseURL: advertiseURL(cfg.AdvertiseURL, ln), PeerAPIKey: cfg.APIKey, Webhooks: webhooks, Authorizer: auth.Authorizer})
 	s.Stream = protostream.NewHub(db, protostream.Options{Retention: cfg.StreamRetention, Log: log})
 	s.Runs.SetThreadObserver(s.Stream)
-	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Log: log})
+	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Authorizer: auth.Authorizer, Log: log})
 	agents.local.Bind(s.Threads, s.Runs)
 	agents.notifier.Bind(s.Threads, s.Runs)
 	s.Runs.SetCreationObserver(agents.notifier)
@@ -242,6 +257,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		Stream:    s.Stream,
 		NoMetrics: cfg.MetricsAddr != "",
 		Mounts:    s.protocolMounts(),
+		Custom:    customRoutes(httpConfig, pool),
 	})
 	if err != nil {
 		db.Close()

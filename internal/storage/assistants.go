@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -162,3 +163,68 @@ func (t *Tx) ListAssistants() ([]Assistant, error) {
 	})
 	return out, err
 }
+
+// AssistantQuery selects assistants for SearchAssistants. Zero fields do
+// not filter.
+type AssistantQuery struct {
+	GraphID string
+	// Name matches a case-insensitive substring of the name.
+	Name string
+	// Metadata must be contained in the assistant's metadata.
+	Metadata map[string]any
+	// Restrict is the caller's authorisation filter, a containment
+	// document over metadata ANDed with the rest (nil: none).
+	Restrict map[string]any
+	// Shared admits, despite Restrict, the assistants it reports true for
+	// (the system assistants every caller may read).
+	Shared func(Assistant) bool
+}
+
+// visible reports whether a passes q's authorisation filter.
+func (q AssistantQuery) visible(a Assistant) bool {
+	return len(q.Restrict) == 0 || jsonx.Contains(a.Metadata, q.Restrict) || (q.Shared != nil && q.Shared(a))
+}
+
+func (q AssistantQuery) matches(a Assistant) bool {
+	switch {
+	case q.GraphID != "" && a.GraphID != q.GraphID:
+		return false
+	case q.Name != "" && !strings.Contains(strings.ToLower(a.Name), strings.ToLower(q.Name)):
+		return false
+	case len(q.Metadata) > 0 && !jsonx.Contains(a.Metadata, q.Metadata):
+		return false
+	}
+	return q.visible(a)
+}
+
+// SearchAssistants returns the current record of every assistant that
+// matches q, in id order; the caller's filter is applied here, inside the
+// query, so that counts and pages cut from the result are the caller's.
+func (t *Tx) SearchAssistants(q AssistantQuery) ([]Assistant, error) {
+	out := []Assistant{}
+	err := t.bucket(bucketAssistants).ForEach(func(_, v []byte) error {
+		var a Assistant
+		if err := decode(v, &a); err != nil {
+			return err
+		}
+		if q.matches(a) {
+			out = append(out, a)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// GetAssistantWhere returns the current record of an assistant when it
+// passes the authorisation filter of q (Restrict, Shared; the other fields
+// are ignored), else ErrNotFound, exactly as for one that does not exist.
+func (t *Tx) GetAssistantWhere(id uuid.UUID, q AssistantQuery) (Assistant, error) {
+	a, err := t.GetAssistant(id)
+	if err == nil && !q.visible(a) {
+		return Assistant{}, fmt.Errorf("assistant %s: %w", id, ErrNotFound)
+	}
+	return a, err
+}
+
+// Matches reports whether a passes q's authorisation filter.
+func (q AssistantQuery) Matches(a Assistant) bool { return q.visible(a) }

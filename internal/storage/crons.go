@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"agentserver/internal/jsonx"
 )
 
 // Cron is the stored form of a cron job: a run payload created on a
@@ -34,6 +36,10 @@ type Cron struct {
 	NextRunDate *time.Time `json:"next_run_date,omitempty"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
+	// User is the per-user caller who created the cron, in the form runs
+	// see it (langgraph_auth_user); its firings run as that user. Nil for
+	// a cron made by the operator or without per-user auth.
+	User map[string]any `json:"user,omitempty"`
 }
 
 // dueKey is the cron's crons_by_due key, or nil when it is not due ever
@@ -152,6 +158,16 @@ func (t *Tx) CronCount() int {
 	return t.countKeys(bucketCrons)
 }
 
+// GetCronWhere returns a cron whose metadata contains restrict (nil: any
+// cron), else ErrNotFound, exactly as for one that does not exist.
+func (t *Tx) GetCronWhere(id uuid.UUID, restrict map[string]any) (Cron, error) {
+	c, err := t.GetCron(id)
+	if err == nil && len(restrict) > 0 && !jsonx.Contains(c.Metadata, restrict) {
+		return Cron{}, fmt.Errorf("cron %s: %w", id, ErrNotFound)
+	}
+	return c, err
+}
+
 // countKeys returns how many keys a bucket holds, walking them.
 func (t *Tx) countKeys(name []byte) int {
 	n := 0
@@ -168,6 +184,11 @@ type CronQuery struct {
 	ThreadID    *uuid.UUID
 	Enabled     *bool
 	Metadata    map[string]any
+	// Restrict is the caller's authorisation filter over metadata, ANDed
+	// with the rest (nil: none).
+	Restrict map[string]any
+	// CountOnly skips sorting and paging: SearchCrons returns the total.
+	CountOnly bool
 	// SortBy is cron_id, assistant_id, thread_id, created_at, updated_at
 	// or next_run_date; empty means created_at.
 	SortBy string
@@ -189,6 +210,9 @@ func (t *Tx) SearchCrons(q CronQuery, matchMeta func(doc, filter any) bool) ([]C
 			all = append(all, cr)
 		}
 	}
+	if q.CountOnly {
+		return nil, len(all), nil
+	}
 	less := cronLess(q.SortBy)
 	sort.SliceStable(all, func(i, j int) bool {
 		if q.Desc {
@@ -208,6 +232,8 @@ func (q CronQuery) matches(c Cron, matchMeta func(doc, filter any) bool) bool {
 	case q.Enabled != nil && c.Enabled != *q.Enabled:
 		return false
 	case len(q.Metadata) > 0 && !matchMeta(c.Metadata, q.Metadata):
+		return false
+	case len(q.Restrict) > 0 && !matchMeta(c.Metadata, q.Restrict):
 		return false
 	}
 	return true

@@ -421,49 +421,54 @@ func (db *DB) drainAtClose() {
 	}
 }
 
-// commit runs batch in one transaction. When a member fails, the transaction
-// is rolled back, the others are committed without it, and the failed member
-// runs alone so that its error reflects the state it would have seen serially.
+// commit runs batch in one transaction and answers its members. When a
+// member fails, the transaction is rolled back and the batch split in two:
+// the others are committed without it (a batch of their own, which may
+// split again), then the failed member runs alone, so that its error
+// reflects the state it would have seen serially.
 func (db *DB) commit(batch []*writeRequest) {
-	for len(batch) > 0 {
-		failed, start := -1, time.Now()
-		err := db.be.update(func(kv kvTx) error {
-			prefetchBatch(kv, batch)
-			for i, req := range batch {
-				tx := &Tx{kv: kv}
-				if err := req.fn(tx); err != nil {
-					if kvErr := kv.failure(); kvErr != nil {
-						return kvErr // the database failed, not the member
-					}
-					failed = i
-					return err
-				}
-				req.afterCommit = tx.afterCommit
-			}
-			return nil
-		})
-		metrics.StorageCommit(time.Since(start), len(batch))
-		if err == nil {
-			for _, req := range batch {
-				req.done <- nil
-			}
-			return
+	failed, err := db.runBatch(batch)
+	switch {
+	case err == nil:
+		for _, req := range batch {
+			req.done <- nil
 		}
-		if failed < 0 || len(batch) == 1 {
-			// The commit itself failed (disk error) or the lone member failed.
-			err = writeError(err)
-			for _, req := range batch {
-				req.afterCommit = nil
-				req.done <- err
-			}
-			return
+	case failed < 0 || len(batch) == 1:
+		// The commit itself failed (disk error) or the lone member failed.
+		err = writeError(err)
+		for _, req := range batch {
+			req.afterCommit = nil
+			req.done <- err
 		}
+	default:
 		solo := batch[failed]
-		rest := append(batch[:failed:failed], batch[failed+1:]...)
-		db.commit(rest)
+		db.commit(append(batch[:failed:failed], batch[failed+1:]...))
 		db.commit([]*writeRequest{solo})
-		return
 	}
+}
+
+// runBatch runs the members of batch in one transaction. It returns the
+// transaction's error and the index of the member whose error aborted it
+// (-1 when none did: success, or the database itself failed).
+func (db *DB) runBatch(batch []*writeRequest) (failed int, err error) {
+	failed, start := -1, time.Now()
+	err = db.be.update(func(kv kvTx) error {
+		prefetchBatch(kv, batch)
+		for i, req := range batch {
+			tx := &Tx{kv: kv}
+			if err := req.fn(tx); err != nil {
+				if kvErr := kv.failure(); kvErr != nil {
+					return kvErr // the database failed, not the member
+				}
+				failed = i
+				return err
+			}
+			req.afterCommit = tx.afterCommit
+		}
+		return nil
+	})
+	metrics.StorageCommit(time.Since(start), len(batch))
+	return failed, err
 }
 
 // batchPrefetcher is a transaction that gathers the reads the members of a

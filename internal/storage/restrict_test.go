@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"agentserver/internal/jsonx"
 	"agentserver/internal/testutil/pgtest"
 )
 
@@ -113,4 +114,129 @@ func BenchmarkSearchOwnedThreads(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 		})
 	}
+}
+
+func TestSearchAssistantsRestrict(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		shared := uuid.New()
+		mustUpdate(t, db, func(tx *Tx) error {
+			for i := 0; i < 9; i++ {
+				a := Assistant{AssistantID: uuid.New(), GraphID: "g", Name: fmt.Sprint("a", i), Metadata: map[string]any{"owner": fmt.Sprint("u", i%3)}, Version: 1}
+				if err := tx.PutAssistant(a); err != nil {
+					return err
+				}
+			}
+			return tx.PutAssistant(Assistant{AssistantID: shared, GraphID: "g", Name: "system", Metadata: map[string]any{"created_by": "system"}, Version: 1})
+		})
+		isShared := func(a Assistant) bool { return a.AssistantID == shared }
+		err := db.View(context.Background(), func(tx *Tx) error {
+			for _, c := range []struct {
+				q    AssistantQuery
+				want int
+			}{
+				{AssistantQuery{}, 10},
+				{AssistantQuery{Restrict: map[string]any{"owner": "u1"}}, 3},
+				{AssistantQuery{Restrict: map[string]any{"owner": "u1"}, Shared: isShared}, 4},
+				{AssistantQuery{Restrict: map[string]any{"owner": "u1"}, Metadata: map[string]any{"owner": "u2"}}, 0},
+				{AssistantQuery{Restrict: map[string]any{"owner": "u1"}, Name: "A1"}, 1},
+			} {
+				got, err := tx.SearchAssistants(c.q)
+				if err != nil {
+					return err
+				}
+				if len(got) != c.want {
+					t.Errorf("%+v: %d assistants, want %d", c.q, len(got), c.want)
+				}
+			}
+			if _, err := tx.GetAssistantWhere(shared, AssistantQuery{Restrict: map[string]any{"owner": "u1"}}); !errors.Is(err, ErrNotFound) {
+				t.Errorf("the shared assistant without Shared: %v", err)
+			}
+			if _, err := tx.GetAssistantWhere(shared, AssistantQuery{Restrict: map[string]any{"owner": "u1"}, Shared: isShared}); err != nil {
+				t.Errorf("the shared assistant with Shared: %v", err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestSearchCronsRestrict(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		var ids []uuid.UUID
+		mustUpdate(t, db, func(tx *Tx) error {
+			for i := 0; i < 6; i++ {
+				c := Cron{CronID: uuid.Must(uuid.NewV7()), Schedule: "0 * * * *", Metadata: map[string]any{"owner": fmt.Sprint("u", i%2)}}
+				ids = append(ids, c.CronID)
+				if err := tx.PutCron(c); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		err := db.View(context.Background(), func(tx *Tx) error {
+			page, total, err := tx.SearchCrons(CronQuery{Restrict: map[string]any{"owner": "u1"}, Limit: 2}, jsonx.Contains)
+			if err != nil {
+				return err
+			}
+			if total != 3 || len(page) != 2 {
+				t.Errorf("u1's crons: page %d of %d, want 2 of 3", len(page), total)
+			}
+			if _, n, _ := tx.SearchCrons(CronQuery{Restrict: map[string]any{"owner": "u1"}, CountOnly: true}, jsonx.Contains); n != 3 {
+				t.Errorf("u1's count: %d", n)
+			}
+			if _, err := tx.GetCronWhere(ids[0], map[string]any{"owner": "u1"}); !errors.Is(err, ErrNotFound) {
+				t.Errorf("u0's cron for u1: %v", err)
+			}
+			if _, err := tx.GetCronWhere(ids[1], map[string]any{"owner": "u1"}); err != nil {
+				t.Errorf("u1's cron: %v", err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestListStoreNamespacesMatch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		now := time.Now()
+		put := func(ns []string, key, owner string) StoreItem {
+			return StoreItem{Namespace: ns, Key: key, Value: map[string]any{"owner": owner}, UpdatedAt: now}
+		}
+		putItems(t, db,
+			put([]string{"a"}, "1", "u1"), put([]string{"a"}, "2", "u2"),
+			put([]string{"b"}, "1", "u2"),
+			put([]string{"c", "d"}, "1", "u1"))
+		mine := func(it *StoreItem) bool { return it.Value["owner"] == "u1" }
+		err := db.View(context.Background(), func(tx *Tx) error {
+			got, err := tx.ListStoreNamespaces(StoreNamespaceQuery{Now: now, Match: mine})
+			if err != nil {
+				return err
+			}
+			if fmt.Sprint(got) != "[[a] [c d]]" {
+				t.Errorf("u1's namespaces: %v", got)
+			}
+			all, err := tx.ListStoreNamespaces(StoreNamespaceQuery{Now: now})
+			if err != nil {
+				return err
+			}
+			if len(all) != 3 {
+				t.Errorf("every namespace: %v", all)
+			}
+			found, err := tx.SearchStoreItems(StoreSearch{Now: now, Match: mine})
+			if err != nil {
+				return err
+			}
+			if len(found) != 2 {
+				t.Errorf("u1's items: %d", len(found))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 }

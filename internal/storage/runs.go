@@ -128,6 +128,11 @@ type Run struct {
 	// (interrupt or rollback), kept so that a replica taking the run over
 	// ends it instead of retrying it.
 	CancelAction string `json:"cancel_action,omitempty"`
+	// ActsFor is the per-user caller that created the run, as
+	// langgraph_auth_user shows it (nil: none, or the operator): what the
+	// run starts in process on its behalf is authorised as that user's.
+	// Clients cannot set it (unlike the run's config).
+	ActsFor map[string]any `json:"acts_for,omitempty"`
 }
 
 // tokenBytes is the runs_active value of a run holding token (empty while

@@ -202,6 +202,9 @@ type StoreNamespaceQuery struct {
 	Now time.Time
 	// Limit bounds the page (<= 0: no limit); Offset skips namespaces.
 	Limit, Offset int
+	// Match, when set, counts a namespace only when one of its live items
+	// satisfies it (the caller's authorisation filter over values).
+	Match func(*StoreItem) bool
 }
 
 // checkStoreNamespace reports why namespace cannot be framed, if it cannot.
@@ -500,11 +503,11 @@ func (t *Tx) ListStoreNamespaces(q StoreNamespaceQuery) ([][]string, error) {
 			}
 			ns := decodeStoreNamespace(enc)
 			if matchLabels(ns, q.Prefix, false) && matchLabels(ns, q.Suffix, true) {
-				e, err := readStoreItemHead(v)
+				live, err := t.namespaceItemCounts(v, q)
 				if err != nil {
 					return nil, err
 				}
-				if e.expiredAt(q.Now) {
+				if !live {
 					// Another item of the same namespace may still be live.
 					k, v = c.Next()
 					continue
@@ -525,6 +528,17 @@ func (t *Tx) ListStoreNamespaces(q StoreNamespaceQuery) ([][]string, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return slices.Compare(out[i], out[j]) < 0 })
 	return pageOf(out, q.Offset, q.Limit), nil
+}
+
+// namespaceItemCounts reports whether the item encoded in v makes its
+// namespace listed: it is live and, with q.Match, matches.
+func (t *Tx) namespaceItemCounts(v []byte, q StoreNamespaceQuery) (bool, error) {
+	if q.Match == nil {
+		e, err := readStoreItemHead(v)
+		return err == nil && !e.expiredAt(q.Now), err
+	}
+	it, err := t.readStoreItem(v, q.Now)
+	return err == nil && it != nil && q.Match(it), err
 }
 
 // matchLabels reports whether the leading (or, with fromEnd, trailing)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"agentserver/internal/authz"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/jsonx"
 	"agentserver/internal/storage"
@@ -215,6 +216,14 @@ func validateTTL(ttl *float64) error {
 // item expire that many minutes from now, nil gives it the default TTL
 // (none unless configured).
 func (s *Service) Put(ctx context.Context, namespace []string, key string, value map[string]any, index any, ttlMinutes *float64) error {
+	acc, err := authorize(ctx, authz.Put, namespace, map[string]any{"key": key, "value": value, "index": index})
+	if err != nil {
+		return err
+	}
+	if !acc.admits(value) {
+		return fmt.Errorf("the value is outside what the caller may read back: %w", errdefs.ErrForbidden)
+	}
+	namespace = acc.namespace
 	if err := validateNamespace(namespace); err != nil {
 		return err
 	}
@@ -292,6 +301,11 @@ func storable(namespace []string, key string) (bool, error) {
 // it has expired). With refreshTTL, an item that has a TTL gets a new
 // deadline of now plus its TTL.
 func (s *Service) Get(ctx context.Context, namespace []string, key string, refreshTTL bool) (*Item, error) {
+	acc, err := authorize(ctx, authz.Get, namespace, map[string]any{"key": key})
+	if err != nil {
+		return nil, err
+	}
+	namespace = acc.namespace
 	ok, err := storable(namespace, key)
 	if err != nil || !ok {
 		return nil, err
@@ -304,6 +318,9 @@ func (s *Service) Get(ctx context.Context, namespace []string, key string, refre
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !acc.admits(it.Value) {
+		return nil, nil
 	}
 	if refreshTTL && it.TTLMinutes != nil {
 		if err := s.refresh(ctx, []storage.StoreItem{it}); err != nil {
@@ -331,12 +348,28 @@ func (s *Service) refresh(ctx context.Context, items []storage.StoreItem) error 
 // Delete removes the item at namespace and key. Deleting a missing item is
 // not an error.
 func (s *Service) Delete(ctx context.Context, namespace []string, key string) error {
+	acc, err := authorize(ctx, authz.Delete, namespace, map[string]any{"key": key})
+	if err != nil {
+		return err
+	}
+	namespace = acc.namespace
 	ok, err := storable(namespace, key)
 	if err != nil || !ok {
 		return err
 	}
+	now := s.now()
 	return s.writeIndexed(namespace, key, nil, func() error {
 		return s.db.Update(ctx, func(tx *storage.Tx) error {
+			if len(acc.filter) > 0 {
+				// An item the caller may not read is missing to them.
+				it, err := tx.GetStoreItem(namespace, key, now)
+				if errors.Is(err, errdefs.ErrNotFound) || (err == nil && !acc.admits(it.Value)) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+			}
 			err := tx.DeleteStoreItem(namespace, key)
 			if errors.Is(err, errdefs.ErrNotFound) {
 				return nil
@@ -362,10 +395,16 @@ func (s *Service) Search(ctx context.Context, prefix []string, filter map[string
 	if semantic {
 		textQuery = ""
 	}
+	acc, err := authorize(ctx, authz.Search, prefix, map[string]any{"filter": filter, "query": query, "limit": limit, "offset": offset})
+	if err != nil {
+		return nil, err
+	}
+	prefix = acc.namespace
 	match, err := newMatcher(filter, textQuery)
 	if err != nil {
 		return nil, err
 	}
+	match = acc.match(match)
 	q := storage.StoreSearch{Prefix: prefix, Match: match, Now: s.now(), Limit: limit, Offset: offset}
 	var queryVec []float32
 	if semantic {
@@ -447,7 +486,11 @@ func (s *Service) ListNamespaces(ctx context.Context, prefix, suffix []string, m
 	if limit == 0 {
 		limit = DefaultNamespaceLimit
 	}
-	q := storage.StoreNamespaceQuery{Prefix: prefix, Suffix: suffix, MaxDepth: maxDepth, Now: s.now(), Limit: limit, Offset: offset}
+	acc, err := authorize(ctx, authz.ListNamespaces, prefix, map[string]any{"suffix": suffix, "max_depth": maxDepth, "limit": limit, "offset": offset})
+	if err != nil {
+		return nil, err
+	}
+	q := storage.StoreNamespaceQuery{Prefix: acc.namespace, Suffix: suffix, MaxDepth: maxDepth, Now: s.now(), Limit: limit, Offset: offset, Match: acc.match(nil)}
 	out, err := storage.Read(ctx, s.db, func(tx *storage.Tx) ([][]string, error) { return tx.ListStoreNamespaces(q) })
 	if err != nil {
 		return nil, err

@@ -83,9 +83,15 @@ func (s *Supervisor) watch(c tools.Call, task Task) {
 	if err != nil {
 		return
 	}
-	conf, _ := c.Config["configurable"].(map[string]any)
-	assistant, _ := conf["assistant_id"].(string)
-	s.notifier.start(supThread, assistant, task, s.transports[task.AgentName], s.cfg.NotifyOnCompletion)
+	s.notifier.start(supThread, configurable(c.Config, "assistant_id"), task, s.transports[task.AgentName], s.cfg.NotifyOnCompletion)
+}
+
+// configurable is the string key of a run config's configurable ("" when
+// absent).
+func configurable(config map[string]any, key string) string {
+	conf, _ := config["configurable"].(map[string]any)
+	v, _ := conf[key].(string)
+	return v
 }
 
 func (n *Notifier) start(supThread uuid.UUID, assistant string, task Task, tr asynctasks.Transport, notify bool) {

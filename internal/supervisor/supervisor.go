@@ -30,6 +30,9 @@ type Subagent struct {
 	// default) or ProtocolA2A (URL is then the agent's A2A endpoint and
 	// GraphID is optional).
 	Protocol string `json:"protocol,omitempty"`
+	// ForwardCredentials forwards the credentials of the user the run
+	// acts for to the remote server (asynctasks.HTTPConfig).
+	ForwardCredentials bool `json:"forward_credentials,omitempty"`
 }
 
 // Protocols of a remote subagent.
@@ -86,6 +89,9 @@ func (s Subagent) validate() error {
 		}
 	default:
 		return fmt.Errorf("unknown protocol %q (want %s or %s)", s.Protocol, ProtocolAgent, ProtocolA2A)
+	}
+	if s.ForwardCredentials && s.URL == "" {
+		return errors.New("forward_credentials needs a url (an in-process subagent already runs as the caller)")
 	}
 	return nil
 }

@@ -285,6 +285,7 @@ func TestConfigValidation(t *testing.T) {
 		{},
 		{Subagents: []supervisor.Subagent{{Name: "a", Description: "d", GraphID: "g"}, {Name: "a", Description: "d", GraphID: "g"}}},
 		{Subagents: []supervisor.Subagent{{Name: "a", GraphID: "g"}}},
+		{Subagents: []supervisor.Subagent{{Name: "a", Description: "d", GraphID: "g", ForwardCredentials: true}}},
 	}
 	for i, c := range cases {
 		if err := c.Validate(); !errors.Is(err, supervisor.ErrInvalidConfig) {
@@ -293,6 +294,13 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if err := cases[1].Validate(); !strings.Contains(err.Error(), "duplicate async subagent names: a") {
 		t.Errorf("duplicate message: %v", err)
+	}
+	if err := cases[3].Validate(); !strings.Contains(err.Error(), "forward_credentials needs a url") {
+		t.Errorf("forward_credentials without url: %v", err)
+	}
+	remote := supervisor.Config{Subagents: []supervisor.Subagent{{Name: "a", Description: "d", GraphID: "g", URL: "http://127.0.0.1:1", ForwardCredentials: true}}}
+	if err := remote.Validate(); err != nil {
+		t.Errorf("forward_credentials with a url: %v", err)
 	}
 }
 

@@ -115,7 +115,8 @@ func (t *startTool) Call(ctx context.Context, c tools.Call) (tools.Result, error
 	if !ok {
 		return text(fmt.Sprintf("Unknown async subagent type `%s`. Available types: %s", kind, s.allowedTypes())), nil
 	}
-	threadID, runID, err := s.transports[kind].Start(ctx, sub.GraphID, desc)
+	parent := asynctasks.Parent{ThreadID: c.ThreadID, RunID: configurable(c.Config, "run_id"), AgentName: kind}
+	threadID, runID, err := s.transports[kind].Start(asynctasks.WithParent(ctx, parent), sub.GraphID, desc)
 	if err != nil {
 		return text(fmt.Sprintf("Failed to launch async subagent '%s': %v", kind, err)), nil
 	}

@@ -15,11 +15,7 @@ import (
 // (nil: any thread). value is what the action acts on; for create, the
 // Authorizer may write owner fields into its "metadata".
 func Restriction(ctx context.Context, action string, value map[string]any) (map[string]any, error) {
-	f, err := authz.Authorize(ctx, authz.Threads, action, value)
-	if err != nil {
-		return nil, err
-	}
-	return f.Containment()
+	return authz.Scope(ctx, authz.Threads, action, value)
 }
 
 // visible is Restriction for an action on one existing thread.
@@ -51,4 +47,12 @@ func CreationMetadata(ctx context.Context, id uuid.UUID, metadata map[string]any
 func checkVisible(tx *storage.Tx, id uuid.UUID, restrict map[string]any) error {
 	_, err := tx.GetThreadWhere(id, restrict)
 	return err
+}
+
+// Exists reports whether a thread with id exists, whoever owns it. It is
+// for deciding between "not yet made" and "another user's" (both of which
+// a caller is told as missing); never show its answer to a caller.
+func (s *Service) Exists(ctx context.Context, id uuid.UUID) bool {
+	ok, _ := storage.Read(ctx, s.db, func(tx *storage.Tx) (bool, error) { return tx.ThreadExists(id), nil })
+	return ok
 }

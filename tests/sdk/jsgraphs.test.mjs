@@ -88,8 +88,12 @@ describe("LangGraph.js graphs", () => {
     assert.equal(done.trail.at(-1), "finished with right");
   });
 
+  // The v2 protocol is served live only by the replica that runs the
+  // thread's runs (docs/scale-out.md): behind run.sh's round-robin proxy
+  // (SDK_REPLICAS > 1) its tests are skipped, as streamv2.test.mjs is.
+  const roundRobin = Number(process.env.SDK_REPLICAS ?? 1) > 1 && "the v2 protocol is not served through the round-robin proxy (docs/scale-out.md)";
   for (const transport of ["sse", "websocket"]) {
-    it(`${transport}: the thread stream (protocol v2) runs a JS graph, streams its values and answers its interrupt`, async () => {
+    it(`${transport}: the thread stream (protocol v2) runs a JS graph, streams its values and answers its interrupt`, { skip: roundRobin }, async () => {
       const thread = client.threads.stream(uuid7(), { assistantId: "js_chat", transport, maxReconnectAttempts: 0 });
       try {
         await thread.run.start({ input: humanInput("over v2") });

@@ -13,7 +13,8 @@
 # the researcher and coder agents talk to the deterministic model), waits for
 # GET /ok, runs node's test runner with LANGGRAPH_API_URL pointing at it, then
 # stops both. Exit status is the test runner's. Set KEEP_SERVER_LOG=1 to always
-# print the server log.
+# print the server log. SDK_TEST_TIMEOUT_MS (default 20000) is node's
+# --test-timeout, for a loaded machine.
 set -euo pipefail
 
 SDK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -251,7 +252,7 @@ set +e
 # Node 20 has WebSocket (used by the protocol v2 tests) only behind a flag.
 ws_flag=()
 if [ "$node_major" -lt 22 ]; then ws_flag=(--experimental-websocket); fi
-LANGGRAPH_API_URL="$api_url" node ${ws_flag[@]+"${ws_flag[@]}"} --test --test-reporter=spec --test-timeout=20000 "${files[@]}"
+LANGGRAPH_API_URL="$api_url" node ${ws_flag[@]+"${ws_flag[@]}"} --test --test-reporter=spec --test-timeout="${SDK_TEST_TIMEOUT_MS:-20000}" "${files[@]}"
 test_status=$?
 set -e
 exit "$test_status"

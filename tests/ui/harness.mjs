@@ -52,17 +52,41 @@ export function tempDir(prefix) {
   return d;
 }
 
-/** startServer starts the scripted model and the server built at bins; returns the base URL. */
+function stop(p) {
+  if (p.exitCode !== null) return Promise.resolve();
+  p.kill('SIGTERM');
+  return new Promise((r) => { p.once('exit', r); setTimeout(r, 5000); });
+}
+
+/**
+ * startServer starts the scripted model and the server built at bins;
+ * returns the base URL, the server's log, and restart(), which stops the
+ * server and starts it again on the same port and data. With
+ * AGENTSERVER_TEST_DATABASE_URL set (scripts/pg-test-cluster.sh) the
+ * server keeps its data in that PostgreSQL database.
+ */
 export async function startServer({ bins, config, apiKey }) {
   const model = start(join(bins, 'scriptedllm'), ['-addr', '127.0.0.1:0']);
   const modelURL = await until('scriptedllm', async () => /^(http:\/\/127\.0\.0\.1:\d+\/v1)\n/.exec(model.log)?.[1]);
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = start(join(bins, 'server'), ['--addr', `127.0.0.1:${port}`, '--data-dir', tempDir('ui-data-'), '--config', config], {
-    OPENAI_BASE_URL: modelURL, OPENAI_API_KEY: 'test-key', AGENTSERVER_API_KEY: apiKey,
-  });
+  const args = ['--addr', `127.0.0.1:${port}`, '--data-dir', tempDir('ui-data-'), '--config', config];
+  const env = { OPENAI_BASE_URL: modelURL, OPENAI_API_KEY: 'test-key', AGENTSERVER_API_KEY: apiKey };
+  if (process.env.AGENTSERVER_TEST_DATABASE_URL) env.AGENTSERVER_DATABASE_URL = process.env.AGENTSERVER_TEST_DATABASE_URL;
+  let server = start(join(bins, 'server'), args, env);
+  let earlier = '';
   await until('server', async () => (await fetch(`${url}/ok`)).ok);
-  return { url, log: () => server.log };
+  return {
+    url,
+    backend: env.AGENTSERVER_DATABASE_URL ? 'postgres' : 'bbolt',
+    log: () => earlier + server.log,
+    async restart() {
+      await stop(server);
+      earlier += server.log;
+      server = start(join(bins, 'server'), args, env);
+      await until('server after restart', async () => (await fetch(`${url}/ok`)).ok);
+    },
+  };
 }
 
 /** launchBrowser opens Chromium with a fresh profile and a 1280×800 page. */
@@ -74,12 +98,7 @@ export async function launchBrowser() {
 }
 
 export async function stopAll() {
-  for (const p of procs.reverse()) {
-    if (p.exitCode === null) {
-      p.kill('SIGTERM');
-      await new Promise((r) => { p.once('exit', r); setTimeout(r, 5000); });
-    }
-  }
+  for (const p of procs.reverse()) await stop(p);
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 }
 

@@ -30,4 +30,4 @@ trap 'rm -rf "$bins"' EXIT
 (cd "$REPO_ROOT" && go build -o "$bins/scriptedllm" ./cmd/scriptedllm && go build -o "$bins/server" ./cmd/server)
 
 CHROMIUM="$CHROMIUM" UI_BINS="$bins" UI_CONFIG="$REPO_ROOT/langgraph.json" \
-  node --test --test-reporter=spec --test-timeout=60000 --test-concurrency=1 "$UI_DIR/console.test.mjs"
+  node --test --test-reporter=spec --test-timeout=240000 --test-concurrency=1 "$UI_DIR/console.test.mjs"

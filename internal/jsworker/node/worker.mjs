@@ -107,7 +107,13 @@ function dispatch(msg) {
 }
 
 function errorOf(err) {
-  if (err instanceof Error) return { name: err.name || "Error", message: err.message, ...(err.state ? { state: err.state } : {}) };
+  if (err instanceof Error) {
+    const out = { name: err.name || "Error", message: err.message };
+    if (err.state) out.state = err.state;
+    // An HTTPException (@langchain/langgraph-sdk/auth, hono) keeps its status.
+    if (Number.isInteger(err.status)) out.status = err.status;
+    return out;
+  }
   return { name: "Error", message: String(err) };
 }
 
@@ -332,18 +338,23 @@ const handlers = {
     const out = { protocol: PROTOCOL_VERSION, node: process.versions.node, graphs: {}, errors: [] };
     const fail = (graph, file, message) => out.errors.push({ graph, file, message });
     const entries = Object.entries(p.graphs ?? {});
+    // The auth module and the custom routes' app load like graphs, and
+    // report their failures as entries named "auth.path" and "http.app".
+    const modules = [...(p.auth ? [["auth.path", p.auth]] : []), ...(p.http_app ? [["http.app", p.http_app]] : [])];
     const langgraphPath = resolveImport("@langchain/langgraph");
-    if (langgraphPath === undefined) {
+    if (langgraphPath === undefined && entries.length > 0) {
       for (const [id, spec] of entries) fail(id, spec.path, `@langchain/langgraph is not installed in ${dir} (run npm install there)`);
       return out;
     }
-    lg = await import(pathToFileURL(langgraphPath).href);
-    out.langgraph = packageVersion(langgraphPath);
-    if (entries.some(([, spec]) => tsExt.test(spec.path))) {
+    if (langgraphPath !== undefined) {
+      lg = await import(pathToFileURL(langgraphPath).href);
+      out.langgraph = packageVersion(langgraphPath);
+    }
+    if ([...entries, ...modules].some(([, spec]) => tsExt.test(spec.path))) {
       try {
         out.typescript = await setupTypeScript(dir);
       } catch (err) {
-        for (const [id, spec] of entries) if (tsExt.test(spec.path)) fail(id, spec.path, err.message);
+        for (const [id, spec] of [...entries, ...modules]) if (tsExt.test(spec.path)) fail(id, spec.path, err.message);
       }
     }
     for (const [id, spec] of entries) {
@@ -354,7 +365,74 @@ const handlers = {
         fail(id, spec.path, err.message);
       }
     }
+    for (const [what, spec] of modules) {
+      if (out.errors.some((e) => e.graph === what)) continue;
+      try {
+        if (what === "auth.path") out.auth = await loadAuth(spec);
+        else out.http = await loadApp(spec);
+      } catch (err) {
+        fail(what, spec.path, err.message);
+      }
+    }
     return out;
+  },
+
+  // authenticate runs the Auth module's authenticate handler on a request
+  // (method, url and headers; no body) and returns the user it names.
+  async authenticate(p) {
+    const cb = auth?.["~handlerCache"]?.authenticate;
+    if (cb === undefined) return { user: null };
+    const res = await cb(new Request(p.url, { method: p.method, headers: p.headers }));
+    return { user: userOf(res) };
+  },
+
+  // authorize runs the most specific of the Auth module's on(...)
+  // handlers for resource:action, as LangGraph does: resource:action,
+  // resource, *:action, then *. It answers the handler's filters (null:
+  // unrestricted) and the value as the handler left it (owner metadata
+  // written, a store namespace rewritten); false denies with a 403.
+  async authorize(p) {
+    const handlers = auth?.["~handlerCache"]?.callbacks ?? {};
+    const key = handlerKey(handlers, p.resource, p.action);
+    const value = p.value ?? {};
+    if (key === undefined) return { filters: null, value };
+    const user = p.user ?? {};
+    const res = await handlers[key]({ event: `${p.resource}:${p.action}`, resource: p.resource, action: p.action, value, user, permissions: user.permissions ?? [] });
+    if (res == null || res === true) return { filters: null, value };
+    if (res === false) throw Object.assign(new Error(`${p.resource}:${p.action} denied by the auth module`), { name: "HTTPException", status: 403 });
+    if (typeof res !== "object" || Array.isArray(res)) throw new TypeError(`the auth module's "${key}" handler returned ${Array.isArray(res) ? "an array" : typeof res}: want nothing, a boolean or a filter object`);
+    return { filters: res, value };
+  },
+
+  // http serves one request with the custom routes' Hono app. The
+  // response goes back as notifications: http.head (status, headers),
+  // http.body (base64 chunks, as the app produces them), then this
+  // request's answer once the body has ended.
+  async http(p) {
+    if (httpApp === undefined) throw new Error("no http.app is loaded");
+    const ac = new AbortController();
+    httpRequests.set(p.stream_id, ac);
+    try {
+      const init = { method: p.method, headers: p.headers, signal: ac.signal };
+      if (p.body) init.body = Buffer.from(p.body, "base64");
+      const res = await httpApp.fetch(new Request(p.url, init), { langgraph_auth_user: p.user ?? null });
+      notify("http.head", { stream_id: p.stream_id, status: res.status, headers: [...res.headers] });
+      if (res.body == null) return {};
+      const reader = res.body.getReader();
+      ac.signal.addEventListener("abort", () => reader.cancel().catch(() => {}));
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return {};
+        if (value?.length) notify("http.body", { stream_id: p.stream_id, data: Buffer.from(value).toString("base64") });
+      }
+    } finally {
+      httpRequests.delete(p.stream_id);
+    }
+  },
+
+  // http.cancel (a notification) stops a request whose client went away.
+  "http.cancel"(p) {
+    httpRequests.get(p.stream_id)?.abort(new Error("client closed the request"));
   },
 
   async graph(p) {
@@ -416,6 +494,65 @@ function serveCoDeployed(apiURL, apiKey) {
     if (!headers.has("x-api-key")) headers.set("x-api-key", apiKey);
     return fetch(input, { ...init, headers });
   };
+}
+
+// ---------------------------------------------------------------------------
+// Custom auth (auth.path) and custom routes (http.app).
+
+let auth; // the project's Auth instance (@langchain/langgraph-sdk/auth)
+let httpApp; // the project's Hono app
+const httpRequests = new Map(); // stream id -> AbortController
+
+/** importExport imports a module of the project and returns one of its exports. */
+async function importExport(spec) {
+  let mod;
+  try {
+    mod = await import(pathToFileURL(spec.path).href);
+  } catch (err) {
+    throw new Error(`cannot import ${spec.path}: ${oneLine(err)}`);
+  }
+  const name = spec.export || "default";
+  if (!(name in mod)) {
+    const has = Object.keys(mod).filter((k) => k !== "__esModule");
+    throw new Error(`${spec.path} has no export named "${name}" (it exports: ${has.length ? has.join(", ") : "nothing"})`);
+  }
+  return mod[name];
+}
+
+/** loadAuth loads the Auth instance and says which handlers it has. */
+async function loadAuth(spec) {
+  const value = await importExport(spec);
+  const cache = value?.["~handlerCache"];
+  if (cache == null || typeof value.on !== "function") {
+    throw new Error(`export "${spec.export || "default"}" of ${spec.path} is not an Auth instance of @langchain/langgraph-sdk/auth`);
+  }
+  auth = value;
+  return { authenticate: typeof cache.authenticate === "function", handlers: Object.keys(cache.callbacks ?? {}) };
+}
+
+/** loadApp loads the Hono app and lists its routes. */
+async function loadApp(spec) {
+  const value = await importExport(spec);
+  if (typeof value?.fetch !== "function") {
+    throw new Error(`export "${spec.export || "default"}" of ${spec.path} is not a Hono app (it has no fetch method)`);
+  }
+  httpApp = value;
+  const routes = Array.isArray(value.routes) ? value.routes.map((r) => ({ method: r.method, path: r.path })) : [];
+  return { routes };
+}
+
+/** handlerKey is the most specific handler of resource:action, as LangGraph picks it. */
+function handlerKey(handlers, resource, action) {
+  return [`${resource}:${action}`, resource, `*:${action}`, "*"].find((k) => typeof handlers[k] === "function");
+}
+
+/** userOf is the user an authenticate handler returned, completed as LangGraph completes it. */
+function userOf(res) {
+  if (typeof res === "string") return { identity: res, permissions: [], display_name: res, is_authenticated: true };
+  if (res == null || typeof res !== "object" || typeof res.identity !== "string" || res.identity === "") {
+    throw new TypeError("the auth module's authenticate returned no identity: want a string or an object with identity");
+  }
+  return { ...res, permissions: res.permissions ?? [], display_name: res.display_name ?? res.identity, is_authenticated: res.is_authenticated ?? true };
 }
 
 // ---------------------------------------------------------------------------

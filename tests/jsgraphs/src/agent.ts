@@ -1,5 +1,9 @@
 // A tool-calling agent: @langchain/openai's ChatOpenAI (pointed at the
-// server's scripted model by OPENAI_BASE_URL) with one tool.
+// server's scripted model by OPENAI_BASE_URL) with one tool. The model does
+// not set streaming: a run that streams messages gets its tokens anyway
+// (LangGraph's messages handler prefers streaming), and ChatOpenAI's
+// streaming invoke estimates token counts with tiktoken, whose encodings it
+// fetches from the internet: tests never leave 127.0.0.1.
 import { tool } from "@langchain/core/tools";
 import { ChatOpenAI } from "@langchain/openai";
 import { MessagesAnnotation, StateGraph } from "@langchain/langgraph";
@@ -16,7 +20,6 @@ const model = new ChatOpenAI({
   model: "scripted",
   apiKey: process.env.OPENAI_API_KEY ?? "not-needed",
   configuration: { baseURL: process.env.OPENAI_BASE_URL },
-  streaming: true,
 }).bindTools([getWeather]);
 
 export const agent = new StateGraph(MessagesAnnotation)

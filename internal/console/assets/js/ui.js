@@ -127,3 +127,44 @@ export function appendEvent(list, ev, max) {
   if (list.children.length > max) list.firstChild.remove();
   if (atBottom) list.scrollTop = list.scrollHeight;
 }
+
+/** ms is the milliseconds between two timestamps (null when either is missing). */
+export function ms(from, to) {
+  const a = Date.parse(from);
+  const b = Date.parse(to);
+  return Number.isNaN(a) || Number.isNaN(b) ? null : Math.max(0, b - a);
+}
+
+/** duration shows milliseconds as "340 ms", "2.4 s" or "3 min 5 s". */
+export function duration(msValue) {
+  if (msValue === null || msValue === undefined) return '—';
+  if (msValue < 1000) return `${Math.round(msValue)} ms`;
+  if (msValue < 60000) return `${(msValue / 1000).toFixed(1)} s`;
+  const m = Math.floor(msValue / 60000);
+  return `${m} min ${Math.round((msValue % 60000) / 1000)} s`;
+}
+
+/** tokens shows a usage record ({input_tokens, output_tokens, total_tokens}) in one line. */
+export function tokens(usage) {
+  if (!usage || typeof usage !== 'object') return '—';
+  const total = usage.total_tokens ?? ((usage.input_tokens || 0) + (usage.output_tokens || 0));
+  if (!total) return '—';
+  return `${total} tok (${usage.input_tokens ?? 0} in / ${usage.output_tokens ?? 0} out)`;
+}
+
+/** clip shortens text to n characters on one line. */
+export function clip(text, n) {
+  const s = String(text ?? '').replace(/\s+/g, ' ').trim();
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}
+
+/** firstHuman is the text of the first human message of a list, or ''. */
+export function firstHuman(msgs) {
+  const m = (msgs || []).find((x) => x && (x.type === 'human' || x.role === 'user'));
+  return m ? textOf(m.content) : '';
+}
+
+/** lastAI is the newest AI message with text in a list, or null. */
+export function lastAI(msgs) {
+  return (msgs || []).filter((m) => m && (m.type === 'ai' || m.role === 'assistant') && textOf(m.content)).pop() || null;
+}
