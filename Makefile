@@ -1,11 +1,12 @@
 # Run `make help` for the list of targets.
 GO ?= go
 
-.PHONY: help run build generate check-generated vet test test-go test-sdk test-sdk-postgres test-go-postgres test-ui sdk-deps bench fuzz
+.PHONY: help run build dist generate check-generated vet test test-go test-sdk test-sdk-postgres test-go-postgres test-ui sdk-deps bench fuzz
 
 help:
 	@echo "run              build and serve ./langgraph.json on 127.0.0.1:2024 (data in ./data)"
 	@echo "build            build bin/server and bin/loadgen (version and commit stamped in)"
+	@echo "dist             static release binaries for linux and darwin (amd64, arm64) in dist/, with SHA256SUMS"
 	@echo "test             everything CI runs: generated code, vet, Go tests (-race) on bbolt and on PostgreSQL, SDK suite, console"
 	@echo "test-go          the Go tests alone, with -race"
 	@echo "test-go-postgres the Go tests on a throwaway PostgreSQL cluster (scripts/pg-test-cluster.sh)"
@@ -19,19 +20,53 @@ help:
 	@echo "bench            storage and HTTP benchmarks, then the load generator (see docs/benchmarks.md)"
 	@echo "fuzz             fuzz request decoding for 60 s"
 
-# run builds first and then starts the binary itself, so that Ctrl-C reaches
-# the server alone and a clean stop ends make without an error line.
-run:
-	@$(GO) build -o bin/server ./cmd/server
-	./bin/server
-
 # The commit --version and /info report (the go command's VCS stamp is the
 # fallback when this is empty).
 VERSION_LDFLAGS = -X agentserver/internal/version.Commit=$(shell git rev-parse HEAD 2>/dev/null)
 
+# The first build compiles every dependency (minutes on a small machine);
+# the targets say so before they start, rather than sit silent.
+BUILD_NOTE = (the first build compiles every dependency and takes a few minutes; later ones take seconds)
+
+# run builds first and then starts the binary itself, so that Ctrl-C reaches
+# the server alone and a clean stop ends make without an error line.
+run:
+	@echo "make run: building bin/server $(BUILD_NOTE)"
+	@$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/server ./cmd/server
+	@echo "make run: starting bin/server: ./langgraph.json on 127.0.0.1:2024, data in ./data; Ctrl-C stops it"
+	@./bin/server
+
 build:
+	@echo "make build: building bin/server and bin/loadgen $(BUILD_NOTE)"
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/server ./cmd/server
 	$(GO) build -o bin/loadgen ./cmd/loadgen
+	@echo "make build: done; start the server with ./bin/server (--help lists the flags)"
+
+# dist builds the release archives: for each platform a static binary
+# (CGO_ENABLED=0) with the version and commit stamped in, packed with the
+# shipped langgraph.json, agent specs, README and docs, and SHA256SUMS over
+# them.
+# VERSION is the tag at HEAD, else v<base>-dev; set it to override.
+VERSION ?= $(or $(shell git describe --tags --exact-match --match 'v*' 2>/dev/null),v$(shell sed -n 's/^const Base = "\(.*\)"/\1/p' internal/version/version.go)-dev)
+DIST_PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+SHA256 = $(shell command -v sha256sum >/dev/null 2>&1 && echo sha256sum || echo shasum -a 256)
+
+dist:
+	@echo "make dist: building agentserver $(VERSION) for $(DIST_PLATFORMS) into dist/ (each platform compiles every dependency: several minutes)"
+	@rm -rf dist && mkdir -p dist
+	@set -e; for p in $(DIST_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; name=agentserver-$(VERSION)-$$os-$$arch; \
+	  echo "make dist: $$name"; \
+	  mkdir -p dist/$$name; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
+	    -ldflags "-s -w $(VERSION_LDFLAGS) -X agentserver/internal/version.Version=$(VERSION)" \
+	    -o dist/$$name/agentserver ./cmd/server; \
+	  cp -R langgraph.json agents README.md docs dist/$$name/; \
+	  tar -C dist -czf dist/$$name.tar.gz $$name; \
+	  rm -rf dist/$$name; \
+	done
+	@cd dist && $(SHA256) *.tar.gz > SHA256SUMS
+	@echo "make dist: done:"; ls -1 dist
 
 generate:
 	$(GO) generate ./api/...

@@ -21,7 +21,8 @@ import (
 	"agentserver/internal/version"
 )
 
-// Exit codes: 2 for a bad command line or environment, 1 for anything else.
+// Exit codes: 2 for a bad command line or environment (a --config file
+// that is not there included), 1 for anything else.
 const (
 	exitError = 1
 	exitUsage = 2
@@ -46,6 +47,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Run 'server --help' for the flags and their environment variables.")
 		return exitUsage
 	case err != nil:
+		fmt.Fprintln(stderr, "server:", err)
+		return exitUsage
+	}
+	if err := config.CheckGraphsFile(cfg.GraphsFile); err != nil {
 		fmt.Fprintln(stderr, "server:", err)
 		return exitUsage
 	}

@@ -9,8 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
+	"agentserver/internal/configfile"
 	"agentserver/internal/mcptools"
 )
 
@@ -129,15 +128,16 @@ type Schemas struct {
 // knownTools are the tool names a spec may list.
 var knownTools = map[string]bool{"ls": true, "read_file": true, "write_file": true, "edit_file": true, "glob": true, "grep": true, "write_todos": true, "bash": true}
 
-// LoadSpec reads and validates a spec file.
+// LoadSpec reads and validates a spec file. An empty file (or one of
+// comments only) is refused.
 func LoadSpec(path string) (*Spec, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidSpec, path, err)
 	}
-	spec, err := ParseSpec(raw, strings.ToLower(filepath.Ext(path)) == ".json")
+	spec, err := parseSpec(path, raw, strings.ToLower(filepath.Ext(path)) == ".json")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidSpec, path, err)
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
 	}
 	return spec, nil
 }
@@ -145,36 +145,23 @@ func LoadSpec(path string) (*Spec, error) {
 // ParseSpec decodes a spec (YAML is a superset of JSON, so YAML parsing
 // serves both unless asJSON insists) and validates it.
 func ParseSpec(raw []byte, asJSON bool) (*Spec, error) {
-	doc := raw
-	if !asJSON {
-		var v any
-		if err := yaml.Unmarshal(raw, &v); err != nil {
-			return nil, fmt.Errorf("parse YAML: %v", err)
-		}
-		var err error
-		if doc, err = json.Marshal(v); err != nil {
-			return nil, fmt.Errorf("the document is not JSON-compatible: %v", err)
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.DisallowUnknownFields()
-	var s Spec
-	if err := dec.Decode(&s); err != nil {
-		return nil, decodeError(err)
-	}
-	return &s, s.Validate()
+	return parseSpec("", raw, asJSON)
 }
 
-// decodeError names the field of a JSON decoding error.
-func decodeError(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Errorf("field %q: expected %s, got %s", te.Field, te.Type, te.Value)
+// parseSpec is ParseSpec for the file named file ("": none), which its
+// errors name.
+func parseSpec(file string, raw []byte, asJSON bool) (*Spec, error) {
+	var s Spec
+	if err := configfile.Decode(file, raw, asJSON, &s, configfile.Options{}); err != nil {
+		return nil, err
 	}
-	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
-		return fmt.Errorf("field %s: unknown field", strings.TrimPrefix(msg, "json: unknown field "))
+	if err := s.Validate(); err != nil {
+		if file != "" {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		return nil, err
 	}
-	return err
+	return &s, nil
 }
 
 // Validate checks a spec's fields.

@@ -2,6 +2,9 @@ package agent
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -19,8 +22,8 @@ func TestParseSpec(t *testing.T) {
 		t.Fatalf("json spec = %+v, %v", j, err)
 	}
 	cases := map[string]string{
-		"colour: red\n":                               `field "colour": unknown field`,
-		"max_turns: many\n":                           `field "max_turns"`,
+		"colour: red\n":                               `1:1: unknown key "colour"`,
+		"max_turns: many\n":                           `1:12: max_turns: want a whole number, got the string "many"`,
 		"tools: [ls, ls]\n":                           "listed twice",
 		"tools: [teleport]\n":                         `unknown tool "teleport"`,
 		"model: {name: m, temperature: 3}\n":          "model.temperature",
@@ -67,6 +70,38 @@ func TestDecisionsOf(t *testing.T) {
 		got, err := decisionsOf(c.resume, c.n)
 		if (err == nil) != c.ok || (c.ok && len(got) != c.n) {
 			t.Errorf("%s: %v %v", name, got, err)
+		}
+	}
+}
+
+// TestLoadSpecErrors pins the one line a broken spec file gets: the file,
+// the place in it and what is wrong, in the file's terms.
+func TestLoadSpecErrors(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct{ file, body, want string }{
+		{"empty.yaml", "", "invalid agent spec: %s: the file is empty"},
+		{"blank.yaml", "\n  \n", "invalid agent spec: %s: the file is empty"},
+		{"comments.yaml", "# researcher, to do\n", "invalid agent spec: %s: the file is empty"},
+		{"empty.json", "", "invalid agent spec: %s: the file is empty"},
+		{"syntax.yaml", "model:\n  name: [gpt\n", "invalid agent spec: %s:3:1: YAML syntax: did not find expected ',' or ']' (while parsing a flow sequence from 2:9)"},
+		{"syntax.json", "{\"model\": \"m\",}", "invalid agent spec: %s:1:15: JSON syntax: invalid character '}' looking for beginning of object key string (JSON allows no comma after the last member)"},
+		{"typo.yaml", "model: m\nsytem_prompt: hi\n", `invalid agent spec: %s:2:1: unknown key "sytem_prompt" (did you mean "system_prompt"?)`},
+		{"nested.yaml", "model: {name: m, temprature: 1}\n", `invalid agent spec: %s:1:18: unknown key "temprature" in model (did you mean "temperature"?)`},
+		{"type.yaml", "model: m\ntools: ls\n", `invalid agent spec: %s:2:8: tools: want a list, got the string "ls"`},
+		{"mcp.yaml", "mcp_servers:\n  - name: fs\n    command: npx\n    args: npx -y server\n", `invalid agent spec: %s:4:11: mcp_servers[0].args: want a list, got the string "npx -y server"`},
+		{"check.yaml", "max_turns: -1\n", `invalid agent spec: %s: field "max_turns": must not be negative`},
+	}
+	for _, c := range cases {
+		path := filepath.Join(dir, c.file)
+		if err := os.WriteFile(path, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadSpec(path)
+		if want := fmt.Sprintf(c.want, path); err == nil || err.Error() != want {
+			t.Errorf("%s:\ngot  %v\nwant %s", c.file, err, want)
+		}
+		if !errors.Is(err, ErrInvalidSpec) {
+			t.Errorf("%s: %v is not ErrInvalidSpec", c.file, err)
 		}
 	}
 }

@@ -86,7 +86,7 @@ var authResources = map[string][]string{
 // path. Relative key files are resolved against the file's directory.
 func LoadAuth(path string) (Auth, error) {
 	var f authFile
-	if err := readSections(path, "auth", &f); err != nil {
+	if err := readSections(path, &f, ""); err != nil {
 		return Auth{}, err
 	}
 	if f.Auth == nil {

@@ -64,7 +64,8 @@ type httpFile struct {
 func LoadHTTP(path string) (HTTP, error) {
 	out := HTTP{CustomRouteAuth: true}
 	var f httpFile
-	if err := readSections(path, "http", &f); err != nil {
+	// LangGraph's other keys of the section are left to it.
+	if err := readSections(path, &f, "", "http"); err != nil {
 		return out, err
 	}
 	if f.HTTP == nil {

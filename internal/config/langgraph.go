@@ -1,12 +1,13 @@
 package config
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"time"
+
+	"agentserver/internal/configfile"
 )
 
 // ThreadTTL is the checkpointer.ttl section of langgraph.json.
@@ -68,7 +69,7 @@ type ttlFile struct {
 func LoadTTLs(path string) (TTLs, error) {
 	out := TTLs{Store: StoreTTL{RefreshOnRead: true}}
 	var f ttlFile
-	if err := readSections(path, "checkpointer/store ttl", &f); err != nil {
+	if err := readSections(path, &f, "", "checkpointer", "store"); err != nil {
 		return out, err
 	}
 	var err error
@@ -110,16 +111,16 @@ func LoadTTLs(path string) (TTLs, error) {
 }
 
 // readSections decodes the langgraph.json at path into f, a struct of the
-// sections the caller reads; what names them in errors.
-func readSections(path, what string, f any) error {
-	raw, err := os.ReadFile(path)
-	if err != nil {
+// sections the caller reads. The objects named by open (the top level is
+// "") may hold keys f does not have (others read them); every other
+// unknown key is refused.
+func readSections(path string, f any, open ...string) error {
+	err := configfile.ReadFile(path, f, configfile.Options{Open: open})
+	var ce *configfile.Error
+	if err != nil && !errors.As(err, &ce) {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
-	if err := json.Unmarshal(raw, f); err != nil {
-		return fmt.Errorf("%s: %s: %w", path, what, err)
-	}
-	return nil
+	return err
 }
 
 // maxMinutes bounds TTLs and intervals (about 190 years).
@@ -141,4 +142,20 @@ func minutesOf(name string, v *float64) (float64, error) {
 func intervalOf(name string, v *float64) (time.Duration, error) {
 	m, err := minutesOf(name, v)
 	return time.Duration(m * float64(time.Minute)), err
+}
+
+// CheckGraphsFile checks that the langgraph.json named by --config is
+// there and is a file; its error names the flag, since the file a reader
+// forgot to name is the usual cause.
+func CheckGraphsFile(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("--config %s: no such file (run the server where your langgraph.json is, or name it with --config or %s)", path, EnvConfig)
+	case err != nil:
+		return fmt.Errorf("--config %s: %w", path, err)
+	case st.IsDir():
+		return fmt.Errorf("--config %s: is a directory; name the langgraph.json file in it", path)
+	}
+	return nil
 }

@@ -58,3 +58,53 @@ func TestLoadTTLsRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestSectionErrorLines pins the one line a mistake in a section of
+// langgraph.json gets; keys of other sections are left to their readers.
+func TestSectionErrorLines(t *testing.T) {
+	cases := []struct {
+		body string
+		load func(string) error
+		want string
+	}{
+		{`{"store": {"ttl": {"default_ttl": "one day"}}}`, loadTTLs, `%s:1:35: store.ttl.default_ttl: want a number, got the string "one day"`},
+		{`{"checkpointer": {"ttl": {"stratgy": "delete"}}}`, loadTTLs, `%s:1:27: unknown key "stratgy" in checkpointer.ttl (did you mean "strategy"?)`},
+		{`{"store": {"index": {"dims": "1536", "embed": "openai:m"}}}`, loadStoreIndex, `%s:1:30: store.index.dims: want a whole number, got the string "1536"`},
+		{`{"auth": {"owner_scope": true}}`, loadAuth, `%s:1:11: unknown key "owner_scope" in auth (did you mean "owner_scoped"?)`},
+		{`{"auth": {"jwt": {"issuer": 5}}}`, loadAuth, `%s:1:29: auth.jwt.issuer: want a string, got the number 5`},
+		{"{\"graphs\": {}\n\"store\": {}}", loadAuth, `%s:2:1: JSON syntax: invalid character '"' after object key:value pair`},
+	}
+	for _, c := range cases {
+		p := writeFile(t, c.body)
+		if err := c.load(p); err == nil || err.Error() != strings.ReplaceAll(c.want, "%s", p) {
+			t.Errorf("%s:\ngot  %v\nwant %s", c.body, err, strings.ReplaceAll(c.want, "%s", p))
+		}
+	}
+	// Each reader leaves the others' keys alone.
+	p := writeFile(t, `{"graphs": {"a": "builtin:echo"}, "python_version": "3.12", "checkpointer": {"ttl": {"default_ttl": 5}, "serde": {}},
+		"store": {"ttl": {"default_ttl": 5}, "index": {"dims": 2, "embed": "openai:m"}}, "auth": {"owner_key": "owner"}}`)
+	for name, load := range map[string]func(string) error{"ttl": loadTTLs, "index": loadStoreIndex, "auth": loadAuth} {
+		if err := load(p); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func loadTTLs(p string) error       { _, err := LoadTTLs(p); return err }
+func loadStoreIndex(p string) error { _, err := LoadStoreIndex(p); return err }
+func loadAuth(p string) error       { _, err := LoadAuth(p); return err }
+
+func TestCheckGraphsFile(t *testing.T) {
+	dir := t.TempDir()
+	for path, want := range map[string]string{
+		filepath.Join(dir, "langgraph.json"): "--config " + filepath.Join(dir, "langgraph.json") + ": no such file (run the server where your langgraph.json is, or name it with --config or AGENTSERVER_CONFIG)",
+		dir:                                  "--config " + dir + ": is a directory; name the langgraph.json file in it",
+	} {
+		if err := CheckGraphsFile(path); err == nil || err.Error() != want {
+			t.Errorf("got  %v\nwant %s", err, want)
+		}
+	}
+	if err := CheckGraphsFile(writeFile(t, "{}")); err != nil {
+		t.Errorf("an existing file: %v", err)
+	}
+}

@@ -39,7 +39,7 @@ type storeIndexFile struct {
 func LoadStoreIndex(path string) (StoreIndex, error) {
 	var out StoreIndex
 	var f storeIndexFile
-	if err := readSections(path, "store.index", &f); err != nil {
+	if err := readSections(path, &f, "", "store"); err != nil {
 		return out, err
 	}
 	if f.Store == nil || f.Store.Index == nil {

@@ -24,7 +24,8 @@ type webhooksFile struct {
 // LoadWebhooks reads the webhooks section of the langgraph.json at path.
 func LoadWebhooks(path string) (Webhooks, error) {
 	var f webhooksFile
-	if err := readSections(path, "webhooks", &f); err != nil {
+	// LangGraph's other keys of the section are left to it.
+	if err := readSections(path, &f, "", "webhooks", "webhooks.url"); err != nil {
 		return Webhooks{}, err
 	}
 	if f.Webhooks == nil || f.Webhooks.URL == nil {

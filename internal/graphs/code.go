@@ -26,20 +26,12 @@ type CodeEntry struct {
 // runner, drawing and schemas).
 type CodeResolver func(e CodeEntry) (*Definition, error)
 
-// parseEntry reads a graph entry: a source string or an object with path
-// and description.
-func parseEntry(raw json.RawMessage) (source, description string, err error) {
-	if err := json.Unmarshal(raw, &source); err == nil {
-		return source, "", nil
-	}
-	var obj struct {
-		Path        string `json:"path"`
-		Description string `json:"description"`
-	}
-	if err := json.Unmarshal(raw, &obj); err != nil || obj.Path == "" {
+// parseEntry checks a graph entry: its source must not be empty.
+func parseEntry(e Entry) (source, description string, err error) {
+	if e.Path == "" {
 		return "", "", fmt.Errorf("%w: a graph entry is a source string or an object with \"path\" (and \"description\")", ErrInvalidConfig)
 	}
-	return obj.Path, obj.Description, nil
+	return e.Path, e.Description, nil
 }
 
 // splitExport splits "path:export" into its file and export; the export

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"agentserver/internal/configfile"
 	"agentserver/internal/graph"
 )
 
@@ -150,14 +151,53 @@ func (r *Registry) IDs() []string {
 	return append([]string(nil), r.ids...)
 }
 
-// File is the parsed langgraph.json. Each graph entry is a source string
-// or an object {"path": source, "description": text}.
+// File is the parsed langgraph.json.
 type File struct {
-	Graphs       map[string]json.RawMessage `json:"graphs"`
-	Env          any                        `json:"env,omitempty"`
-	Dependencies []string                   `json:"dependencies,omitempty"`
+	Graphs       map[string]Entry `json:"graphs"`
+	Env          any              `json:"env,omitempty"`
+	Dependencies []string         `json:"dependencies,omitempty"`
 	// NodeVersion is the Node version JavaScript graphs need.
 	NodeVersion string `json:"node_version,omitempty"`
+	otherKeys
+}
+
+// Entry is one graph of langgraph.json: a source string, or an object
+// {"path": source, "description": text}.
+type Entry struct {
+	Path        string `json:"path"`
+	Description string `json:"description"`
+}
+
+// UnmarshalJSON reads a source string or the object form.
+func (e *Entry) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &e.Path); err == nil {
+		return nil
+	}
+	type plain Entry
+	return json.Unmarshal(b, (*plain)(e))
+}
+
+// otherKeys are the top-level keys of langgraph.json this package does
+// not read: the sections the config package reads (checkpointer, store,
+// auth), and the keys LangGraph's CLI reads to build images and serve
+// Python graphs, which this server ignores. Any other key is refused.
+type otherKeys struct {
+	Schema          json.RawMessage `json:"$schema"`
+	Checkpointer    json.RawMessage `json:"checkpointer"`
+	Store           json.RawMessage `json:"store"`
+	Auth            json.RawMessage `json:"auth"`
+	HTTP            json.RawMessage `json:"http"`
+	Webhooks        json.RawMessage `json:"webhooks"`
+	UI              json.RawMessage `json:"ui"`
+	UIConfig        json.RawMessage `json:"ui_config"`
+	PythonVersion   json.RawMessage `json:"python_version"`
+	PipConfigFile   json.RawMessage `json:"pip_config_file"`
+	PipInstaller    json.RawMessage `json:"pip_installer"`
+	DockerfileLines json.RawMessage `json:"dockerfile_lines"`
+	ImageDistro     json.RawMessage `json:"image_distro"`
+	BaseImage       json.RawMessage `json:"base_image"`
+	APIVersion      json.RawMessage `json:"api_version"`
+	KeepPkgTools    json.RawMessage `json:"keep_pkg_tools"`
 }
 
 // SourceResolver builds the graph of a source that is not built in (an agent
@@ -182,18 +222,25 @@ func Load(path string, resolve SourceResolver) (*Registry, error) {
 // readFile reads and parses langgraph.json.
 func readFile(path string) (File, error) {
 	var f File
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return f, fmt.Errorf("read %s: %w", path, err)
-	}
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return f, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, path, err)
+	if err := configfile.ReadFile(path, &f, configfile.Options{}); err != nil {
+		var ce *configfile.Error
+		if errors.As(err, &ce) {
+			return File{}, invalidConfig{err}
+		}
+		return File{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	if len(f.Graphs) == 0 {
-		return f, fmt.Errorf("%w: %s: \"graphs\" is empty", ErrInvalidConfig, path)
+		return f, invalidConfig{fmt.Errorf("%s: \"graphs\" is empty: name at least one graph, e.g. {\"graphs\": {\"echo\": \"builtin:echo\"}}", path)}
 	}
 	return f, nil
 }
+
+// invalidConfig is an ErrInvalidConfig whose message is its cause's alone
+// (which names the file and the place in it).
+type invalidConfig struct{ error }
+
+func (e invalidConfig) Unwrap() error      { return e.error }
+func (invalidConfig) Is(target error) bool { return target == ErrInvalidConfig }
 
 // LoadWith is Load with a resolver for each kind of source.
 func LoadWith(path string, src Sources) (*Registry, error) {
@@ -222,8 +269,8 @@ func LoadWith(path string, src Sources) (*Registry, error) {
 }
 
 // resolveEntry builds the definition of one graph entry.
-func resolveEntry(dir, id string, raw json.RawMessage, src Sources) (*Definition, error) {
-	source, description, err := parseEntry(raw)
+func resolveEntry(dir, id string, e Entry, src Sources) (*Definition, error) {
+	source, description, err := parseEntry(e)
 	if err != nil {
 		return nil, err
 	}

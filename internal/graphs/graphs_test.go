@@ -95,3 +95,35 @@ func TestLoadExplainsGraphCode(t *testing.T) {
 		t.Errorf("JavaScript entries without a code resolver: %v", err)
 	}
 }
+
+// TestLoadErrorLines pins the one line each broken langgraph.json gets:
+// the file, the place in it, and what is wrong in the file's terms.
+func TestLoadErrorLines(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct{ name, body, want string }{
+		{"syntax", "{\"graphs\": {\"echo\": \"builtin:echo\"},\n}", `%s:2:1: JSON syntax: invalid character '}' looking for beginning of object key string (JSON allows no comma after the last member)`},
+		{"truncated", `{"graphs":`, `%s:1:11: JSON syntax: the file ends before the value does (a missing } or ]?)`},
+		{"misspelt", `{"graph": {"echo": "builtin:echo"}}`, `%s:1:2: unknown key "graph" (did you mean "graphs"?)`},
+		{"graphs type", `{"graphs": "builtin:echo"}`, `%s:1:12: graphs: want an object, got the string "builtin:echo"`},
+		{"entry type", `{"graphs": {"echo": 5}}`, `%s:1:21: graphs.echo: want a string or an object, got the number 5`},
+		{"entry key", `{"graphs": {"echo": {"pth": "builtin:echo"}}}`, `%s:1:22: unknown key "pth" in graphs.echo (did you mean "path"?)`},
+		{"dependencies type", `{"graphs": {"echo": "builtin:echo"}, "dependencies": "."}`, `%s:1:54: dependencies: want a list, got the string "."`},
+		{"empty graphs", `{"graphs": {}}`, `%s: "graphs" is empty: name at least one graph, e.g. {"graphs": {"echo": "builtin:echo"}}`},
+		{"empty file", ``, `%s: the file is empty`},
+	}
+	for _, c := range cases {
+		p := write(t, dir, strings.ReplaceAll(c.name, " ", "-")+".json", c.body)
+		_, err := Load(p, nil)
+		if want := strings.ReplaceAll(c.want, "%s", p); err == nil || err.Error() != want {
+			t.Errorf("%s:\ngot  %v\nwant %s", c.name, err, want)
+		}
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: %v is not ErrInvalidConfig", c.name, err)
+		}
+	}
+	// LangGraph CLI's keys for images and Python graphs are accepted.
+	p := write(t, dir, "cli.json", `{"$schema": "https://langgra.ph/schema.json", "python_version": "3.12", "dockerfile_lines": [], "http": {"cors": {}}, "graphs": {"echo": "builtin:echo"}}`)
+	if _, err := Load(p, nil); err != nil {
+		t.Fatalf("LangGraph CLI keys: %v", err)
+	}
+}

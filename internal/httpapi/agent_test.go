@@ -342,18 +342,19 @@ func TestAgentShellNeedsTheServerFlag(t *testing.T) {
 }
 
 func TestAgentSpecErrorsStopStartup(t *testing.T) {
-	for name, spec := range map[string]string{
-		"unknown tool":  "tools: [teleport]\n",
-		"unknown field": "colour: blue\n",
-		"bad type":      "max_turns: many\n",
+	for name, c := range map[string]struct{ spec, want string }{
+		"unknown tool":  {"tools: [teleport]\n", `bad.yaml: field "tools[0]": unknown tool "teleport"`},
+		"unknown field": {"colour: blue\n", `bad.yaml:1:1: unknown key "colour"`},
+		"bad type":      {"max_turns: many\n", `bad.yaml:1:12: max_turns: want a whole number, got the string "many"`},
+		"empty":         {"# later\n", `bad.yaml: the file is empty`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srvErr := testutil.BuildErr(t, testutil.Options{
 				Graphs: `{"graphs": {"bad": "./bad.yaml"}}`,
-				Files:  map[string]string{"bad.yaml": spec},
+				Files:  map[string]string{"bad.yaml": c.spec},
 			})
-			if srvErr == nil || !strings.Contains(srvErr.Error(), "bad.yaml") || !strings.Contains(srvErr.Error(), "field") {
-				t.Fatalf("start-up error = %v", srvErr)
+			if srvErr == nil || !strings.Contains(srvErr.Error(), c.want) {
+				t.Fatalf("start-up error = %v, want it to say %s", srvErr, c.want)
 			}
 		})
 	}

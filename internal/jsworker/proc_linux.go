@@ -7,3 +7,9 @@ import "syscall"
 func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// socketPair makes the connected pair of the worker's fd 3, both ends
+// closed on exec (the child's end is passed on explicitly).
+func socketPair() ([2]int, error) {
+	return syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -85,7 +84,7 @@ type loadError struct {
 // startProcess starts worker number id and initializes it with the pool's
 // graphs.
 func (p *Pool) startProcess(ctx context.Context, id int) (*process, *initResult, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fds, err := socketPair()
 	if err != nil {
 		return nil, nil, fmt.Errorf("graph worker socket: %w", err)
 	}
