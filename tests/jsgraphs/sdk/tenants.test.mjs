@@ -112,6 +112,28 @@ describe("a JS Auth module, two users", () => {
     assert.equal((await res.json()).detail, "Invalid token");
   });
 
+  it("assistants and crons are their creator's: no cross-tenant read, search, run or delete", async () => {
+    const mine = await alice.assistants.create({ graphId: "js_chat", name: "alice's chat", metadata: { owner: "bob" } });
+    assert.equal(mine.metadata.owner, "alice");
+    await rejects(bob.assistants.get(mine.assistant_id), 404, "bob reads alice's assistant");
+    await rejects(bob.assistants.update(mine.assistant_id, { name: "mine now" }), 404, "bob updates alice's assistant");
+    const bobThread = await bob.threads.create();
+    await rejects(bob.runs.wait(bobThread.thread_id, mine.assistant_id, { input: human("hi") }), 404, "bob runs alice's assistant");
+    const bobFinds = await bob.assistants.search({ limit: 100 });
+    assert.ok(!bobFinds.some((a) => a.assistant_id === mine.assistant_id), "bob's search shows alice's assistant");
+    assert.ok((await alice.assistants.search({ limit: 100 })).some((a) => a.assistant_id === mine.assistant_id));
+
+    const thread = await alice.threads.create();
+    const cron = await alice.crons.createForThread(thread.thread_id, mine.assistant_id, { schedule: "0 0 1 1 *", input: human("yearly") });
+    assert.ok(!(await bob.crons.search({ limit: 100 })).some((c) => c.cron_id === cron.cron_id), "bob's search shows alice's cron");
+    assert.ok((await alice.crons.search({ limit: 100 })).some((c) => c.cron_id === cron.cron_id));
+    await rejects(bob.crons.delete(cron.cron_id), 404, "bob deletes alice's cron");
+    await rejects(bob.crons.createForThread(thread.thread_id, "js_chat", { schedule: "0 0 1 1 *" }), 404, "bob's cron on alice's thread");
+    await alice.crons.delete(cron.cron_id);
+    await rejects(bob.assistants.delete(mine.assistant_id), 404, "bob deletes alice's assistant");
+    await alice.assistants.delete(mine.assistant_id);
+  });
+
   it("store handlers rewrite the namespace: each user's memories are their own", async () => {
     await alice.store.putItem(["notes"], "plan", { text: "alice's plan" });
     await bob.store.putItem(["notes"], "plan", { text: "bob's plan" });
