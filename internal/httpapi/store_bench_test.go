@@ -8,10 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"agentserver/internal/testutil"
 	"agentserver/internal/testutil/stats"
@@ -49,47 +46,28 @@ func BenchmarkSmallStorePutUnderLargePuts(b *testing.B) {
 func benchSmallPuts(b *testing.B, writers int) {
 	s := testutil.StartServer(b, testutil.Options{})
 	const large = 9_500 << 10
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var largeDone atomic.Int64
-	for i := range writers {
-		body := largeStoreBody(b, fmt.Sprintf("large-%d", i), large)
-		if len(body) > 10<<20 {
-			b.Fatalf("large body is %d bytes, over the limit", len(body))
+	bodies := make([][]byte, writers)
+	for i := range bodies {
+		bodies[i] = largeStoreBody(b, fmt.Sprintf("large-%d", i), large)
+		if len(bodies[i]) > 10<<20 {
+			b.Fatalf("large body is %d bytes, over the limit", len(bodies[i]))
 		}
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				status := rawPut(ctx, s, body)
-				if ctx.Err() != nil {
-					return
-				}
-				if status != http.StatusNoContent {
-					b.Errorf("large PUT: status %d", status)
-					return
-				}
-				largeDone.Add(1)
+	}
+	stats.UnderLoad(b, writers, "large-puts",
+		func(ctx context.Context, w int) error {
+			status := rawPut(ctx, s, bodies[w])
+			if ctx.Err() == nil && status != http.StatusNoContent {
+				return fmt.Errorf("large PUT: status %d", status)
 			}
+			return nil
+		},
+		func(i int) error {
+			body := fmt.Appendf(nil, `{"namespace":["bench","small"],"key":"k%d","value":{"n":%d}}`, i, i)
+			if status := rawPut(context.Background(), s, body); status != http.StatusNoContent {
+				return fmt.Errorf("small PUT: status %d", status)
+			}
+			return nil
 		})
-	}
-	if writers > 0 {
-		// The large writers are under way before the first small PUT.
-		testutil.Eventually(b, time.Minute, "a large PUT to complete", func() bool { return largeDone.Load() > 0 })
-	}
-	lat := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		body := fmt.Appendf(nil, `{"namespace":["bench","small"],"key":"k%d","value":{"n":%d}}`, i, i)
-		began := time.Now()
-		if status := rawPut(context.Background(), s, body); status != http.StatusNoContent {
-			b.Fatalf("small PUT: status %d", status)
-		}
-		lat = append(lat, time.Since(began))
-	}
-	b.StopTimer()
-	stop()
-	wg.Wait()
-	stats.ReportLatencies(b, lat)
-	b.ReportMetric(float64(largeDone.Load()), "large-puts")
 }
 
 // rawPut sends body to PUT /store/items and returns the status (0 when the

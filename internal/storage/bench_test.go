@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -226,42 +225,16 @@ func BenchmarkSmallWriteUnderLargeStoreValues(b *testing.B) {
 	for i := range chunks {
 		chunks[i] = strings.Repeat("x", 1021)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var large atomic.Int64
-	for w := range 4 {
+	items := make([]StoreItem, 4)
+	for w := range items {
 		// Encoded once: the benchmark measures the writer, not the encoder.
 		it, err := PrepareStoreItem(StoreItem{Namespace: []string{"bench"}, Key: fmt.Sprint("large-", w), Value: map[string]any{"chunks": chunks}, UpdatedAt: time.Now().UTC()})
 		if err != nil {
 			b.Fatal(err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				if err := putPrepared(ctx, db, it); err != nil && ctx.Err() == nil {
-					b.Error(err)
-					return
-				}
-				large.Add(1)
-			}
-		}()
+		items[w] = it
 	}
-	for large.Load() == 0 && !b.Failed() {
-		runtime.Gosched()
-	}
-	lat := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		began := time.Now()
-		if err := benchPut(db, i); err != nil {
-			b.Fatal(err)
-		}
-		lat = append(lat, time.Since(began))
-	}
-	b.StopTimer()
-	stop()
-	wg.Wait()
-	stats.ReportLatencies(b, lat)
-	b.ReportMetric(float64(large.Load()), "large-writes")
+	stats.UnderLoad(b, len(items), "large-writes",
+		func(ctx context.Context, w int) error { return putPrepared(ctx, db, items[w]) },
+		func(i int) error { return benchPut(db, i) })
 }

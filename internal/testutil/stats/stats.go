@@ -4,8 +4,11 @@
 package stats
 
 import (
+	"context"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -80,4 +83,57 @@ func ReportLatencies(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(Millis(Quantile(lat, 0.50)), "p50-ms")
 	b.ReportMetric(Millis(Quantile(lat, 0.99)), "p99-ms")
 	b.ReportMetric(Millis(lat[len(lat)-1]), "max-ms")
+}
+
+// UnderLoad measures op, one call at a time, b.N times, while writers
+// goroutines each call background(ctx, w) over and over until the
+// measurement ends. Measuring starts once a background call has completed
+// (within a minute). It reports op's latencies (ReportLatencies) and, as
+// unit, how many background calls completed meanwhile. A background error
+// while ctx is live fails the benchmark and stops that writer.
+func UnderLoad(b *testing.B, writers int, unit string, background func(ctx context.Context, w int) error, op func(i int) error) {
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	first := make(chan struct{})
+	var once sync.Once
+	for w := range writers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				err := background(ctx, w)
+				if ctx.Err() != nil {
+					return // the call the end cut short does not count
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				done.Add(1)
+				once.Do(func() { close(first) })
+			}
+		})
+	}
+	if writers > 0 {
+		select {
+		case <-first:
+		case <-time.After(time.Minute):
+			stop()
+			wg.Wait()
+			b.Fatal("no background call completed within a minute")
+		}
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		began := time.Now()
+		if err := op(i); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(began))
+	}
+	b.StopTimer()
+	stop()
+	wg.Wait()
+	ReportLatencies(b, lat)
+	b.ReportMetric(float64(done.Load()), unit)
 }
