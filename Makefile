@@ -106,8 +106,14 @@ test-ui:
 
 test: check-generated vet test-go test-go-postgres test-sdk test-sdk-postgres test-ui
 
+# The whole-server benchmarks live beside their subjects, among benchmarks
+# of those packages that bench does not run.
+SERVER_BENCH = AgentServerStepOverhead|AgentTokenPassThrough|AgentConcurrentRuns|ProtocolTokenPassThrough|Protocol1000Subscribers|CancelBlockedRun|CrossReplicaCancel|SmallStorePutUnderLargePuts|TaskStepEventLatency|TaskFanOut200|RunsWaitTracing|AgentRunTracing
+SERVER_BENCH_PACKAGES = ./internal/agent/ ./internal/protostream/ ./internal/runs/ ./internal/store/ ./internal/subagents/ ./internal/tracing/
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/storage/ ./internal/httpapi/
+	$(GO) test -run '^$$' -bench '$(SERVER_BENCH)' -benchmem $(SERVER_BENCH_PACKAGES)
 	$(GO) run ./cmd/loadgen -scenario all
 
 fuzz:

@@ -15,6 +15,7 @@ import (
 	"agentserver/internal/graph"
 	"agentserver/internal/llm"
 	"agentserver/internal/llm/scripted"
+	"agentserver/internal/testutil"
 	"agentserver/internal/testutil/stats"
 	"agentserver/internal/tools"
 )
@@ -86,20 +87,6 @@ func (s *memorySink) Emit(_ string, payload any) { s.events = append(s.events, p
 func (s *memorySink) Usage(u graph.Usage)        { s.usage = append(s.usage, u) }
 func (s *memorySink) Note(string, any)           {}
 
-// benchSpec is the agent of the runtime benchmarks: two cheap built-in
-// tools, no retries, turn and recursion limits far above the script.
-func benchSpec(baseURL string) string {
-	return fmt.Sprintf(`name: bench
-model:
-  name: bench-model
-  base_url: %s
-  max_retries: 0
-system_prompt: You help.
-tools: [ls, write_todos]
-max_turns: 200
-`, baseURL)
-}
-
 func reportQuantiles(b *testing.B, name string, d []time.Duration) {
 	slices.Sort(d)
 	b.ReportMetric(stats.Millis(stats.Quantile(d, 0.50)), name+"-p50-ms")
@@ -133,7 +120,7 @@ func BenchmarkAgentStepOverhead(b *testing.B) {
 func benchStepOverhead(b *testing.B, k int) {
 	model := scripted.New()
 	b.Cleanup(model.Close)
-	spec, err := agent.ParseSpec([]byte(benchSpec(model.URL())), false)
+	spec, err := agent.ParseSpec([]byte(testutil.BenchAgentSpec(model.URL())), false)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package httpapi_test
+package agent_test
 
 import (
 	"bufio"
@@ -10,7 +10,6 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,41 +22,12 @@ import (
 	"agentserver/internal/storage"
 	"agentserver/internal/testutil"
 	"agentserver/internal/testutil/stats"
-	"agentserver/internal/threads"
 )
 
 // Agent runtime benchmarks over the whole server (runs.Service, bbolt,
 // event log, SSE), with the agent's model served by the scripted server
 // in the same process. docs/benchmarks.md ("Agent runtime") has the
 // commands and figures.
-
-// benchAgentServer starts a server whose graph "agent" is an agent with the
-// ls and write_todos tools and the scripted server as its model.
-func benchAgentServer(b *testing.B, o testutil.Options) (*testutil.Server, *scripted.Server) {
-	b.Helper()
-	model := scripted.New()
-	b.Cleanup(model.Close)
-	o.Graphs = `{"graphs": {"agent": "./agent.yaml"}}`
-	o.Files = map[string]string{"agent.yaml": fmt.Sprintf(`name: bench
-model:
-  name: bench-model
-  base_url: %s
-  max_retries: 0
-system_prompt: You help.
-tools: [ls, write_todos]
-max_turns: 200
-`, model.URL())}
-	return testutil.StartServer(b, o), model
-}
-
-func newBenchThread(b *testing.B, s *testutil.Server) uuid.UUID {
-	b.Helper()
-	th, err := s.Threads.Create(context.Background(), threads.CreateParams{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return th.ThreadID
-}
 
 // BenchmarkAgentServerStepOverhead is BenchmarkAgentStepOverhead
 // (internal/agent) through the whole run engine: one op is srv.Runs.Create
@@ -84,7 +54,7 @@ func BenchmarkAgentServerStepOverhead(b *testing.B) {
 }
 
 func benchServerStepOverhead(b *testing.B, k int, noSync bool) {
-	s, model := benchAgentServer(b, testutil.Options{NoSync: noSync})
+	s, model := testutil.StartBenchAgent(b, testutil.Options{NoSync: noSync})
 	ctx := context.Background()
 	steps := k + 1
 	var perStep, overheads, walls, models, gaps, fixed, firstGaps []time.Duration
@@ -92,12 +62,12 @@ func benchServerStepOverhead(b *testing.B, k int, noSync bool) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		tid := newBenchThread(b, s)
+		tid := testutil.NewBenchThread(b, s)
 		model.Script(scripted.ToolLoopSteps(k)...)
 		b.StartTimer()
 		start := time.Now()
 		run, err := s.Runs.Create(ctx, runs.CreateParams{
-			ThreadID: &tid, Assistant: "agent", Input: userInput("work through the plan"),
+			ThreadID: &tid, Assistant: "agent", Input: testutil.UserInput("work through the plan"),
 			Config: map[string]any{"recursion_limit": 1000},
 		})
 		if err != nil {
@@ -171,16 +141,16 @@ func benchServerStepOverhead(b *testing.B, k int, noSync bool) {
 // reading. Client and both servers share this process and its clock.
 func BenchmarkAgentTokenPassThrough(b *testing.B) {
 	const chunks = 500
-	s, model := benchAgentServer(b, testutil.Options{})
+	s, model := testutil.StartBenchAgent(b, testutil.Options{})
 	var lat []time.Duration
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		tid := newBenchThread(b, s)
+		tid := testutil.NewBenchThread(b, s)
 		model.Script(scripted.Text(strings.Repeat("x", chunks)).Split(chunks).WithLatency(0, 2*time.Millisecond).WithSendTimestamps())
 		b.StartTimer()
 		resp := s.Stream("POST", "/threads/"+tid.String()+"/runs/stream", map[string]any{
-			"assistant_id": "agent", "input": userInput("stream"), "stream_mode": []string{"messages-tuple"},
+			"assistant_id": "agent", "input": testutil.UserInput("stream"), "stream_mode": []string{"messages-tuple"},
 		}, nil)
 		if resp.StatusCode != 200 {
 			b.Fatalf("stream: status %d", resp.StatusCode)
@@ -236,30 +206,6 @@ func BenchmarkAgentTokenPassThrough(b *testing.B) {
 	b.ReportMetric(float64(len(lat)), "chunks")
 }
 
-// procStatus reads memory fields of /proc/self/status, in MiB.
-func procStatus(b *testing.B) map[string]float64 {
-	b.Helper()
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		b.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(raw), "\n") {
-		key, rest, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch key {
-		case "VmRSS", "VmHWM", "RssAnon", "RssFile":
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err == nil {
-				out[key] = kb / 1024
-			}
-		}
-	}
-	return out
-}
-
 // BenchmarkAgentConcurrentRuns starts 1,000 agent runs at once, each on its
 // own thread and each waiting on one model call that answers after 2 s, on
 // a server with 1,100 run workers and durable bbolt; one op is the whole
@@ -273,7 +219,7 @@ func procStatus(b *testing.B) map[string]float64 {
 func BenchmarkAgentConcurrentRuns(b *testing.B) {
 	const n = 1000
 	const latency = 2 * time.Second
-	s, model := benchAgentServer(b, testutil.Options{Jobs: 1100})
+	s, model := testutil.StartBenchAgent(b, testutil.Options{Jobs: 1100})
 	model.SetResponder(func(scripted.ChatRequest) scripted.Step {
 		return scripted.Text("done").WithLatency(latency, 0)
 	})
@@ -282,12 +228,12 @@ func BenchmarkAgentConcurrentRuns(b *testing.B) {
 		b.StopTimer()
 		tids := make([]uuid.UUID, n)
 		for i := range tids {
-			tids[i] = newBenchThread(b, s)
+			tids[i] = testutil.NewBenchThread(b, s)
 		}
 		reqsBefore := len(model.Requests())
 		runtime.GC()
 		hwmReset := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
-		before := procStatus(b)
+		before := stats.ProcStatusMiB()
 		goroutinesBefore := runtime.NumGoroutine()
 
 		// The sampler keeps the largest VmRSS seen and, at that moment, the
@@ -304,7 +250,7 @@ func BenchmarkAgentConcurrentRuns(b *testing.B) {
 			t := time.NewTicker(50 * time.Millisecond)
 			defer t.Stop()
 			for {
-				if rss := procStatus(b)["VmRSS"]; rss > peakRSS {
+				if rss := stats.ProcStatusMiB()["VmRSS"]; rss > peakRSS {
 					peakRSS = rss
 					atPeak = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}, {Name: "/memory/classes/total:bytes"}}
 					metrics.Read(atPeak)
@@ -327,7 +273,7 @@ func BenchmarkAgentConcurrentRuns(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				run, err := s.Runs.Create(ctx, runs.CreateParams{ThreadID: &tids[i], Assistant: "agent", Input: userInput("wait for the model")})
+				run, err := s.Runs.Create(ctx, runs.CreateParams{ThreadID: &tids[i], Assistant: "agent", Input: testutil.UserInput("wait for the model")})
 				if err != nil {
 					errs[i] = err
 					return
@@ -370,7 +316,7 @@ func BenchmarkAgentConcurrentRuns(b *testing.B) {
 		b.StopTimer()
 		close(stop)
 		sampler.Wait()
-		after := procStatus(b)
+		after := stats.ProcStatusMiB()
 		for i, err := range errs {
 			if err != nil {
 				b.Fatalf("run %d of %d: %v", i, n, err)

@@ -1,9 +1,8 @@
-package httpapi_test
+package agent_test
 
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,43 +15,8 @@ import (
 	"agentserver/internal/testutil"
 )
 
-// agentServer starts the server with one agent spec whose model is the
-// scripted OpenAI-compatible server.
-func agentServer(t *testing.T, extra string, opts ...func(*testutil.Options)) (*testutil.Server, *scripted.Server) {
-	t.Helper()
-	model := scripted.New()
-	t.Cleanup(model.Close)
-	spec := fmt.Sprintf(`name: helper
-description: test agent
-model:
-  name: test-model
-  base_url: %s
-  max_retries: 0
-system_prompt: You help.
-tools: [write_todos, ls, read_file, write_file, edit_file, bash]
-%s`, model.URL(), extra)
-	o := testutil.Options{
-		Graphs: `{"graphs": {"agent": "./agent.yaml", "echo": "builtin:echo"}}`,
-		Files:  map[string]string{"agent.yaml": spec},
-	}
-	for _, f := range opts {
-		f(&o)
-	}
-	return testutil.StartServer(t, o), model
-}
-
-func contentOf(m any) string {
-	c, _ := m.(map[string]any)["content"].(string)
-	return c
-}
-
-func messagesIn(t *testing.T, values any) []any {
-	t.Helper()
-	return values.(map[string]any)["messages"].([]any)
-}
-
 func TestAgentToolLoopParallelToolsAndUsage(t *testing.T) {
-	s, model := agentServer(t, "max_turns: 10\n")
+	s, model := testutil.StartAgent(t, "max_turns: 10\n")
 	model.Script(
 		scripted.ToolCalls(
 			scripted.Call("write_file", map[string]any{"file_path": "/a.txt", "content": "alpha"}),
@@ -61,18 +25,18 @@ func TestAgentToolLoopParallelToolsAndUsage(t *testing.T) {
 		).WithUsage(100, 20),
 		scripted.Text("All done.").Split(3).WithUsage(150, 5),
 	)
-	tid := newThread(t, s)
-	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("work")}).Object(t)
-	msgs := messagesIn(t, out)
+	tid := testutil.NewThread(t, s)
+	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("work")}).Object(t)
+	msgs := testutil.MessagesIn(t, out)
 	// human, ai(tool calls), 3 tool messages, ai(final)
-	if len(msgs) != 6 || contentOf(msgs[5]) != "All done." {
+	if len(msgs) != 6 || testutil.ContentOf(msgs[5]) != "All done." {
 		t.Fatalf("messages = %v", msgs)
 	}
 	tools := msgs[2:5]
-	if !strings.Contains(contentOf(tools[0]), "Updated file /a.txt") || tools[0].(map[string]any)["tool_call_id"] == nil {
+	if !strings.Contains(testutil.ContentOf(tools[0]), "Updated file /a.txt") || tools[0].(map[string]any)["tool_call_id"] == nil {
 		t.Fatalf("write_file result = %v", tools[0])
 	}
-	if tm := tools[2].(map[string]any); tm["status"] != "error" || !strings.HasPrefix(contentOf(tm), "Error:") {
+	if tm := tools[2].(map[string]any); tm["status"] != "error" || !strings.HasPrefix(testutil.ContentOf(tm), "Error:") {
 		t.Fatalf("a failing tool must become an error tool message: %v", tm)
 	}
 	if todos, _ := out["todos"].([]any); len(todos) != 1 {
@@ -104,10 +68,10 @@ func TestAgentToolLoopParallelToolsAndUsage(t *testing.T) {
 }
 
 func TestAgentTokenChunksStreamInOrder(t *testing.T) {
-	s, model := agentServer(t, "")
+	s, model := testutil.StartAgent(t, "")
 	model.Script(scripted.Text("one two three four five").Split(5))
-	tid := newThread(t, s)
-	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput("go"), "stream_mode": []string{"messages-tuple", "updates"}}, nil)
+	tid := testutil.NewThread(t, s)
+	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("go"), "stream_mode": []string{"messages-tuple", "updates"}}, nil)
 	evs, err := testutil.NewSSEReader(resp.Body).All()
 	resp.Body.Close()
 	if err != nil {
@@ -142,14 +106,14 @@ func TestAgentTokenChunksStreamInOrder(t *testing.T) {
 }
 
 func TestAgentMaxTurns(t *testing.T) {
-	s, model := agentServer(t, "max_turns: 2\n")
+	s, model := testutil.StartAgent(t, "max_turns: 2\n")
 	model.Script(
 		scripted.ToolCalls(scripted.Call("ls", map[string]any{})),
 		scripted.Text("Stopping here with what I have."),
 	)
-	tid := newThread(t, s)
-	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("loop")}).Object(t)
-	if msgs := messagesIn(t, out); contentOf(msgs[len(msgs)-1]) != "Stopping here with what I have." {
+	tid := testutil.NewThread(t, s)
+	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("loop")}).Object(t)
+	if msgs := testutil.MessagesIn(t, out); testutil.ContentOf(msgs[len(msgs)-1]) != "Stopping here with what I have." {
 		t.Fatalf("messages = %v", msgs)
 	}
 	reqs := model.Requests()
@@ -163,8 +127,8 @@ func TestAgentMaxTurns(t *testing.T) {
 }
 
 func TestAgentCompactionKeepsOtherChannels(t *testing.T) {
-	s, model := agentServer(t, "middleware:\n  compaction:\n    max_tokens: 60\n    keep_messages: 2\n")
-	tid := newThread(t, s)
+	s, model := testutil.StartAgent(t, "middleware:\n  compaction:\n    max_tokens: 60\n    keep_messages: 2\n")
+	tid := testutil.NewThread(t, s)
 	long := strings.Repeat("words ", 60)
 	s.Must(200, "POST", "/threads/"+tid+"/state", map[string]any{"values": map[string]any{
 		"messages": []any{
@@ -178,9 +142,9 @@ func TestAgentCompactionKeepsOtherChannels(t *testing.T) {
 	}})
 	before := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)["values"].(map[string]any)
 	model.Script(scripted.Text("SUMMARY: user asked things"), scripted.Text("fresh answer"))
-	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("next")}).Object(t)
-	msgs := messagesIn(t, out)
-	if !strings.Contains(contentOf(msgs[0]), "SUMMARY: user asked things") {
+	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("next")}).Object(t)
+	msgs := testutil.MessagesIn(t, out)
+	if !strings.Contains(testutil.ContentOf(msgs[0]), "SUMMARY: user asked things") {
 		t.Fatalf("first message is not the summary: %v", msgs[0])
 	}
 	for _, m := range msgs {
@@ -188,7 +152,7 @@ func TestAgentCompactionKeepsOtherChannels(t *testing.T) {
 			t.Fatalf("compacted message survived: %v", m)
 		}
 	}
-	if contentOf(msgs[len(msgs)-1]) != "fresh answer" {
+	if testutil.ContentOf(msgs[len(msgs)-1]) != "fresh answer" {
 		t.Fatalf("last message = %v", msgs[len(msgs)-1])
 	}
 	for _, k := range []string{"todos", "notes"} {
@@ -206,7 +170,7 @@ func TestAgentCompactionKeepsOtherChannels(t *testing.T) {
 }
 
 func TestAgentHumanInTheLoop(t *testing.T) {
-	s, model := agentServer(t, "middleware:\n  interrupt_on:\n    write_file: true\n")
+	s, model := testutil.StartAgent(t, "middleware:\n  interrupt_on:\n    write_file: true\n")
 	call := func() scripted.Step {
 		return scripted.ToolCalls(scripted.Call("write_file", map[string]any{"file_path": "/x.txt", "content": "v1"}))
 	}
@@ -216,26 +180,26 @@ func TestAgentHumanInTheLoop(t *testing.T) {
 		check  func(t *testing.T, tool map[string]any)
 	}{
 		{"approve", map[string]any{"decisions": []any{map[string]any{"type": "approve"}}}, func(t *testing.T, tool map[string]any) {
-			if !strings.Contains(contentOf(tool), "Updated file /x.txt") {
+			if !strings.Contains(testutil.ContentOf(tool), "Updated file /x.txt") {
 				t.Fatalf("approved call result = %v", tool)
 			}
 		}},
 		{"edit", map[string]any{"type": "edit", "args": map[string]any{"file_path": "/y.txt", "content": "v2"}}, func(t *testing.T, tool map[string]any) {
-			if !strings.Contains(contentOf(tool), "/y.txt") {
+			if !strings.Contains(testutil.ContentOf(tool), "/y.txt") {
 				t.Fatalf("edited call result = %v", tool)
 			}
 		}},
 		{"reject", []any{map[string]any{"type": "reject", "message": "not now"}}, func(t *testing.T, tool map[string]any) {
-			if tool["status"] != "error" || !strings.Contains(contentOf(tool), "not now") {
+			if tool["status"] != "error" || !strings.Contains(testutil.ContentOf(tool), "not now") {
 				t.Fatalf("rejected call result = %v", tool)
 			}
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tid := newThread(t, s)
+			tid := testutil.NewThread(t, s)
 			model.Script(call(), scripted.Text("ok"))
-			first := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("write")}).Object(t)
+			first := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("write")}).Object(t)
 			if ints, _ := first["__interrupt__"].([]any); len(ints) != 1 {
 				t.Fatalf("the wait result of a paused run must carry __interrupt__: %v", first)
 			}
@@ -253,7 +217,7 @@ func TestAgentHumanInTheLoop(t *testing.T) {
 				t.Fatalf("interrupt payload = %v", ints[0])
 			}
 			out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "command": map[string]any{"resume": c.resume}}).Object(t)
-			msgs := messagesIn(t, out)
+			msgs := testutil.MessagesIn(t, out)
 			c.check(t, msgs[len(msgs)-2].(map[string]any))
 			if c.name == "edit" {
 				call := msgs[len(msgs)-3].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)
@@ -261,7 +225,7 @@ func TestAgentHumanInTheLoop(t *testing.T) {
 					t.Fatalf("the AI message still shows the unedited call: %v", call)
 				}
 			}
-			if contentOf(msgs[len(msgs)-1]) != "ok" {
+			if testutil.ContentOf(msgs[len(msgs)-1]) != "ok" {
 				t.Fatalf("final = %v", msgs[len(msgs)-1])
 			}
 			if st := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)["status"]; st != "idle" {
@@ -278,10 +242,10 @@ func TestAgentHumanInTheLoop(t *testing.T) {
 // thread left open, since chat models refuse a history with an unanswered
 // tool call.
 func TestAgentMarkResolvedThenContinue(t *testing.T) {
-	s, model := agentServer(t, "middleware:\n  interrupt_on:\n    write_file: true\n")
+	s, model := testutil.StartAgent(t, "middleware:\n  interrupt_on:\n    write_file: true\n")
 	model.Script(scripted.ToolCalls(scripted.Call("write_file", map[string]any{"file_path": "/x.txt", "content": "v1"})), scripted.Text("ok"))
-	tid := newThread(t, s)
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("write")})
+	tid := testutil.NewThread(t, s)
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("write")})
 	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": map[string]any{}, "command": map[string]any{"goto": "__end__"}})
 	th := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)
 	st := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)
@@ -289,13 +253,13 @@ func TestAgentMarkResolvedThenContinue(t *testing.T) {
 		t.Fatalf("resolved thread: status %v next %v interrupts %v", th["status"], st["next"], st["interrupts"])
 	}
 	var types []string
-	for _, m := range messagesIn(t, st["values"]) {
+	for _, m := range testutil.MessagesIn(t, st["values"]) {
 		types = append(types, m.(map[string]any)["type"].(string))
 	}
 	if !slices.Equal(types, []string{"human", "ai"}) {
 		t.Fatalf("resolved thread messages = %v, want the call left unrun", types)
 	}
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("next")})
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("next")})
 	reqs := model.Requests()
 	last := reqs[len(reqs)-1].Chat.Messages
 	var roles []string
@@ -308,10 +272,10 @@ func TestAgentMarkResolvedThenContinue(t *testing.T) {
 }
 
 func TestAgentCancelAbortsModelRequest(t *testing.T) {
-	s, model := agentServer(t, "")
+	s, model := testutil.StartAgent(t, "")
 	model.Script(scripted.Text("never finished").Split(10).ThenHang())
-	tid := newThread(t, s)
-	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "agent", "input": userInput("slow")}).Object(t)["run_id"].(string)
+	tid := testutil.NewThread(t, s)
+	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("slow")}).Object(t)["run_id"].(string)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := model.WaitRequests(ctx, 1); err != nil {
@@ -325,18 +289,18 @@ func TestAgentCancelAbortsModelRequest(t *testing.T) {
 	if d := time.Since(began); d > 2*time.Second {
 		t.Fatalf("cancel took %v", d)
 	}
-	if runStatus(t, s, tid, rid) != "interrupted" {
+	if testutil.RunStatus(t, s, tid, rid) != "interrupted" {
 		t.Fatal("run not interrupted")
 	}
 }
 
 func TestAgentShellNeedsTheServerFlag(t *testing.T) {
-	s, model := agentServer(t, "", func(o *testutil.Options) { o.Shell = true })
+	s, model := testutil.StartAgent(t, "", func(o *testutil.Options) { o.Shell = true })
 	model.Script(scripted.ToolCalls(scripted.Call("bash", map[string]any{"command": "echo from-bash"})), scripted.Text("ran"))
-	tid := newThread(t, s)
-	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("shell")}).Object(t)
-	msgs := messagesIn(t, out)
-	if tool := contentOf(msgs[2]); !strings.Contains(tool, "from-bash") {
+	tid := testutil.NewThread(t, s)
+	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("shell")}).Object(t)
+	msgs := testutil.MessagesIn(t, out)
+	if tool := testutil.ContentOf(msgs[2]); !strings.Contains(tool, "from-bash") {
 		t.Fatalf("bash result = %q", tool)
 	}
 }
@@ -361,13 +325,13 @@ func TestAgentSpecErrorsStopStartup(t *testing.T) {
 }
 
 func TestAgentModelAndPromptOverrides(t *testing.T) {
-	s, model := agentServer(t, "")
+	s, model := testutil.StartAgent(t, "")
 	model.Script(scripted.Text("a"), scripted.Text("b"), scripted.Text("c"))
 	asst := s.Must(200, "POST", "/assistants", map[string]any{"graph_id": "agent", "config": map[string]any{"configurable": map[string]any{"model": "from-assistant", "system_prompt": "Assistant prompt."}}}).Object(t)["assistant_id"].(string)
-	tid := newThread(t, s)
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("x")})
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": asst, "input": userInput("y")})
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": asst, "input": userInput("z"), "context": map[string]any{"model": "from-run", "system_prompt": "Run prompt."}})
+	tid := testutil.NewThread(t, s)
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("x")})
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": asst, "input": testutil.UserInput("y")})
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": asst, "input": testutil.UserInput("z"), "context": map[string]any{"model": "from-run", "system_prompt": "Run prompt."}})
 	reqs := model.Requests()
 	want := []struct{ model, prompt string }{{"test-model", "You help."}, {"from-assistant", "Assistant prompt."}, {"from-run", "Run prompt."}}
 	for i, w := range want {
@@ -383,10 +347,10 @@ func TestAgentModelAndPromptOverrides(t *testing.T) {
 // graph without such tools makes none.
 func TestAgentPreparesWorkspaceDuringFirstModelCall(t *testing.T) {
 	dir := t.TempDir()
-	s, model := agentServer(t, "", func(o *testutil.Options) { o.DataDir = dir })
+	s, model := testutil.StartAgent(t, "", func(o *testutil.Options) { o.DataDir = dir })
 	model.Script(scripted.Text("No tools needed."))
-	tid := newThread(t, s)
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("hi")})
+	tid := testutil.NewThread(t, s)
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("hi")})
 	ws := filepath.Join(dir, "workspaces", tid)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -398,8 +362,8 @@ func TestAgentPreparesWorkspaceDuringFirstModelCall(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	echo := newThread(t, s)
-	s.Must(200, "POST", "/threads/"+echo+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("hi")})
+	echo := testutil.NewThread(t, s)
+	s.Must(200, "POST", "/threads/"+echo+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("hi")})
 	if _, err := os.Stat(filepath.Join(dir, "workspaces", echo)); !os.IsNotExist(err) {
 		t.Fatalf("a graph without file tools made a workspace: %v", err)
 	}

@@ -1,4 +1,4 @@
-package httpapi_test
+package agent_test
 
 import (
 	"slices"
@@ -12,8 +12,8 @@ import (
 // "tools" and returns the data of its tools events, in order.
 func toolsEvents(t *testing.T, s *testutil.Server, input string) []map[string]any {
 	t.Helper()
-	tid := newThread(t, s)
-	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput(input), "stream_mode": []string{"tools"}}, nil)
+	tid := testutil.NewThread(t, s)
+	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": testutil.UserInput(input), "stream_mode": []string{"tools"}}, nil)
 	defer resp.Body.Close()
 	evs, err := testutil.NewSSEReader(resp.Body).All()
 	if err != nil {
@@ -32,7 +32,7 @@ func toolsEvents(t *testing.T, s *testutil.Server, input string) []map[string]an
 // shape: on_tool_start with the arguments, then on_tool_end with the tool
 // message, or on_tool_error when the tool failed.
 func TestStreamModeToolsSendsToolLifecycle(t *testing.T) {
-	s, model := agentServer(t, "")
+	s, model := testutil.StartAgent(t, "")
 	model.Script(
 		scripted.ToolCalls(
 			scripted.Call("write_file", map[string]any{"file_path": "/a.txt", "content": "alpha"}),
@@ -64,9 +64,9 @@ func TestStreamModeToolsSendsToolLifecycle(t *testing.T) {
 // A tool's progress (the task tool's task_* payloads) is sent as
 // on_tool_event between the call's start and end.
 func TestStreamModeToolsSendsToolProgress(t *testing.T) {
-	s, model := agentServer(t, "subagents: {}\n")
+	s, model := testutil.StartAgent(t, "subagents: {}\n")
 	model.Script(
-		scripted.ToolCalls(taskCall("t1", "sum", "add 2 and 2", "general-purpose")),
+		scripted.ToolCalls(testutil.TaskCall("t1", "sum", "add 2 and 2", "general-purpose")),
 		scripted.Text("It is 4."),
 		scripted.Text("The subagent says 4."),
 	)

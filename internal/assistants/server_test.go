@@ -1,4 +1,4 @@
-package httpapi_test
+package assistants_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package httpapi_test
+package authz_test
 
 import (
 	"context"
@@ -308,7 +308,7 @@ func TestOwnerScopedMCPAndA2A(t *testing.T) {
 }
 
 func TestAuthPermissions(t *testing.T) {
-	s, j := startAuthServer(t, map[string]any{"owner_scoped": true, "permissions": map[string]any{
+	s, j := testutil.StartAuth(t, map[string]any{"owner_scoped": true, "permissions": map[string]any{
 		"threads:create": []string{"threads:write"}, "store": []string{"memory"},
 	}})
 	writer := s.As(testutil.Bearer(j.Token(t, "alice", []string{"threads:write", "memory"}, nil)))
@@ -417,7 +417,7 @@ func TestOwnerScopedThreadStream(t *testing.T) {
 	input := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}
 	u.alice.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": input})
 	// alice follows her thread.
-	ev := protoEvents(t, u.alice, tid, map[string]any{"channels": []string{"lifecycle"}, "since": 0}, u.alice.Header)
+	ev := testutil.ProtocolEvents(t, u.alice, tid, map[string]any{"channels": []string{"lifecycle"}, "since": 0}, u.alice.Header)
 	if _, err := ev.Next(); err != nil {
 		t.Fatalf("alice's stream: %v", err)
 	}

@@ -1,4 +1,4 @@
-package httpapi_test
+package authz_test
 
 import (
 	"net/http"
@@ -16,7 +16,7 @@ import (
 // store, on a server with owner-scoped JWTs from a local key set.
 func TestTenantsThroughSDK(t *testing.T) {
 	dir := testutil.SDKDir(t, "@langchain/langgraph-sdk")
-	s, j := startAuthServer(t, map[string]any{"owner_scoped": true})
+	s, j := testutil.StartAuth(t, map[string]any{"owner_scoped": true})
 	cmd := exec.Command("node", filepath.Join(dir, "tenants.mjs"))
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),

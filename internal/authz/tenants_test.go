@@ -1,4 +1,4 @@
-package httpapi_test
+package authz_test
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ type tenants struct {
 
 func startTenants(t *testing.T) tenants {
 	t.Helper()
-	s, j := startAuthServer(t, map[string]any{"owner_scoped": true})
+	s, j := testutil.StartAuth(t, map[string]any{"owner_scoped": true})
 	return tenants{
 		alice: s.As(testutil.Bearer(j.Token(t, "alice", []string{"threads:write"}, map[string]any{"team": "red"}))),
 		bob:   s.As(testutil.Bearer(j.Token(t, "bob", nil, nil))),

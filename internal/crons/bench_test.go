@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"agentserver/internal/storage"
 	"agentserver/internal/testutil"
 	"agentserver/internal/testutil/fakeclock"
+	"agentserver/internal/testutil/stats"
 )
 
 // BenchmarkFire10000SameMinute creates 10,000 stateless crons due at the
@@ -31,14 +31,14 @@ func BenchmarkFire10000SameMinute(b *testing.B) {
 			"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "tick"}}},
 		})
 		clock.Advance(59*time.Minute + 30*time.Second) // 11:00:00, the due instant
-		began, cpuBefore := time.Now(), cpuTime(b)
+		began, cpuBefore := time.Now(), stats.ProcessCPU()
 		// The server's scheduler may wake and take some firings itself. A
 		// firing is claimed in its run's transaction, so once no cron is
 		// due every run is stored, whoever made it.
 		for fire(b, s) > 0 {
 		}
 		testutil.Eventually(b, time.Minute, "no cron due", func() bool { return !anyDue(b, s, clock.Now()) })
-		took, cpu := time.Since(began), cpuTime(b)-cpuBefore
+		took, cpu := time.Since(began), stats.ProcessCPU()-cpuBefore
 		checkOneRunEach(b, s, ids)
 		b.ReportMetric(took.Seconds(), "s-due-to-last-run")
 		b.ReportMetric(float64(crons)/took.Seconds(), "firings/s")
@@ -90,16 +90,6 @@ func anyDue(b *testing.B, s *testutil.Server, now time.Time) bool {
 		b.Fatal(err)
 	}
 	return len(due) > 0
-}
-
-// cpuTime is the CPU time the process used so far (user and system): the
-// whole server runs in it, run workers included.
-func cpuTime(b *testing.B) time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // checkOneRunEach fails unless each cron of ids made exactly one run and

@@ -30,16 +30,6 @@ func fire(t testing.TB, s *testutil.Server) int {
 	return n
 }
 
-func newThread(t *testing.T, s *testutil.Server) string {
-	t.Helper()
-	return s.Must(200, "POST", "/threads", map[string]any{}).Object(t)["thread_id"].(string)
-}
-
-func threadRuns(t *testing.T, s *testutil.Server, tid string) []any {
-	t.Helper()
-	return s.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t)
-}
-
 func parseTime(t *testing.T, v any) time.Time {
 	t.Helper()
 	str, ok := v.(string)
@@ -67,7 +57,7 @@ func checkIndexes(t *testing.T, s *testutil.Server) {
 func TestThreadCronFiresOnSchedule(t *testing.T) {
 	clock := fakeclock.New(start)
 	s := startServer(t, clock, testutil.Options{})
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	c := s.Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{
 		"assistant_id": "echo", "schedule": "*/5 * * * *", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "tick"}}},
 		"metadata": map[string]any{"team": "a"},
@@ -93,7 +83,7 @@ func TestThreadCronFiresOnSchedule(t *testing.T) {
 	if n := fire(t, s); n != 0 {
 		t.Fatalf("the same firing ran again: %d", n)
 	}
-	rs := threadRuns(t, s, tid)
+	rs := testutil.ThreadRuns(t, s, tid)
 	if len(rs) != 1 {
 		t.Fatalf("thread has %d runs, want 1", len(rs))
 	}
@@ -113,11 +103,11 @@ func TestThreadCronFiresOnSchedule(t *testing.T) {
 func TestCronMissedFiringsRunOnce(t *testing.T) {
 	clock := fakeclock.New(start)
 	s := startServer(t, clock, testutil.Options{})
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	cid := s.Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "* * * * *"}).Object(t)["cron_id"].(string)
 	clock.Advance(3*time.Hour + 10*time.Second) // 13:00:40, 180 slots missed
 	fire(t, s)                                  // or the server's own scheduler: the runs are counted below
-	if rs := threadRuns(t, s, tid); len(rs) != 1 {
+	if rs := testutil.ThreadRuns(t, s, tid); len(rs) != 1 {
 		t.Fatalf("thread has %d runs, want 1", len(rs))
 	}
 	next := parseTime(t, s.Must(200, "GET", "/runs/crons/"+cid, nil).Object(t)["next_run_date"])
@@ -131,7 +121,7 @@ func TestCronMissedFiringsRunOnce(t *testing.T) {
 func TestCronFiringIsClaimedOnce(t *testing.T) {
 	clock := fakeclock.New(start)
 	s := startServer(t, clock, testutil.Options{})
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	for range 5 {
 		s.Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "* * * * *"})
 	}
@@ -155,11 +145,11 @@ func TestCronFiringIsClaimedOnce(t *testing.T) {
 	if total > 5 {
 		t.Fatalf("racing schedulers fired %d runs (%v), want at most 5", total, counts)
 	}
-	testutil.Eventually(t, 10*time.Second, "one run per cron", func() bool { return len(threadRuns(t, s, tid)) >= 5 })
+	testutil.Eventually(t, 10*time.Second, "one run per cron", func() bool { return len(testutil.ThreadRuns(t, s, tid)) >= 5 })
 	if n, err := s.Crons.FireDue(context.Background()); err != nil || n != 0 {
 		t.Fatalf("a late scheduler fired %d (%v), want nothing due", n, err)
 	}
-	if rs := threadRuns(t, s, tid); len(rs) != 5 {
+	if rs := testutil.ThreadRuns(t, s, tid); len(rs) != 5 {
 		t.Fatalf("thread has %d runs, want 5", len(rs))
 	}
 }
@@ -168,7 +158,7 @@ func TestCronFiringIsClaimedOnce(t *testing.T) {
 func TestCronEndTime(t *testing.T) {
 	clock := fakeclock.New(start)
 	s := startServer(t, clock, testutil.Options{})
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	end := time.Date(2026, 6, 1, 10, 12, 0, 0, time.UTC)
 	cid := s.Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "*/5 * * * *", "end_time": end.Format(time.RFC3339)}).Object(t)["cron_id"].(string)
 	for range 4 {
@@ -178,7 +168,7 @@ func TestCronEndTime(t *testing.T) {
 	if n := fire(t, s); n != 0 {
 		t.Fatalf("%d firings still due after end_time", n)
 	}
-	if rs := threadRuns(t, s, tid); len(rs) != 2 {
+	if rs := testutil.ThreadRuns(t, s, tid); len(rs) != 2 {
 		t.Fatalf("fired %d runs before end_time 10:12, want 2 (10:05, 10:10)", len(rs))
 	}
 	c := s.Must(200, "GET", "/runs/crons/"+cid, nil).Object(t)
@@ -193,7 +183,7 @@ func TestCronEndTime(t *testing.T) {
 func TestCronFiringWithoutAssistantIsSkipped(t *testing.T) {
 	clock := fakeclock.New(start)
 	s := startServer(t, clock, testutil.Options{})
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	aid := s.Must(200, "POST", "/assistants", map[string]any{"graph_id": "echo"}).Object(t)["assistant_id"].(string)
 	cid := s.Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": aid, "schedule": "* * * * *"}).Object(t)["cron_id"].(string)
 	s.Must(200, "DELETE", "/assistants/"+aid, nil)
@@ -201,7 +191,7 @@ func TestCronFiringWithoutAssistantIsSkipped(t *testing.T) {
 	if n := fire(t, s); n != 0 {
 		t.Fatalf("fired %d runs without an assistant", n)
 	}
-	if rs := threadRuns(t, s, tid); len(rs) != 0 {
+	if rs := testutil.ThreadRuns(t, s, tid); len(rs) != 0 {
 		t.Fatalf("thread has %d runs", len(rs))
 	}
 	next := parseTime(t, s.Must(200, "GET", "/runs/crons/"+cid, nil).Object(t)["next_run_date"])
@@ -229,7 +219,7 @@ func TestCronFiresOnceAcrossReplicas(t *testing.T) {
 		}
 		replicas = append(replicas, startServer(t, clock, opts))
 	}
-	tid := newThread(t, replicas[0])
+	tid := testutil.NewThread(t, replicas[0])
 	for i := range 6 {
 		replicas[i%3].Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "* * * * *"})
 	}

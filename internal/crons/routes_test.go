@@ -1,4 +1,4 @@
-package httpapi_test
+package crons_test
 
 import (
 	"context"
@@ -69,7 +69,7 @@ func TestCronRoutesAreNotRunRoutes(t *testing.T) {
 // thread) and nothing is stored.
 func TestCronCreateRejectsBadInput(t *testing.T) {
 	s := startCronServer(t, fakeclock.New(time.Now()), testutil.Options{})
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	for _, c := range []struct {
 		path   string
 		body   map[string]any
@@ -111,7 +111,7 @@ func TestCronIntervalRules(t *testing.T) {
 			}
 			for _, schedule := range refused {
 				r := s.Do("POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": schedule})
-				wantError(t, r, http.StatusUnprocessableEntity, "invalid_request")
+				testutil.WantError(t, r, http.StatusUnprocessableEntity, "invalid_request")
 				if !strings.Contains(r.Object(t)["detail"].(string), "interval") {
 					t.Fatalf("%q: the error does not say why: %s", schedule, r.Raw)
 				}
@@ -153,7 +153,7 @@ func TestCronCapAnswers429(t *testing.T) {
 // pages and selects; count uses the same filters.
 func TestCronSearchAndCount(t *testing.T) {
 	s := startCronServer(t, fakeclock.New(time.Now()), testutil.Options{})
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	a := s.Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "0 1 * * *", "metadata": map[string]any{"k": "a"}}).Object(t)
 	b := s.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "other", "schedule": "0 2 * * *", "metadata": map[string]any{"k": "b"}, "enabled": false}).Object(t)
 	c := s.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "0 3 * * *", "metadata": map[string]any{"k": "b"}}).Object(t)
@@ -238,7 +238,7 @@ func TestCronUpdateAndDelete(t *testing.T) {
 func TestCronDisabledDoesNotFire(t *testing.T) {
 	clock := fakeclock.New(time.Date(2026, 6, 1, 10, 0, 30, 0, time.UTC))
 	s := startCronServer(t, clock, testutil.Options{})
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	id := s.Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "* * * * *", "enabled": false}).Object(t)["cron_id"].(string)
 	clock.Advance(5 * time.Minute)
 	fireCrons(t, s, 0)
@@ -258,7 +258,7 @@ func TestStatelessCronThreads(t *testing.T) {
 	gate := fmt.Sprint("cron-stateless-", time.Now().UnixNano()) // a gate of its own on every run of the test
 	defer testutil.Release(gate)
 	del := s.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "gated", "schedule": "* * * * *", "input": map[string]any{"gate": gate}}).Object(t)["cron_id"].(string)
-	keep := s.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "* * * * *", "on_run_completed": "keep", "input": userInput("hi")}).Object(t)["cron_id"].(string)
+	keep := s.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "* * * * *", "on_run_completed": "keep", "input": testutil.UserInput("hi")}).Object(t)["cron_id"].(string)
 	clock.Advance(time.Minute)
 	fireCrons(t, s, 2)
 	runOf := func(cron string) map[string]any {
@@ -274,14 +274,14 @@ func TestStatelessCronThreads(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "the deleted cron's thread to go", func() bool {
 		return s.Do("GET", "/threads/"+held["thread_id"].(string), nil).Status == 404
 	})
-	waitStatus(t, s, kept["thread_id"].(string), kept["run_id"].(string), "success")
+	testutil.WaitStatus(t, s, kept["thread_id"].(string), kept["run_id"].(string), "success")
 	s.Must(200, "GET", "/threads/"+kept["thread_id"].(string), nil)
 }
 
 // Deleting a thread deletes its crons.
 func TestDeleteThreadDeletesItsCrons(t *testing.T) {
 	s := startCronServer(t, fakeclock.New(time.Now()), testutil.Options{})
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	id := s.Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "@hourly"}).Object(t)["cron_id"].(string)
 	other := s.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "@hourly"}).Object(t)["cron_id"].(string)
 	s.Must(204, "DELETE", "/threads/"+tid, nil)

@@ -1,4 +1,4 @@
-package httpapi_test
+package graphs_test
 
 import (
 	"context"
@@ -57,7 +57,7 @@ func awaitLog(t *testing.T, logs *testutil.LogBuffer, msg string, n int) {
 func systemPromptOfNewRun(t *testing.T, s *testutil.Server, model *scripted.Server) string {
 	t.Helper()
 	before := len(model.Requests())
-	s.Must(200, "POST", "/threads/"+newThread(t, s)+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("hi")})
+	s.Must(200, "POST", "/threads/"+testutil.NewThread(t, s)+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("hi")})
 	reqs := model.Requests()
 	if len(reqs) != before+1 {
 		t.Fatalf("the run made %d model calls, want 1", len(reqs)-before)
@@ -105,8 +105,8 @@ func TestSpecEditReloadsForNewRunsOnly(t *testing.T) {
 	s, path, logs := reloadServer(t, reloadSpec(model, "You are the first version.", "One", "write_todos"))
 	expectServed(t, s, model, "first version", "One")
 
-	held := newThread(t, s)
-	run := s.Must(200, "POST", "/threads/"+held+"/runs", map[string]any{"assistant_id": "agent", "input": userInput("hold")}).Object(t)
+	held := testutil.NewThread(t, s)
+	run := s.Must(200, "POST", "/threads/"+held+"/runs", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("hold")}).Object(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := model.WaitRequests(ctx, 2); err != nil {

@@ -10,16 +10,6 @@ import (
 	"agentserver/internal/testutil"
 )
 
-// startAuthServer serves the test graphs with JWTs from a local JWKS and
-// the API key "opkey", with the auth section's extra keys.
-func startAuthServer(t *testing.T, extra map[string]any) (*testutil.Server, *testutil.JWKS) {
-	t.Helper()
-	j := testutil.NewJWKS(t)
-	graphs := testutil.WithSection(t, testutil.TestGraphs, "auth", j.AuthSection(extra))
-	s := testutil.StartServer(t, testutil.Options{Graphs: graphs, APIKey: "opkey"})
-	return s, j
-}
-
 func TestRouteTableListsEveryRoute(t *testing.T) {
 	s := testutil.StartServer(t, testutil.Options{})
 	missing, err := s.UnlistedRoutes()
@@ -32,7 +22,7 @@ func TestRouteTableListsEveryRoute(t *testing.T) {
 }
 
 func TestAuthIdentity(t *testing.T) {
-	s, j := startAuthServer(t, map[string]any{"owner_scoped": true})
+	s, j := testutil.StartAuth(t, map[string]any{"owner_scoped": true})
 	good := j.Token(t, "alice", nil, nil)
 	now := time.Now().Unix()
 	claims := func(over map[string]any) map[string]any {

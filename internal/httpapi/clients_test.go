@@ -14,12 +14,12 @@ import (
 // thread id and the run's path.
 func finishedRun(t *testing.T, s *testutil.Server, body map[string]any) (tid, runPath string) {
 	t.Helper()
-	tid = newThread(t, s)
+	tid = testutil.NewThread(t, s)
 	if body == nil {
 		body = map[string]any{}
 	}
 	body["assistant_id"] = "echo"
-	body["input"] = userInput("hi")
+	body["input"] = testutil.UserInput("hi")
 	r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", body)
 	return tid, r.Header.Get("Content-Location")
 }
@@ -56,7 +56,7 @@ func openStreamStatus(s *testutil.Server, path string) int {
 // An empty optional query value means the parameter's default, on every
 // route: the Python SDK sends a parameter it has no value for as "name=".
 func TestEmptyOptionalQueryValuesMeanDefaults(t *testing.T) {
-	s := startRunsServer(t)
+	s := testutil.StartTestGraphs(t)
 	tid, run := finishedRun(t, s, map[string]any{"stream_resumable": true})
 	echo := assistants.SystemID("echo").String()
 	s.Must(204, "PUT", "/store/items", map[string]any{"namespace": []any{"a"}, "key": "k", "value": map[string]any{"v": 1}})
@@ -160,8 +160,8 @@ func checkStateShape(t *testing.T, st map[string]any) {
 // State, history and a paused thread's state carry every field clients read
 // without checks (RemoteGraph maps task.interrupts of every task).
 func TestStateAndHistoryShapes(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	th := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)
 	if _, ok := th["values"]; !ok {
 		t.Fatalf("new thread without values: %v", keysOf(th))
@@ -187,7 +187,7 @@ func TestStateAndHistoryShapes(t *testing.T) {
 	}
 
 	// Paused on an interrupt: the task lists it.
-	asking := newThread(t, s)
+	asking := testutil.NewThread(t, s)
 	s.Must(200, "POST", "/threads/"+asking+"/runs/wait", map[string]any{"assistant_id": "asking", "input": map[string]any{}})
 	st = s.Must(200, "GET", "/threads/"+asking+"/state", nil).Object(t)
 	checkStateShape(t, st)
@@ -237,12 +237,12 @@ func TestJoinOfARunWhoseLogIsGone(t *testing.T) {
 // A status filter applies before paging, and the total counts only runs of
 // that status (the older pending run is not among them).
 func TestRunSearchFiltersBeforePaging(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
-	pending := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("later"), "after_seconds": 600}).Object(t)["run_id"].(string)
-	other := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
+	pending := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("later"), "after_seconds": 600}).Object(t)["run_id"].(string)
+	other := testutil.NewThread(t, s)
 	for i := 0; i < 3; i++ {
-		s.Must(200, "POST", "/threads/"+other+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("n")})
+		s.Must(200, "POST", "/threads/"+other+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("n")})
 	}
 	done := s.Must(200, "POST", "/runs/search", map[string]any{"status": "success", "limit": 2})
 	if l := done.List(t); len(l) != 2 || done.Header.Get("X-Pagination-Total") != "3" || done.Header.Get("X-Pagination-Next") != "2" {
@@ -260,8 +260,8 @@ func TestRunSearchFiltersBeforePaging(t *testing.T) {
 // stateless run's thread and record go when it ends, so its Location
 // answers 404 afterwards, as on LangGraph Platform.
 func TestWaitLocationJoinsTheRun(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	for _, tc := range []struct {
 		path, wantPrefix string
 		wantAfter        int
@@ -269,13 +269,13 @@ func TestWaitLocationJoinsTheRun(t *testing.T) {
 		{"/runs/wait", "/threads/", 404},
 		{"/threads/" + tid + "/runs/wait", "/threads/" + tid + "/runs/", 200},
 	} {
-		r := s.Must(200, "POST", tc.path, map[string]any{"assistant_id": "echo", "input": userInput("where")})
+		r := s.Must(200, "POST", tc.path, map[string]any{"assistant_id": "echo", "input": testutil.UserInput("where")})
 		loc := r.Header.Get("Location")
 		if !strings.HasPrefix(loc, tc.wantPrefix) || !strings.HasSuffix(loc, "/join") {
 			t.Fatalf("POST %s: Location %q", tc.path, loc)
 		}
 		again := s.Must(tc.wantAfter, "GET", loc, nil)
-		if tc.wantAfter == 200 && lastMessage(t, again.JSON)["content"] != "echo: where" {
+		if tc.wantAfter == 200 && testutil.LastMessage(t, again.JSON)["content"] != "echo: where" {
 			t.Fatalf("GET %s = %s", loc, again.Raw)
 		}
 	}
@@ -285,7 +285,7 @@ func TestWaitLocationJoinsTheRun(t *testing.T) {
 // messages-tuple the tuple events, as the run stream sends them for those
 // modes; an unknown mode is refused.
 func TestJoinStreamModeSelectsEvents(t *testing.T) {
-	s := startRunsServer(t)
+	s := testutil.StartTestGraphs(t)
 	_, run := finishedRun(t, s, map[string]any{"stream_resumable": true, "stream_mode": []any{"messages", "messages-tuple", "values"}})
 	cases := map[string][]string{
 		"messages":                    {"metadata", "messages/metadata", "messages/complete", "end"},
@@ -299,9 +299,9 @@ func TestJoinStreamModeSelectsEvents(t *testing.T) {
 		}
 	}
 	// The run stream itself, for each mode alone.
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	for mode, want := range map[string][]string{"messages": cases["messages"], "messages-tuple": cases["messages-tuple"]} {
-		resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "echo", "input": userInput("hi"), "stream_mode": mode}, nil)
+		resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("hi"), "stream_mode": mode}, nil)
 		evs, err := testutil.NewSSEReader(resp.Body).All()
 		resp.Body.Close()
 		got := []string{}
@@ -321,7 +321,7 @@ func TestJoinStreamModeSelectsEvents(t *testing.T) {
 // LangGraph Platform), with the total still counted; in a JSON body the
 // schemas' minimum of 1 refuses it.
 func TestListLimitZero(t *testing.T) {
-	s := startRunsServer(t)
+	s := testutil.StartTestGraphs(t)
 	tid, _ := finishedRun(t, s, nil)
 	runs := s.Must(200, "GET", "/threads/"+tid+"/runs?limit=0", nil)
 	if l := runs.List(t); len(l) != 0 || runs.Header.Get("X-Pagination-Total") != "1" || runs.Header.Get("X-Pagination-Next") != "" {
@@ -342,7 +342,7 @@ func TestListLimitZero(t *testing.T) {
 // every schema key, as LangGraph Platform sends them (the Python SDK's
 // Assistant and GraphSchema have these keys).
 func TestAssistantShape(t *testing.T) {
-	s := startRunsServer(t)
+	s := testutil.StartTestGraphs(t)
 	made := s.Must(200, "POST", "/assistants", map[string]any{"graph_id": "echo"}).Object(t)
 	for _, a := range []map[string]any{
 		made,

@@ -39,24 +39,13 @@ func nestedText(depth int) string {
 	return strings.Repeat(`{"a":`, depth) + `"leaf"` + strings.Repeat("}", depth)
 }
 
-// wantError checks the status and the JSON error code of a response.
-func wantError(t *testing.T, r testutil.Response, status int, code string) {
-	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Raw)
-	}
-	if got := r.Object(t)["code"]; got != code {
-		t.Fatalf("code %v, want %q: %s", got, code, r.Raw)
-	}
-}
-
 // TestDeepNestingIsRefusedEverywhere sends bodies nested just past the
 // cap (and far past it, at the decoder's own limit) to routes that store
 // what they get: each is refused with 422 and stores nothing, while a body
 // at the cap is stored and reads back through get, list and search.
 func TestDeepNestingIsRefusedEverywhere(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	// The body wraps input in one object, so input may nest one level less.
 	okInput := nested(httpapi.MaxJSONDepth - 2)
 	for _, depth := range []int{httpapi.MaxJSONDepth + 1, 9_999} {
@@ -68,7 +57,7 @@ func TestDeepNestingIsRefusedEverywhere(t *testing.T) {
 			{"POST", "/threads/" + tid + "/state", `{"values":` + nestedText(depth) + `}`},
 		} {
 			r := s.Do(req.method, req.path, req.body)
-			wantError(t, r, http.StatusUnprocessableEntity, "invalid_request")
+			testutil.WantError(t, r, http.StatusUnprocessableEntity, "invalid_request")
 			if !strings.Contains(r.Object(t)["detail"].(string), fmt.Sprint(httpapi.MaxJSONDepth)) {
 				t.Fatalf("%s %s: the error does not name the limit: %s", req.method, req.path, r.Raw)
 			}
@@ -135,7 +124,7 @@ func TestStartupFailsUnreadableRun(t *testing.T) {
 func TestBodyLimit(t *testing.T) {
 	s := testutil.StartServer(t, testutil.Options{Configure: func(c *config.Config) { c.MaxBodyBytes = 1024 }})
 	big := `{"metadata":{"k":"` + strings.Repeat("x", 2048) + `"}}`
-	wantError(t, s.Do("POST", "/threads", big), http.StatusRequestEntityTooLarge, "payload_too_large")
+	testutil.WantError(t, s.Do("POST", "/threads", big), http.StatusRequestEntityTooLarge, "payload_too_large")
 
 	req, err := http.NewRequest("POST", s.URL()+"/threads", io.MultiReader(strings.NewReader(big)))
 	if err != nil {
@@ -297,15 +286,15 @@ func TestTooLargeBodyAnswerReachesClient(t *testing.T) {
 
 // TestTrailingDataIsRefused sends a JSON body followed by more data.
 func TestTrailingDataIsRefused(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	for _, req := range []struct{ method, path, body string }{
 		{"POST", "/threads", `{"metadata":{}} {"metadata":{"x":1}}`},
 		{"POST", "/threads/" + tid + "/runs", `{"assistant_id":"echo"}garbage`},
 		{"PUT", "/store/items", `{"namespace":["n"],"key":"k","value":{}}]`},
 	} {
 		r := s.Do(req.method, req.path, req.body)
-		wantError(t, r, http.StatusUnprocessableEntity, "invalid_request")
+		testutil.WantError(t, r, http.StatusUnprocessableEntity, "invalid_request")
 	}
 	if n := len(s.Must(200, "POST", "/threads/search", map[string]any{}).List(t)); n != 1 {
 		t.Fatalf("%d threads, want 1", n)
@@ -316,8 +305,8 @@ func TestTrailingDataIsRefused(t *testing.T) {
 // TestMetadataLimits sends metadata with too many keys and too many bytes
 // to every kind of route that stores metadata.
 func TestMetadataLimits(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	manyKeys := map[string]any{}
 	for i := range httpapi.MaxMetadataKeys + 1 {
 		manyKeys[fmt.Sprint("k", i)] = i
@@ -331,10 +320,10 @@ func TestMetadataLimits(t *testing.T) {
 			{"POST", "/threads/" + tid + "/runs"},
 		} {
 			body := map[string]any{"metadata": meta, "graph_id": "echo", "assistant_id": "echo"}
-			wantError(t, s.Do(req.method, req.path, body), http.StatusRequestEntityTooLarge, "payload_too_large")
+			testutil.WantError(t, s.Do(req.method, req.path, body), http.StatusRequestEntityTooLarge, "payload_too_large")
 		}
 		batch := []any{map[string]any{"assistant_id": "echo", "metadata": meta}}
-		wantError(t, s.Do("POST", "/runs/batch", batch), http.StatusRequestEntityTooLarge, "payload_too_large")
+		testutil.WantError(t, s.Do("POST", "/runs/batch", batch), http.StatusRequestEntityTooLarge, "payload_too_large")
 	}
 	if meta := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)["metadata"].(map[string]any); len(meta) != 0 {
 		t.Fatalf("metadata changed: %v", meta)
@@ -344,16 +333,16 @@ func TestMetadataLimits(t *testing.T) {
 // TestForwardedHeaderLimits sends x-* headers that a run would copy into
 // its config: one too long, or too many, is refused.
 func TestForwardedHeaderLimits(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
-	body := map[string]any{"assistant_id": "echo", "input": userInput("hi")}
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
+	body := map[string]any{"assistant_id": "echo", "input": testutil.UserInput("hi")}
 	long := http.Header{"X-Big": {strings.Repeat("v", httpapi.MaxForwardedHeaderBytes+1)}}
-	wantError(t, s.DoWith("POST", "/threads/"+tid+"/runs", body, long), http.StatusRequestEntityTooLarge, "payload_too_large")
+	testutil.WantError(t, s.DoWith("POST", "/threads/"+tid+"/runs", body, long), http.StatusRequestEntityTooLarge, "payload_too_large")
 	many := http.Header{}
 	for i := range httpapi.MaxForwardedHeaders + 1 {
 		many.Set(fmt.Sprint("X-H", i), "v")
 	}
-	wantError(t, s.DoWith("POST", "/threads/"+tid+"/runs", body, many), http.StatusRequestEntityTooLarge, "payload_too_large")
+	testutil.WantError(t, s.DoWith("POST", "/threads/"+tid+"/runs", body, many), http.StatusRequestEntityTooLarge, "payload_too_large")
 	if n := len(s.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t)); n != 0 {
 		t.Fatalf("%d runs stored", n)
 	}
@@ -367,14 +356,14 @@ func TestForwardedHeaderLimits(t *testing.T) {
 // TestStoreKeyAndLabelLimits puts items whose key or namespace would make a
 // database key too large: 422, not 500.
 func TestStoreKeyAndLabelLimits(t *testing.T) {
-	s := startRunsServer(t)
+	s := testutil.StartTestGraphs(t)
 	long := strings.Repeat("k", 40_000)
 	for _, body := range []map[string]any{
 		{"namespace": []string{"n"}, "key": long, "value": map[string]any{}},
 		{"namespace": []string{long}, "key": "k", "value": map[string]any{}},
 		{"namespace": []string{strings.Repeat("a", 3000), strings.Repeat("b", 3000)}, "key": "k", "value": map[string]any{}},
 	} {
-		wantError(t, s.Do("PUT", "/store/items", body), http.StatusUnprocessableEntity, "invalid_request")
+		testutil.WantError(t, s.Do("PUT", "/store/items", body), http.StatusUnprocessableEntity, "invalid_request")
 	}
 	s.Must(200, "GET", "/store/items?namespace=n&key="+long, nil)
 	s.Must(204, "PUT", "/store/items", map[string]any{"namespace": []string{"n"}, "key": strings.Repeat("k", 1024), "value": map[string]any{}})
@@ -384,8 +373,8 @@ func TestStoreKeyAndLabelLimits(t *testing.T) {
 // an after_seconds that would overflow the delay, and a recursion limit
 // below 1: each is refused and nothing is stored.
 func TestRunFieldChecks(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	for _, body := range []map[string]any{
 		{"command": map[string]any{"goto": 5}},
 		{"command": map[string]any{"goto": []any{"echo", 1}}},
@@ -398,9 +387,9 @@ func TestRunFieldChecks(t *testing.T) {
 	} {
 		body["assistant_id"] = "echo"
 		r := s.Do("POST", "/threads/"+tid+"/runs", body)
-		wantError(t, r, http.StatusUnprocessableEntity, "invalid_request")
+		testutil.WantError(t, r, http.StatusUnprocessableEntity, "invalid_request")
 	}
-	wantError(t, s.Do("POST", "/assistants", map[string]any{"graph_id": "echo", "config": map[string]any{"recursion_limit": 0}}), http.StatusUnprocessableEntity, "invalid_request")
+	testutil.WantError(t, s.Do("POST", "/assistants", map[string]any{"graph_id": "echo", "config": map[string]any{"recursion_limit": 0}}), http.StatusUnprocessableEntity, "invalid_request")
 	if n := len(s.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t)); n != 0 {
 		t.Fatalf("%d runs stored", n)
 	}
@@ -470,7 +459,7 @@ func TestFramingErrorsAreJSON(t *testing.T) {
 // The slots that bound large bodies cover their checks and decoding, not
 // handlers that wait for minutes.
 func TestLargeBodySlotsAreNotHeldByHandlers(t *testing.T) {
-	s := startRunsServer(t)
+	s := testutil.StartTestGraphs(t)
 	gate := "large-body-" + uuid.NewString()
 	defer testutil.Release(gate)
 	filler := strings.Repeat("x", httpapi.LargeBodyBytes)

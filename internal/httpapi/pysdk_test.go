@@ -61,7 +61,7 @@ func field(v any, key string) any { return v.(map[string]any)[key] }
 // The requests the Python SDK sends, replayed byte for byte, succeed and
 // answer what the SDK expects.
 func TestPythonSDKRequests(t *testing.T) {
-	s := startRunsServer(t)
+	s := testutil.StartTestGraphs(t)
 	py := pySDK{t, s}
 	echo := assistants.SystemID("echo").String()
 
@@ -71,7 +71,7 @@ func TestPythonSDKRequests(t *testing.T) {
 	run := py.ok("POST", "/threads/"+tid+"/runs", body(`{"input":{"messages":[{"role":"user","content":"hi"}]},"stream_mode":"values","stream_subgraphs":false,"stream_resumable":true,"assistant_id":"echo"}`))
 	rid := field(run, "run_id").(string)
 	// runs.join(tid, rid): no params at all.
-	if got := lastMessage(t, py.ok("GET", "/threads/"+tid+"/runs/"+rid+"/join", nil))["content"]; got != "echo: hi" {
+	if got := testutil.LastMessage(t, py.ok("GET", "/threads/"+tid+"/runs/"+rid+"/join", nil))["content"]; got != "echo: hi" {
 		t.Fatalf("join = %v", got)
 	}
 	// runs.join_stream(tid, rid): stream_mode None becomes "stream_mode=".
@@ -163,7 +163,7 @@ func TestPythonSDKRequests(t *testing.T) {
 	// runs.wait(None, "echo"): stateless; its Location is the join route
 	// of the run's temporary thread (gone once the run has ended).
 	w := py.do("POST", "/runs/wait", body(`{"input":{"messages":[{"role":"user","content":"once"}]},"assistant_id":"echo"}`))
-	if w.Status != 200 || lastMessage(t, w.JSON)["content"] != "echo: once" {
+	if w.Status != 200 || testutil.LastMessage(t, w.JSON)["content"] != "echo: once" {
 		t.Fatalf("stateless wait: %d %s", w.Status, w.Raw)
 	}
 	if loc := w.Header.Get("Location"); !strings.HasPrefix(loc, "/threads/") || !strings.HasSuffix(loc, "/join") {

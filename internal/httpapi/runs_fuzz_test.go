@@ -44,7 +44,7 @@ func FuzzRunCreationReadsBack(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		dir := t.TempDir()
 		s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, DataDir: dir, NoSync: true})
-		tid := newThread(t, s)
+		tid := testutil.NewThread(t, s)
 		r := s.Do("POST", "/threads/"+tid+"/runs", body) // fails the test if the answer is not JSON
 		if r.Status >= 500 {
 			t.Fatalf("status %d for %q: %s", r.Status, body, r.Raw)

@@ -18,7 +18,7 @@ func TestJSGraphContinuesGoThread(t *testing.T) {
 	say := func(text string) map[string]any {
 		return map[string]any{"messages": []any{map[string]any{"role": "user", "content": text}}}
 	}
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	first := messages(t, wait(t, s, thread, map[string]any{"assistant_id": "echo", "input": say("hi")}))
 	out := wait(t, s, thread, map[string]any{"assistant_id": "js_chat", "input": say("again")})
 	msgs := messages(t, out)
@@ -41,7 +41,7 @@ func TestJSGraphContinuesGoThread(t *testing.T) {
 		t.Fatalf("messages after a second JS run = %v", again)
 	}
 
-	paused := newThread(t, s)
+	paused := testutil.NewThread(t, s)
 	wait(t, s, paused, map[string]any{"assistant_id": "echo", "input": say("wait"), "interrupt_before": []string{"echo"}})
 	before := s.Do("GET", "/threads/"+paused+"/state", nil).Object(t)
 	if next, _ := before["next"].([]any); len(next) != 1 {

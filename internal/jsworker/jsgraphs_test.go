@@ -49,15 +49,6 @@ func startFixture(t *testing.T, opts testutil.Options) *testutil.Server {
 	return testutil.StartServer(t, opts)
 }
 
-func newThread(t *testing.T, s *testutil.Server) string {
-	t.Helper()
-	r := s.Do("POST", "/threads", map[string]any{})
-	if r.Status != 200 {
-		t.Fatalf("create thread: %d %s", r.Status, r.Raw)
-	}
-	return r.Object(t)["thread_id"].(string)
-}
-
 func wait(t *testing.T, s *testutil.Server, thread string, body map[string]any) map[string]any {
 	t.Helper()
 	r := s.Do("POST", "/threads/"+thread+"/runs/wait", body)
@@ -84,7 +75,7 @@ func messages(t *testing.T, values map[string]any) []map[string]any {
 func TestJSGraphRunStateHistoryRestart(t *testing.T) {
 	data := t.TempDir()
 	s := startFixture(t, testutil.Options{DataDir: data})
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	out := wait(t, s, thread, map[string]any{"assistant_id": "js_chat", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}})
 	msgs := messages(t, out)
 	if len(msgs) != 2 || msgs[0]["type"] != "human" || msgs[1]["type"] != "ai" || msgs[1]["content"] != "you said: hi" {
@@ -131,7 +122,7 @@ func TestJSGraphAgentStreams(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", llm.URL())
 	t.Setenv("OPENAI_API_KEY", "test")
 	s := startFixture(t, testutil.Options{})
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	resp := s.Stream("POST", "/threads/"+thread+"/runs/stream", map[string]any{
 		"assistant_id": "js_agent", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "weather in Paris?"}}},
 		"stream_mode": []string{"values", "updates", "messages-tuple"},
@@ -185,7 +176,7 @@ func TestJSGraphAgentStreams(t *testing.T) {
 // Command: the pending interrupt is kept in our storage between the runs.
 func TestJSGraphInterruptResume(t *testing.T) {
 	s := startFixture(t, testutil.Options{})
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	out := wait(t, s, thread, map[string]any{"assistant_id": "js_interrupt", "input": map[string]any{"question": "ship it?"}})
 	ints, _ := out["__interrupt__"].([]any)
 	if len(ints) != 1 || ints[0].(map[string]any)["value"].(map[string]any)["question"] != "ship it?" {
@@ -230,7 +221,7 @@ func TestJSGraphCustomStoreFactory(t *testing.T) {
 	}
 
 	for want := 1; want <= 2; want++ {
-		out := wait(t, s, newThread(t, s), map[string]any{"assistant_id": "js_store", "input": map[string]any{"user": "ann"}})
+		out := wait(t, s, testutil.NewThread(t, s), map[string]any{"assistant_id": "js_store", "input": map[string]any{"user": "ann"}})
 		if out["visits"] != float64(want) || out["found"] != float64(1) {
 			t.Fatalf("store run %d values = %v", want, out)
 		}
@@ -240,7 +231,7 @@ func TestJSGraphCustomStoreFactory(t *testing.T) {
 		t.Errorf("store item = %v", item)
 	}
 
-	out := wait(t, s, newThread(t, s), map[string]any{"assistant_id": "js_factory", "input": map[string]any{"name": "bo"}, "config": map[string]any{"configurable": map[string]any{"greeting": "hey"}}})
+	out := wait(t, s, testutil.NewThread(t, s), map[string]any{"assistant_id": "js_factory", "input": map[string]any{"name": "bo"}, "config": map[string]any{"configurable": map[string]any{"greeting": "hey"}}})
 	if out["greeting"] != "hey, bo" {
 		t.Errorf("factory run values = %v", out)
 	}
@@ -251,7 +242,7 @@ func TestJSGraphCustomStoreFactory(t *testing.T) {
 // before the failed step.
 func TestJSGraphNodeError(t *testing.T) {
 	s := startFixture(t, testutil.Options{})
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	run := s.Do("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "js_fail", "input": map[string]any{}}).Object(t)
 	runID := run["run_id"].(string)
 	s.Do("GET", "/threads/"+thread+"/runs/"+runID+"/join", nil)
@@ -272,18 +263,12 @@ func TestJSGraphNodeError(t *testing.T) {
 	}
 }
 
-// runStatus reads a run's status.
-func runStatus(t *testing.T, s *testutil.Server, thread, run string) string {
-	t.Helper()
-	return s.Do("GET", "/threads/"+thread+"/runs/"+run, nil).Object(t)["status"].(string)
-}
-
 // startSlow starts the slow graph and waits until it runs.
 func startSlow(t *testing.T, s *testutil.Server) (thread, run string) {
 	t.Helper()
-	thread = newThread(t, s)
+	thread = testutil.NewThread(t, s)
 	run = s.Do("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "js_slow", "input": map[string]any{"seconds": 60}}).Object(t)["run_id"].(string)
-	testutil.Eventually(t, 10*time.Second, "slow run starts", func() bool { return runStatus(t, s, thread, run) == "running" })
+	testutil.Eventually(t, 10*time.Second, "slow run starts", func() bool { return testutil.RunStatus(t, s, thread, run) == "running" })
 	return thread, run
 }
 
@@ -300,7 +285,7 @@ func TestJSGraphCancel(t *testing.T) {
 			t.Fatalf("cancel: %d %s", r.Status, r.Raw)
 		}
 		took = append(took, time.Since(start))
-		if st := runStatus(t, s, thread, run); st != "interrupted" {
+		if st := testutil.RunStatus(t, s, thread, run); st != "interrupted" {
 			t.Fatalf("cancelled run status = %s", st)
 		}
 	}
@@ -339,7 +324,7 @@ func killWhenReady(t *testing.T, s *testutil.Server, thread string, n float64) {
 // step was committed twice.
 func TestJSGraphWorkerKilledRunRetried(t *testing.T) {
 	s := startFixture(t, testutil.Options{})
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	before := s.GraphWorkers().Workers()
 	run := s.Do("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "js_crash", "input": map[string]any{}, "stream_resumable": true, "stream_mode": []string{"values"}}).Object(t)["run_id"].(string)
 	killWhenReady(t, s, thread, 1)
@@ -386,12 +371,12 @@ func TestJSGraphWorkerKilledRunRetried(t *testing.T) {
 // each of its attempts ends in error once it used them all, saying so.
 func TestJSGraphWorkerKilledEveryAttempt(t *testing.T) {
 	s := startFixture(t, testutil.Options{})
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	run := s.Do("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "js_crash", "input": map[string]any{}, "config": map[string]any{"configurable": map[string]any{"hang_times": 9}}}).Object(t)["run_id"].(string)
 	for n := 1; n <= runs.MaxAttempts; n++ {
 		killWhenReady(t, s, thread, float64(n))
 	}
-	testutil.Eventually(t, 20*time.Second, "the run ends", func() bool { return runStatus(t, s, thread, run) == "error" })
+	testutil.Eventually(t, 20*time.Second, "the run ends", func() bool { return testutil.RunStatus(t, s, thread, run) == "error" })
 	got := s.Do("GET", "/threads/"+thread+"/runs/"+run, nil).Object(t)
 	th := s.Do("GET", "/threads/"+thread, nil).Object(t)
 	if msg := fmt.Sprint(th["error"]); !strings.Contains(msg, "graph worker running this run exited") || !strings.Contains(msg, "started 3 times and is not retried again") {
@@ -610,7 +595,7 @@ func checkpointID(state map[string]any) string {
 // and an update the graph refuses is a 422 that changes nothing.
 func TestJSGraphUpdateState(t *testing.T) {
 	s := startFixture(t, testutil.Options{})
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	wait(t, s, thread, map[string]any{"assistant_id": "js_chat", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}})
 	r := s.Do("POST", "/threads/"+thread+"/state", map[string]any{"values": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "added by hand"}}}})
 	if r.Status != 200 {
@@ -642,7 +627,7 @@ func TestJSGraphUpdateState(t *testing.T) {
 		t.Errorf("a refused update changed the history from %d to %d checkpoints", before, after)
 	}
 
-	paused := newThread(t, s)
+	paused := testutil.NewThread(t, s)
 	wait(t, s, paused, map[string]any{"assistant_id": "js_interrupt", "input": map[string]any{"question": "ship it?"}})
 	r = s.Do("POST", "/threads/"+paused+"/state", map[string]any{"values": map[string]any{"answer": "by hand"}, "as_node": "ask"})
 	if r.Status != 200 {
@@ -663,7 +648,7 @@ func TestJSGraphUpdateState(t *testing.T) {
 // forks the thread, and a copied thread continues on its own.
 func TestJSGraphForkCopy(t *testing.T) {
 	s := startFixture(t, testutil.Options{})
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	say := func(text string) map[string]any {
 		return map[string]any{"messages": []any{map[string]any{"role": "user", "content": text}}}
 	}
@@ -716,7 +701,7 @@ func TestJSGraphForkCopy(t *testing.T) {
 // LangGraph's uuid6 ids by time.
 func TestJSThreadOrdersServerCheckpoints(t *testing.T) {
 	s := startFixture(t, testutil.Options{})
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	wait(t, s, thread, map[string]any{"assistant_id": "js_chat", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}})
 	out := wait(t, s, thread, map[string]any{"assistant_id": "echo", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "and echo"}}}})
 	state := s.Do("GET", "/threads/"+thread+"/state", nil).Object(t)
@@ -742,7 +727,7 @@ func TestJSThreadOrdersServerCheckpoints(t *testing.T) {
 func TestJSGraphSubgraphInterrupt(t *testing.T) {
 	data := t.TempDir()
 	s := startFixture(t, testutil.Options{DataDir: data})
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	resp := s.Stream("POST", "/threads/"+thread+"/runs/stream", map[string]any{"assistant_id": "js_nested", "input": map[string]any{}, "stream_mode": []string{"updates"}, "stream_subgraphs": true}, nil)
 	events, err := testutil.NewSSEReader(resp.Body).All()
 	resp.Body.Close()
@@ -836,7 +821,7 @@ func TestJSGraphSubgraphs(t *testing.T) {
 // (LangChain's own astream_events, not derived from the other modes).
 func TestJSGraphStreamModes(t *testing.T) {
 	s := startFixture(t, testutil.Options{})
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	resp := s.Stream("POST", "/threads/"+thread+"/runs/stream", map[string]any{
 		"assistant_id": "js_chat", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "modes"}}},
 		"stream_mode": []string{"checkpoints", "tasks", "debug", "events"},
@@ -955,7 +940,7 @@ export const graph = new StateGraph(Annotation.Root({ x: Annotation() })).addNod
 	s := testutil.StartServer(t, testutil.Options{GraphsFile: file, Log: logs, Configure: func(c *config.Config) { c.Watch = true },
 		Server: server.Options{ReloadInterval: 20 * time.Millisecond}})
 	x := func() any {
-		return wait(t, s, newThread(t, s), map[string]any{"assistant_id": "g", "input": map[string]any{}})["x"]
+		return wait(t, s, testutil.NewThread(t, s), map[string]any{"assistant_id": "g", "input": map[string]any{}})["x"]
 	}
 	if got := x(); got != "v1" {
 		t.Fatalf("first run x = %v", got)

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"agentserver/internal/llm/scripted"
+	"agentserver/internal/testutil"
 )
 
 // seenHeaders records the Authorization headers each path received.
@@ -94,7 +95,7 @@ func TestHTTPServersGetHeadersAndResultsAreRendered(t *testing.T) {
 		),
 		scripted.Text("done"),
 	)
-	got := toolResults(runAgent(t, s, newThread(t, s), "who am I?"))
+	got := toolResults(runAgent(t, s, testutil.NewThread(t, s), "who am I?"))
 	if got["web_whoami"] != "me" || got["old_whoami"] != "me" {
 		t.Fatalf("whoami results = %v", got)
 	}
@@ -117,7 +118,7 @@ func TestUnreachableServerFailsTheRunWithItsName(t *testing.T) {
 	dead := ln.Addr().String()
 	ln.Close()
 	s, _ := mcpAgent(t, fmt.Sprintf("  - name: gone\n    url: http://%s/mcp\n    timeout_seconds: 5\n", dead))
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	out := s.Do("POST", "/threads/"+thread+"/runs/wait", map[string]any{"assistant_id": "agent", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}}).Object(t)
 	if msg, _ := out["__error__"].(map[string]any)["message"].(string); !strings.Contains(msg, `mcp server "gone"`) {
 		t.Fatalf("run result = %v", out)

@@ -66,11 +66,6 @@ func runAgent(t *testing.T, s *testutil.Server, thread, text string) []any {
 	return msgs
 }
 
-func newThread(t *testing.T, s *testutil.Server) string {
-	t.Helper()
-	return s.Must(200, "POST", "/threads", map[string]any{}).Object(t)["thread_id"].(string)
-}
-
 // toolResults maps tool names to the contents of their tool messages.
 func toolResults(msgs []any) map[string]string {
 	out := map[string]string{}
@@ -143,7 +138,7 @@ func TestAgentUsesStdioHTTPAndFilesystemServers(t *testing.T) {
 		scripted.ToolCalls(scripted.Call("web_get-sum", map[string]any{"a": 1, "b": 1})),
 		scripted.Text("again"),
 	)
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	got := toolResults(runAgent(t, s, thread, "use the tools"))
 	if !strings.Contains(got["everything_echo"], "hi") || !strings.Contains(got["web_get-sum"], "5") || got["fs_read_text_file"] != "hello" {
 		t.Fatalf("tool results = %v", got)
@@ -192,7 +187,7 @@ func TestStdioServerIsRestartedAfterItDies(t *testing.T) {
 		scripted.ToolCalls(scripted.Call("everything_echo", map[string]any{"message": "one"})), scripted.Text("ok"),
 		scripted.ToolCalls(scripted.Call("everything_echo", map[string]any{"message": "two"})), scripted.Text("ok"),
 	)
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	if got := toolResults(runAgent(t, s, thread, "first")); !strings.Contains(got["everything_echo"], "one") {
 		t.Fatalf("first results = %v", got)
 	}
@@ -222,7 +217,7 @@ func TestToolCallTimeoutAndCancellation(t *testing.T) {
 		return scripted.ToolCalls(scripted.Call(server+"_trigger-long-running-operation", map[string]any{"duration": 50, "steps": 2}))
 	}
 	model.Script(long("everything"), scripted.Text("gave up"))
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	got := toolResults(runAgent(t, s, thread, "slow"))
 	if msg := got["everything_trigger-long-running-operation"]; !strings.Contains(msg, "no answer within 5s") {
 		t.Fatalf("timed-out call result = %q", msg)
@@ -289,7 +284,7 @@ func TestReloadWithoutTheServerStopsIt(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	s, model := mcpAgent(t, stdioEverything(sdk, pidFile))
 	model.Script(scripted.ToolCalls(scripted.Call("everything_echo", map[string]any{"message": "x"})), scripted.Text("ok"), scripted.Text("plain"))
-	thread := newThread(t, s)
+	thread := testutil.NewThread(t, s)
 	if got := toolResults(runAgent(t, s, thread, "one")); !strings.Contains(got["everything_echo"], "x") {
 		t.Fatalf("results = %v", got)
 	}

@@ -1,4 +1,4 @@
-package httpapi_test
+package metrics_test
 
 import (
 	"context"
@@ -181,13 +181,13 @@ func TestMetricsOfASupervisorRun(t *testing.T) {
 	t.Cleanup(model.Close)
 	s := testutil.StartServer(t, testutil.Options{
 		Graphs: `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated", "failing": "builtin:test-failing"}}`,
-		Files:  map[string]string{"boss.yaml": supervisorSpec(model.URL(), "") + "tools: [write_todos]\nsubagents: {}\n"},
+		Files:  map[string]string{"boss.yaml": testutil.SupervisorSpec(model.URL(), "") + "tools: [write_todos]\nsubagents: {}\n"},
 		Jobs:   3,
 	})
 	url := s.URL() + "/metrics"
 	before := scrape(t, url, "")
 
-	gate := "metrics-gate-" + newThread(t, s)
+	gate := "metrics-gate-" + testutil.NewThread(t, s)
 	model.Script(
 		scripted.ToolCalls(
 			scripted.Call("start_async_task", map[string]any{"description": gate, "subagent_type": "waiter"}),
@@ -197,8 +197,8 @@ func TestMetricsOfASupervisorRun(t *testing.T) {
 		scripted.Text("It is 4.").WithUsage(20, 3),
 		scripted.Text("All started.").WithUsage(30, 4),
 	)
-	tid := newThread(t, s)
-	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": userInput("go")}).Object(t)
+	tid := testutil.NewThread(t, s)
+	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": testutil.UserInput("go")}).Object(t)
 	tasks, _ := out["async_tasks"].(map[string]any)
 	if len(tasks) != 1 {
 		t.Fatalf("async_tasks = %v", out["async_tasks"])
@@ -211,7 +211,7 @@ func TestMetricsOfASupervisorRun(t *testing.T) {
 
 	// The async subagent's run waits at its gate: it holds a worker, the
 	// supervisor follows it, and a client streams it.
-	runID := hostRuns(t, s, task)[0].(map[string]any)["run_id"].(string)
+	runID := testutil.ThreadRuns(t, s, task)[0].(map[string]any)["run_id"].(string)
 	stream := s.Stream("GET", "/threads/"+task+"/runs/"+runID+"/stream", nil, nil)
 	defer stream.Body.Close()
 	var during series
@@ -311,7 +311,7 @@ func TestMetricsOfRunEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	startGated := func(gate string) string {
-		tid := newThread(t, s)
+		tid := testutil.NewThread(t, s)
 		rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)["run_id"].(string)
 		if err := testutil.AwaitWaiters(ctx, gate, 1); err != nil {
 			t.Fatal(err)

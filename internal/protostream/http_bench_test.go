@@ -1,4 +1,4 @@
-package httpapi_test
+package protostream_test
 
 import (
 	"bufio"
@@ -80,15 +80,15 @@ func rootEnded(f protoFrame, env *protoEnvelope) bool {
 // measures when the content-block-delta carrying it arrives.
 func BenchmarkProtocolTokenPassThrough(b *testing.B) {
 	const chunks = 500
-	s, model := benchAgentServer(b, testutil.Options{})
+	s, model := testutil.StartBenchAgent(b, testutil.Options{})
 	var lat []time.Duration
 	for range b.N {
 		b.StopTimer()
-		tid := newBenchThread(b, s).String()
+		tid := testutil.NewBenchThread(b, s).String()
 		model.Script(scripted.Text(strings.Repeat("x", chunks)).Split(chunks).WithLatency(0, 2*time.Millisecond).WithSendTimestamps())
 		resp := s.Stream("POST", "/threads/"+tid+"/stream/events", map[string]any{"channels": []string{"messages", "lifecycle"}}, nil)
 		b.StartTimer()
-		s.Must(200, "POST", "/threads/"+tid+"/commands", map[string]any{"id": 1, "method": "run.start", "params": map[string]any{"assistant_id": "agent", "input": userInput("stream")}})
+		s.Must(200, "POST", "/threads/"+tid+"/commands", map[string]any{"id": 1, "method": "run.start", "params": map[string]any{"assistant_id": "agent", "input": testutil.UserInput("stream")}})
 		n := 0
 		readProtoFrames(resp.Body, func(f protoFrame) bool {
 			var env protoEnvelope
@@ -123,14 +123,14 @@ func BenchmarkProtocolTokenPassThrough(b *testing.B) {
 // and server share the process, so the figure counts both sides).
 func BenchmarkProtocol1000Subscribers(b *testing.B) {
 	const subscribers, chunks = 1000, 300
-	s, model := benchAgentServer(b, testutil.Options{})
+	s, model := testutil.StartBenchAgent(b, testutil.Options{})
 	var growth, wall []float64
 	for range b.N {
 		b.StopTimer()
-		tid := newBenchThread(b, s).String()
+		tid := testutil.NewBenchThread(b, s).String()
 		model.Script(scripted.Text(strings.Repeat("y", chunks)).Split(chunks).WithLatency(0, time.Millisecond))
 		runtime.GC()
-		before := procStatus(b)["VmRSS"]
+		before := stats.ProcStatusMiB()["VmRSS"]
 		resps := make([]io.ReadCloser, subscribers)
 		for i := range resps {
 			resp := s.Stream("POST", "/threads/"+tid+"/stream/events", map[string]any{"channels": []string{"messages", "lifecycle"}}, nil)
@@ -141,7 +141,7 @@ func BenchmarkProtocol1000Subscribers(b *testing.B) {
 		}
 		b.StartTimer()
 		start := time.Now()
-		s.Must(200, "POST", "/threads/"+tid+"/commands", map[string]any{"id": 1, "method": "run.start", "params": map[string]any{"assistant_id": "agent", "input": userInput("busy")}})
+		s.Must(200, "POST", "/threads/"+tid+"/commands", map[string]any{"id": 1, "method": "run.start", "params": map[string]any{"assistant_id": "agent", "input": testutil.UserInput("busy")}})
 		got := make([]int, subscribers)
 		var wg sync.WaitGroup
 		for i, body := range resps {
@@ -161,7 +161,7 @@ func BenchmarkProtocol1000Subscribers(b *testing.B) {
 		wg.Wait()
 		b.StopTimer()
 		wall = append(wall, time.Since(start).Seconds())
-		growth = append(growth, procStatus(b)["VmRSS"]-before)
+		growth = append(growth, stats.ProcStatusMiB()["VmRSS"]-before)
 		for i, body := range resps {
 			body.Close()
 			if got[i] != chunks {

@@ -1,4 +1,4 @@
-package httpapi_test
+package protostream_test
 
 import (
 	"fmt"
@@ -13,33 +13,6 @@ import (
 	"agentserver/internal/llm/scripted"
 	"agentserver/internal/testutil"
 )
-
-// command sends one protocol command over HTTP and returns its envelope.
-func command(t *testing.T, s *testutil.Server, tid string, id int, method string, params any) map[string]any {
-	t.Helper()
-	return s.Must(200, "POST", "/threads/"+tid+"/commands", map[string]any{"id": id, "method": method, "params": params}).Object(t)
-}
-
-// mustSucceed returns the result of a successful command envelope.
-func mustSucceed(t *testing.T, env map[string]any) map[string]any {
-	t.Helper()
-	if env["type"] != "success" {
-		t.Fatalf("command failed: %v", env)
-	}
-	return env["result"].(map[string]any)
-}
-
-// protoEvents opens the thread's event stream with body and returns a
-// reader; the stream is closed at the end of the test.
-func protoEvents(t *testing.T, s *testutil.Server, tid string, body map[string]any, header http.Header) *testutil.SSEReader {
-	t.Helper()
-	resp := s.Stream("POST", "/threads/"+tid+"/stream/events", body, header)
-	t.Cleanup(func() { resp.Body.Close() })
-	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("stream answered %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
-	return testutil.NewSSEReader(resp.Body)
-}
 
 // readUntilRootEnd reads events until the root's terminal lifecycle.
 func readUntilRootEnd(t *testing.T, r *testutil.SSEReader) []testutil.SSEEvent {
@@ -87,14 +60,14 @@ func eventSeq(t *testing.T, ev testutil.SSEEvent) int64 {
 // the whole envelope as one-line JSON data; a streamed answer arrives as
 // message-start, a text block and message-finish with usage.
 func TestProtocolStreamEnvelopesAndMessages(t *testing.T) {
-	s, model := agentServer(t, "")
+	s, model := testutil.StartAgent(t, "")
 	model.Script(scripted.Step{Text: "hello there", Chunks: 3, Usage: &scripted.Usage{PromptTokens: 5, CompletionTokens: 2}})
 	tid := uuid.NewString()
-	res := mustSucceed(t, command(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": userInput("hi")}))
+	res := testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("hi")}))
 	if _, err := uuid.Parse(fmt.Sprint(res["run_id"])); err != nil {
 		t.Fatalf("run.start result = %v", res)
 	}
-	r := protoEvents(t, s, tid, map[string]any{"channels": []string{"messages", "lifecycle", "values"}}, nil)
+	r := testutil.ProtocolEvents(t, s, tid, map[string]any{"channels": []string{"messages", "lifecycle", "values"}}, nil)
 	evs := readUntilRootEnd(t, r)
 	var last int64
 	var kinds []string
@@ -140,20 +113,20 @@ func TestProtocolStreamEnvelopesAndMessages(t *testing.T) {
 // matching events it missed; seq numbers are the thread's, assigned
 // before filtering, so any filter resumes at the same place.
 func TestProtocolStreamReplaySince(t *testing.T) {
-	s, model := agentServer(t, "")
+	s, model := testutil.StartAgent(t, "")
 	model.Script(scripted.Step{Text: "one two three", Chunks: 3})
 	tid := uuid.NewString()
-	mustSucceed(t, command(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": userInput("hi")}))
-	all := readUntilRootEnd(t, protoEvents(t, s, tid, map[string]any{"channels": []string{"messages", "lifecycle", "values", "updates", "checkpoints", "tasks", "tools", "input", "custom"}}, nil))
+	testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("hi")}))
+	all := readUntilRootEnd(t, testutil.ProtocolEvents(t, s, tid, map[string]any{"channels": []string{"messages", "lifecycle", "values", "updates", "checkpoints", "tasks", "tools", "input", "custom"}}, nil))
 	mid := all[len(all)/2]
 	since := eventSeq(t, mid)
 	wantRest := all[len(all)/2+1:]
 	for name, open := range map[string]func() *testutil.SSEReader{
 		"since": func() *testutil.SSEReader {
-			return protoEvents(t, s, tid, map[string]any{"channels": []string{"messages", "lifecycle", "values", "updates", "checkpoints", "tasks", "tools", "input", "custom"}, "since": since}, nil)
+			return testutil.ProtocolEvents(t, s, tid, map[string]any{"channels": []string{"messages", "lifecycle", "values", "updates", "checkpoints", "tasks", "tools", "input", "custom"}, "since": since}, nil)
 		},
 		"Last-Event-ID": func() *testutil.SSEReader {
-			return protoEvents(t, s, tid, map[string]any{"channels": []string{"messages", "lifecycle", "values", "updates", "checkpoints", "tasks", "tools", "input", "custom"}}, http.Header{"Last-Event-Id": {mid.ID}})
+			return testutil.ProtocolEvents(t, s, tid, map[string]any{"channels": []string{"messages", "lifecycle", "values", "updates", "checkpoints", "tasks", "tools", "input", "custom"}}, http.Header{"Last-Event-Id": {mid.ID}})
 		},
 	} {
 		got := readUntilRootEnd(t, open())
@@ -162,7 +135,7 @@ func TestProtocolStreamReplaySince(t *testing.T) {
 		}
 	}
 	// A narrower filter resumes at the same seq: only lifecycle events after it.
-	got := readUntilRootEnd(t, protoEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle"}, "since": since}, nil))
+	got := readUntilRootEnd(t, testutil.ProtocolEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle"}, "since": since}, nil))
 	for _, ev := range got {
 		if ev.Event != "lifecycle" || eventSeq(t, ev) <= since {
 			t.Fatalf("filtered replay gave %s %s", ev.ID, ev.Event)
@@ -173,11 +146,11 @@ func TestProtocolStreamReplaySince(t *testing.T) {
 // Asking for events older than anything kept is answered with an error
 // frame naming the missed range before what is kept.
 func TestProtocolStreamReportsGap(t *testing.T) {
-	s, model := agentServer(t, "")
+	s, model := testutil.StartAgent(t, "")
 	model.Script(scripted.Text("hi"))
 	tid := uuid.NewString()
-	mustSucceed(t, command(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": userInput("hi")}))
-	r := protoEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle"}, "since": 1}, nil)
+	testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("hi")}))
+	r := testutil.ProtocolEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle"}, "since": 1}, nil)
 	first, err := r.Next()
 	if err != nil {
 		t.Fatal(err)
@@ -195,14 +168,14 @@ func TestProtocolStreamReportsGap(t *testing.T) {
 // Every connection of a thread gets every event, with the same seq, and
 // a stream stays open across runs.
 func TestProtocolStreamFansOutAcrossRuns(t *testing.T) {
-	s, model := agentServer(t, "")
+	s, model := testutil.StartAgent(t, "")
 	model.Script(scripted.Text("first"), scripted.Text("second"))
 	tid := uuid.NewString()
-	mustSucceed(t, command(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": userInput("a")}))
+	testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("a")}))
 	body := map[string]any{"channels": []string{"lifecycle", "messages"}}
-	a, b := protoEvents(t, s, tid, body, nil), protoEvents(t, s, tid, body, nil)
+	a, b := testutil.ProtocolEvents(t, s, tid, body, nil), testutil.ProtocolEvents(t, s, tid, body, nil)
 	evA, evB := readUntilRootEnd(t, a), readUntilRootEnd(t, b)
-	mustSucceed(t, command(t, s, tid, 2, "run.start", map[string]any{"assistant_id": "agent", "input": userInput("b")}))
+	testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 2, "run.start", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("b")}))
 	evA, evB = append(evA, readUntilRootEnd(t, a)...), append(evB, readUntilRootEnd(t, b)...)
 	if len(evA) != len(evB) {
 		t.Fatalf("connections got %d and %d events", len(evA), len(evB))
@@ -220,8 +193,8 @@ func TestProtocolStreamFansOutAcrossRuns(t *testing.T) {
 // Bad filters and commands are refused with clear errors and change
 // nothing.
 func TestProtocolStreamRejectsBadInput(t *testing.T) {
-	s, _ := agentServer(t, "")
-	tid := newThread(t, s)
+	s, _ := testutil.StartAgent(t, "")
+	tid := testutil.NewThread(t, s)
 	for _, body := range []any{map[string]any{"channels": []string{"bogus"}}, map[string]any{"channels": []string{}}, map[string]any{"channels": []string{"values"}, "depth": -1}, "not an object"} {
 		r := s.Do("POST", "/threads/"+tid+"/stream/events", body)
 		if r.Status != 422 {
@@ -234,16 +207,16 @@ func TestProtocolStreamRejectsBadInput(t *testing.T) {
 	if r := s.Do("GET", "/threads/"+tid+"/stream/events", nil); r.Status != 426 {
 		t.Fatalf("GET without an upgrade answered %d", r.Status)
 	}
-	if env := command(t, s, tid, 1, "bogus.method", nil); env["type"] != "error" || env["error"] != "unknown_command" || env["id"] != float64(1) {
+	if env := testutil.ProtocolCommand(t, s, tid, 1, "bogus.method", nil); env["type"] != "error" || env["error"] != "unknown_command" || env["id"] != float64(1) {
 		t.Fatalf("unknown command = %v", env)
 	}
-	if env := command(t, s, tid, 2, "run.start", map[string]any{"input": nil}); env["error"] != "invalid_argument" {
+	if env := testutil.ProtocolCommand(t, s, tid, 2, "run.start", map[string]any{"input": nil}); env["error"] != "invalid_argument" {
 		t.Fatalf("run.start without assistant = %v", env)
 	}
-	if env := command(t, s, tid, 3, "input.respond", map[string]any{"namespace": []string{}, "interrupt_id": "nope", "response": 1}); env["error"] != "no_such_interrupt" {
+	if env := testutil.ProtocolCommand(t, s, tid, 3, "input.respond", map[string]any{"namespace": []string{}, "interrupt_id": "nope", "response": 1}); env["error"] != "no_such_interrupt" {
 		t.Fatalf("respond without an interrupt = %v", env)
 	}
-	if env := command(t, s, tid, 4, "state.fork", map[string]any{"checkpoint_id": uuid.NewString()}); env["error"] != "no_such_checkpoint" {
+	if env := testutil.ProtocolCommand(t, s, tid, 4, "state.fork", map[string]any{"checkpoint_id": uuid.NewString()}); env["error"] != "no_such_checkpoint" {
 		t.Fatalf("fork of a missing checkpoint = %v", env)
 	}
 	if runs := s.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t); len(runs) != 0 {
@@ -254,18 +227,18 @@ func TestProtocolStreamRejectsBadInput(t *testing.T) {
 // An interrupt is announced as input.requested then lifecycle
 // interrupted; input.respond resumes it in a new run on the same stream.
 func TestProtocolInterruptAndRespond(t *testing.T) {
-	s, model := agentServer(t, "middleware:\n  interrupt_on:\n    write_file: true\n")
+	s, model := testutil.StartAgent(t, "middleware:\n  interrupt_on:\n    write_file: true\n")
 	model.Script(scripted.ToolCalls(scripted.Call("write_file", map[string]any{"file_path": "/x.txt", "content": "v1"})), scripted.Text("written"))
 	tid := uuid.NewString()
-	mustSucceed(t, command(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": userInput("write")}))
-	r := protoEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle", "input", "tools"}}, nil)
+	testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("write")}))
+	r := testutil.ProtocolEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle", "input", "tools"}}, nil)
 	evs := readUntilRootEnd(t, r)
 	req := evs[len(evs)-2]
 	if req.Event != "input.requested" || eventData(evs[len(evs)-1])["event"] != "interrupted" {
 		t.Fatalf("paused run ended with %s %v", req.Event, evs[len(evs)-1].Data)
 	}
 	id := eventData(req)["interrupt_id"].(string)
-	mustSucceed(t, command(t, s, tid, 2, "input.respond", map[string]any{"namespace": []string{}, "interrupt_id": id, "response": map[string]any{"decisions": []any{map[string]any{"type": "approve"}}}}))
+	testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 2, "input.respond", map[string]any{"namespace": []string{}, "interrupt_id": id, "response": map[string]any{"decisions": []any{map[string]any{"type": "approve"}}}}))
 	evs = readUntilRootEnd(t, r)
 	var tools []string
 	for _, ev := range evs {
@@ -281,16 +254,16 @@ func TestProtocolInterruptAndRespond(t *testing.T) {
 // state.get, state.listCheckpoints and state.fork read and branch the
 // thread's checkpoints.
 func TestProtocolStateCommands(t *testing.T) {
-	s, model := agentServer(t, "")
+	s, model := testutil.StartAgent(t, "")
 	model.Script(scripted.Text("one"), scripted.Text("forked"))
 	tid := uuid.NewString()
-	mustSucceed(t, command(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": userInput("hi")}))
-	readUntilRootEnd(t, protoEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle"}}, nil))
-	st := mustSucceed(t, command(t, s, tid, 2, "state.get", map[string]any{"namespace": []string{}, "keys": []string{"messages"}}))
+	testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("hi")}))
+	readUntilRootEnd(t, testutil.ProtocolEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle"}}, nil))
+	st := testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 2, "state.get", map[string]any{"namespace": []string{}, "keys": []string{"messages"}}))
 	if msgs := st["values"].(map[string]any)["messages"].([]any); len(msgs) != 2 || st["checkpoint"].(map[string]any)["id"] == "" {
 		t.Fatalf("state.get = %v", st)
 	}
-	list := mustSucceed(t, command(t, s, tid, 3, "state.listCheckpoints", map[string]any{"limit": 10}))["checkpoints"].([]any)
+	list := testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 3, "state.listCheckpoints", map[string]any{"limit": 10}))["checkpoints"].([]any)
 	if len(list) < 2 {
 		t.Fatalf("checkpoints = %v", list)
 	}
@@ -298,17 +271,17 @@ func TestProtocolStateCommands(t *testing.T) {
 	if oldest["id"] == "" || oldest["timestamp"] == "" {
 		t.Fatalf("checkpoint summary = %v", oldest)
 	}
-	fork := mustSucceed(t, command(t, s, tid, 4, "state.fork", map[string]any{"checkpoint_id": oldest["id"]}))
+	fork := testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 4, "state.fork", map[string]any{"checkpoint_id": oldest["id"]}))
 	if fork["thread_id"] != tid || fork["run_id"] == "" {
 		t.Fatalf("state.fork = %v", fork)
 	}
-	waitStatus(t, s, tid, fork["run_id"].(string), "success")
-	if env := command(t, s, tid, 5, "state.get", map[string]any{"namespace": []string{"task:x"}}); env["error"] != "no_such_namespace" {
+	testutil.WaitStatus(t, s, tid, fork["run_id"].(string), "success")
+	if env := testutil.ProtocolCommand(t, s, tid, 5, "state.get", map[string]any{"namespace": []string{"task:x"}}); env["error"] != "no_such_namespace" {
 		t.Fatalf("state of a subagent namespace = %v", env)
 	}
 	// The run's record ends a moment before its stream says so.
 	testutil.Eventually(t, 5*time.Second, "the tree to show the fork completed", func() bool {
-		tree := mustSucceed(t, command(t, s, tid, 6, "agent.getTree", map[string]any{}))["tree"].(map[string]any)
+		tree := testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 6, "agent.getTree", map[string]any{}))["tree"].(map[string]any)
 		return tree["status"] == "completed" && tree["graph_name"] == "agent"
 	})
 }
@@ -332,8 +305,8 @@ func TestProtocolRoutesNeedTheAPIKey(t *testing.T) {
 // A client that leaves releases its connection at once, and the stream
 // keeps serving the others.
 func TestProtocolStreamReleasesDisconnectedClients(t *testing.T) {
-	s, _ := agentServer(t, "")
-	tid := newThread(t, s)
+	s, _ := testutil.StartAgent(t, "")
+	tid := testutil.NewThread(t, s)
 	id := uuid.MustParse(tid)
 	body := map[string]any{"channels": []string{"lifecycle"}}
 	a := s.Stream("POST", "/threads/"+tid+"/stream/events", body, nil)
@@ -350,10 +323,10 @@ func TestProtocolStreamReleasesDisconnectedClients(t *testing.T) {
 // accepted but not started is started, a cancelled one failed — and the
 // stream's own status once it announced the run.
 func TestProtocolAgentTreeFollowsTheThreadsRuns(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	root := func(id int) map[string]any {
-		return mustSucceed(t, command(t, s, tid, id, "agent.getTree", map[string]any{}))["tree"].(map[string]any)
+		return testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, id, "agent.getTree", map[string]any{}))["tree"].(map[string]any)
 	}
 	if r := root(1); r["status"] != "completed" {
 		t.Fatalf("root of a thread without runs = %v", r)
@@ -361,16 +334,16 @@ func TestProtocolAgentTreeFollowsTheThreadsRuns(t *testing.T) {
 
 	gate := "tree-" + tid
 	first := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)["run_id"].(string)
-	waitStatus(t, s, tid, first, "running")
+	testutil.WaitStatus(t, s, tid, first, "running")
 	if r := root(2); r["status"] != "running" || r["graph_name"] != "gated" {
 		t.Fatalf("root while a run that started unfollowed runs = %v", r)
 	}
-	second := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("hi"), "multitask_strategy": "enqueue"}).Object(t)["run_id"].(string)
+	second := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("hi"), "multitask_strategy": "enqueue"}).Object(t)["run_id"].(string)
 	if r := root(3); r["status"] != "running" || r["graph_name"] != "gated" {
 		t.Fatalf("root with a run running and one queued = %v, want the running one", r)
 	}
 	testutil.Release(gate)
-	waitStatus(t, s, tid, second, "success")
+	testutil.WaitStatus(t, s, tid, second, "success")
 	testutil.Eventually(t, 5*time.Second, "the root to show the queued run completed", func() bool {
 		r := root(4)
 		return r["status"] == "completed" && r["graph_name"] == "echo"
@@ -392,16 +365,16 @@ func TestProtocolAgentTreeFollowsTheThreadsRuns(t *testing.T) {
 // reason, and nothing is created; a strategy of the enum is taken. Before,
 // any strategy was stored.
 func TestRunStartStrategyIsTheRESTEnum(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	rest := s.Do("POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "multitask_strategy": "explode"})
-	wantError(t, rest, http.StatusUnprocessableEntity, "invalid_request")
+	testutil.WantError(t, rest, http.StatusUnprocessableEntity, "invalid_request")
 	reason := rest.Object(t)["detail"].(string)
 	reason = reason[strings.Index(reason, "value is not one of"):]
 	fresh := uuid.NewString()
 	for i, field := range []string{"multitask_strategy", "multitaskStrategy"} {
 		for _, thread := range []string{tid, fresh} {
-			env := command(t, s, thread, i, "run.start", map[string]any{"assistant_id": "echo", "input": map[string]any{}, field: "explode"})
+			env := testutil.ProtocolCommand(t, s, thread, i, "run.start", map[string]any{"assistant_id": "echo", "input": map[string]any{}, field: "explode"})
 			if env["type"] != "error" || env["error"] != "invalid_argument" || !strings.Contains(env["message"].(string), reason) {
 				t.Fatalf("run.start with %s explode = %v, want the REST reason %q", field, env, reason)
 			}
@@ -411,7 +384,7 @@ func TestRunStartStrategyIsTheRESTEnum(t *testing.T) {
 		t.Fatalf("refused commands created runs: %v", runs)
 	}
 	s.Must(404, "GET", "/threads/"+fresh, nil)
-	res := mustSucceed(t, command(t, s, tid, 3, "run.start", map[string]any{"assistant_id": "echo", "input": map[string]any{}, "multitask_strategy": "reject"}))
+	res := testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 3, "run.start", map[string]any{"assistant_id": "echo", "input": map[string]any{}, "multitask_strategy": "reject"}))
 	run := s.Must(200, "GET", "/threads/"+tid+"/runs/"+res["run_id"].(string), nil).Object(t)
 	if run["multitask_strategy"] != "reject" {
 		t.Fatalf("stored strategy = %v", run["multitask_strategy"])

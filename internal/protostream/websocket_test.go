@@ -1,4 +1,4 @@
-package httpapi_test
+package protostream_test
 
 import (
 	"context"
@@ -87,17 +87,17 @@ func frameSeq(m map[string]any) int64 {
 // read the replay before the response); reconnect replays after
 // last_event_id the same way; unsubscribe stops them.
 func TestProtocolWebSocket(t *testing.T) {
-	s, model := agentServer(t, "")
+	s, model := testutil.StartAgent(t, "")
 	model.Script(scripted.Text("over the socket"))
 	tid := uuid.NewString()
 	c := dialProtocol(t, s, tid)
-	c.send(1, "run.start", map[string]any{"assistant_id": "agent", "input": userInput("hi")})
+	c.send(1, "run.start", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("hi")})
 	if m := c.read(); m["type"] != "success" || m["id"] != float64(1) {
 		t.Fatalf("run.start = %v", m)
 	}
 	// The run is over once its root terminal event is in the feed (the
 	// tree's root reads "completed" before a run has started, too).
-	readUntilRootEnd(t, protoEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle"}}, nil))
+	readUntilRootEnd(t, testutil.ProtocolEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle"}}, nil))
 	c.send(2, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "messages"}})
 	var subID string
 	var methods []string
@@ -158,10 +158,10 @@ func TestProtocolWebSocket(t *testing.T) {
 // projection after it started reading, behind another subscription's
 // terminal event, is lost to it.
 func TestProtocolWebSocketReplayPrecedesResponse(t *testing.T) {
-	s, model := agentServer(t, "")
+	s, model := testutil.StartAgent(t, "")
 	model.Script(scripted.Step{Text: "one two three four", Chunks: 4})
 	tid := uuid.NewString()
-	mustSucceed(t, command(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": userInput("hi")}))
+	testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("hi")}))
 	filters := []map[string]any{
 		{"channels": []string{"messages", "lifecycle", "input"}},
 		{"channels": []string{"lifecycle", "input"}},
@@ -171,7 +171,7 @@ func TestProtocolWebSocketReplayPrecedesResponse(t *testing.T) {
 	// stream gives them (which also waits for the run's end).
 	want := make([][]string, len(filters))
 	for i, f := range filters {
-		for _, ev := range readUntilRootEnd(t, protoEvents(t, s, tid, f, nil)) {
+		for _, ev := range readUntilRootEnd(t, testutil.ProtocolEvents(t, s, tid, f, nil)) {
 			want[i] = append(want[i], ev.ID)
 		}
 	}
@@ -204,11 +204,11 @@ func TestProtocolWebSocketReplayPrecedesResponse(t *testing.T) {
 // subscription whose filter matches it, so an event that trails the
 // root's terminal event on the socket is lost to its projections.
 func TestProtocolWebSocketSendsEventsOnceInOrder(t *testing.T) {
-	s, model := agentServer(t, "")
+	s, model := testutil.StartAgent(t, "")
 	model.Script(scripted.Text("first"), scripted.Step{Text: "the second answer", Chunks: 3})
 	tid := uuid.NewString()
-	mustSucceed(t, command(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": userInput("one")}))
-	first := readUntilRootEnd(t, protoEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle"}}, nil))
+	testutil.MustSucceed(t, testutil.ProtocolCommand(t, s, tid, 1, "run.start", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("one")}))
+	first := readUntilRootEnd(t, testutil.ProtocolEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle"}}, nil))
 	firstEnd := eventSeq(t, first[len(first)-1])
 	c := dialProtocol(t, s, tid)
 	c.send(2, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "messages"}})
@@ -220,7 +220,7 @@ func TestProtocolWebSocketSendsEventsOnceInOrder(t *testing.T) {
 			t.Fatalf("frame %v while subscribing after the first run", m)
 		}
 	}
-	c.send(4, "run.start", map[string]any{"assistant_id": "agent", "input": userInput("two")})
+	c.send(4, "run.start", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("two")})
 	var got []string
 	last := firstEnd
 	for done := false; !done; {
@@ -240,7 +240,7 @@ func TestProtocolWebSocketSendsEventsOnceInOrder(t *testing.T) {
 		done = isRootEndFrame(m)
 	}
 	var want []string
-	for _, ev := range readUntilRootEnd(t, protoEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle", "messages", "values"}, "since": firstEnd}, nil)) {
+	for _, ev := range readUntilRootEnd(t, testutil.ProtocolEvents(t, s, tid, map[string]any{"channels": []string{"lifecycle", "messages", "values"}, "since": firstEnd}, nil)) {
 		want = append(want, ev.ID)
 	}
 	if !slices.Equal(got, want) {

@@ -1,4 +1,4 @@
-package httpapi_test
+package runs_test
 
 import (
 	"context"
@@ -64,14 +64,14 @@ func TestSupersededRunIsFenced(t *testing.T) {
 		t.Run(strategy, func(t *testing.T) {
 			opts := testutil.Options{Graphs: testutil.TestGraphs, DataDir: t.TempDir(), RunStopGrace: stopGrace}
 			s := testutil.StartServer(t, opts)
-			tid := newThread(t, s)
+			tid := testutil.NewThread(t, s)
 			gate := "fence-" + tid
 			old := startStubborn(t, s, tid, gate)
-			next := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "multitask_strategy": strategy, "input": userInput("second")}).Object(t)["run_id"].(string)
+			next := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "multitask_strategy": strategy, "input": testutil.UserInput("second")}).Object(t)["run_id"].(string)
 			// The successor finishes while the old node is still blocked.
-			waitStatus(t, s, tid, next, "success")
+			testutil.WaitStatus(t, s, tid, next, "success")
 			if strategy == "interrupt" {
-				waitStatus(t, s, tid, old, "interrupted")
+				testutil.WaitStatus(t, s, tid, old, "interrupted")
 			} else {
 				s.Must(404, "GET", "/threads/"+tid+"/runs/"+old, nil)
 			}
@@ -101,10 +101,10 @@ func TestSupersededRunIsFenced(t *testing.T) {
 func TestDeleteBusyThreadWritesNothingBack(t *testing.T) {
 	opts := testutil.Options{Graphs: testutil.TestGraphs, DataDir: t.TempDir(), RunStopGrace: time.Minute}
 	s := testutil.StartServer(t, opts)
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	gate := "delete-" + tid
 	running := startStubborn(t, s, tid, gate)
-	queued := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("queued")}).Object(t)["run_id"].(string)
+	queued := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("queued")}).Object(t)["run_id"].(string)
 	deleted := make(chan int, 1)
 	go func() { deleted <- s.Try("DELETE", "/threads/"+tid, nil).Status }()
 	select {
@@ -198,7 +198,7 @@ func TestRunTimeout(t *testing.T) {
 	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, RunTimeout: 300 * time.Millisecond, RunStopGrace: stopGrace})
 	hook := newHookRecorder(t)
 	for _, graphID := range []string{"gated", "stubborn"} {
-		tid := newThread(t, s)
+		tid := testutil.NewThread(t, s)
 		gate := "timeout-" + tid
 		defer testutil.Release(gate)
 		resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": graphID, "input": map[string]any{"gate": gate}, "webhook": hook.URL}, nil)
@@ -208,7 +208,7 @@ func TestRunTimeout(t *testing.T) {
 		if last.Event != "error" || !strings.Contains(last.Raw, `"TimeoutError"`) {
 			t.Fatalf("%s: events before end: %+v", graphID, evs)
 		}
-		if st := runStatus(t, s, tid, rid); st != "timeout" {
+		if st := testutil.RunStatus(t, s, tid, rid); st != "timeout" {
 			t.Fatalf("%s: run status %s", graphID, st)
 		}
 		th := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)
@@ -253,7 +253,7 @@ func TestTemporaryRunIsGoneOnceEnded(t *testing.T) {
 	if err != nil || len(evs) < 2 || evs[len(evs)-1].Event != "end" {
 		t.Fatalf("join made while the run ran: %v %+v", err, evs)
 	}
-	if last := evs[len(evs)-2]; last.Event != "values" || lastMessage(t, last.Data)["content"] != "released "+gate {
+	if last := evs[len(evs)-2]; last.Event != "values" || testutil.LastMessage(t, last.Data)["content"] != "released "+gate {
 		t.Fatalf("join made while the run ran: last values %s", last.Raw)
 	}
 	gone := func(s *testutil.Server) {
@@ -270,16 +270,16 @@ func TestTemporaryRunIsGoneOnceEnded(t *testing.T) {
 // POST /runs/batch and POST /runs/cancel with run_ids are all or nothing:
 // when one item fails, no run is created or cancelled.
 func TestBatchAndCancelManyAreAtomic(t *testing.T) {
-	s := startRunsServer(t)
-	free, busy := newThread(t, s), newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	free, busy := testutil.NewThread(t, s), testutil.NewThread(t, s)
 	gate := "batch-" + busy
 	defer testutil.Release(gate)
 	s.Must(200, "POST", "/threads/"+busy+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}})
-	ok := map[string]any{"agent_id": "echo", "thread_id": free, "input": userInput("batched")}
+	ok := map[string]any{"agent_id": "echo", "thread_id": free, "input": testutil.UserInput("batched")}
 	for name, bad := range map[string]map[string]any{
-		"409 busy thread":    {"agent_id": "echo", "thread_id": busy, "multitask_strategy": "reject", "input": userInput("x")},
-		"404 missing thread": {"agent_id": "echo", "thread_id": "00000000-0000-7000-8000-000000000001", "input": userInput("x")},
-		"404 assistant":      {"assistant_id": "nope", "input": userInput("x")},
+		"409 busy thread":    {"agent_id": "echo", "thread_id": busy, "multitask_strategy": "reject", "input": testutil.UserInput("x")},
+		"404 missing thread": {"agent_id": "echo", "thread_id": "00000000-0000-7000-8000-000000000001", "input": testutil.UserInput("x")},
+		"404 assistant":      {"assistant_id": "nope", "input": testutil.UserInput("x")},
 	} {
 		r := s.Do("POST", "/runs/batch", []any{ok, bad})
 		if r.Status/100 != 4 {
@@ -296,14 +296,14 @@ func TestBatchAndCancelManyAreAtomic(t *testing.T) {
 		t.Fatalf("batch = %v", l)
 	}
 
-	later := s.Must(200, "POST", "/threads/"+free+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("later"), "after_seconds": 600}).Object(t)["run_id"].(string)
+	later := s.Must(200, "POST", "/threads/"+free+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("later"), "after_seconds": 600}).Object(t)["run_id"].(string)
 	missing := "00000000-0000-7000-8000-000000000002"
 	s.Must(404, "POST", "/runs/cancel", map[string]any{"thread_id": free, "run_ids": []any{later, missing}})
-	if st := runStatus(t, s, free, later); st != "pending" {
+	if st := testutil.RunStatus(t, s, free, later); st != "pending" {
 		t.Fatalf("a failed cancel left the run %s", st)
 	}
 	s.Must(204, "POST", "/runs/cancel", map[string]any{"thread_id": free, "run_ids": []any{later}})
-	waitStatus(t, s, free, later, "interrupted")
+	testutil.WaitStatus(t, s, free, later, "interrupted")
 }
 
 // A run cancelled or rolled back while still pending ends like any run: a
@@ -311,12 +311,12 @@ func TestBatchAndCancelManyAreAtomic(t *testing.T) {
 // and its webhook fires with status interrupted (not for a rollback, which
 // erases the run).
 func TestPendingRunCancelEndsItsStreams(t *testing.T) {
-	s := startRunsServer(t)
+	s := testutil.StartTestGraphs(t)
 	hook := newHookRecorder(t)
 	for _, how := range []string{"cancel", "cancel-rollback", "strategy-interrupt", "strategy-rollback"} {
-		tid := newThread(t, s)
+		tid := testutil.NewThread(t, s)
 		thread := s.Stream("GET", "/threads/"+tid+"/stream", map[string]any{}, nil)
-		rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("later"), "after_seconds": 600, "webhook": hook.URL}).Object(t)["run_id"].(string)
+		rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("later"), "after_seconds": 600, "webhook": hook.URL}).Object(t)["run_id"].(string)
 		join := s.Stream("GET", "/threads/"+tid+"/runs/"+rid+"/stream", nil, nil)
 		switch how {
 		case "cancel":
@@ -324,7 +324,7 @@ func TestPendingRunCancelEndsItsStreams(t *testing.T) {
 		case "cancel-rollback":
 			s.Must(202, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?action=rollback", nil)
 		default:
-			s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("now"), "multitask_strategy": strings.TrimPrefix(how, "strategy-")})
+			s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("now"), "multitask_strategy": strings.TrimPrefix(how, "strategy-")})
 		}
 		streamUntilEnd(t, join)
 		var names []string
@@ -360,19 +360,19 @@ func TestPendingRunCancelEndsItsStreams(t *testing.T) {
 func TestGracefulRestartAppliesInputsOnce(t *testing.T) {
 	opts := testutil.Options{Graphs: testutil.TestGraphs, DataDir: t.TempDir()}
 	s := testutil.StartServer(t, opts)
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	gate := "graceful-" + tid
 	first := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated",
 		"input": map[string]any{"gate": gate, "messages": []any{map[string]any{"role": "user", "content": "one"}}}}).Object(t)["run_id"].(string)
-	waitStatus(t, s, tid, first, "running")
-	second := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("two")}).Object(t)["run_id"].(string)
+	testutil.WaitStatus(t, s, tid, first, "running")
+	second := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("two")}).Object(t)["run_id"].(string)
 	s = restart(t, s, opts)
-	if st := runStatus(t, s, tid, second); st != "pending" {
+	if st := testutil.RunStatus(t, s, tid, second); st != "pending" {
 		t.Fatalf("the queued run is %s after the restart", st)
 	}
 	testutil.Release(gate)
-	waitStatus(t, s, tid, second, "success")
-	if st := runStatus(t, s, tid, first); st != "success" {
+	testutil.WaitStatus(t, s, tid, second, "success")
+	if st := testutil.RunStatus(t, s, tid, first); st != "success" {
 		t.Fatalf("the interrupted run is %s", st)
 	}
 	if got := strings.Join(contents(t, s, tid), "|"); got != "one|released "+gate+"|two|echo: two" {
@@ -384,12 +384,12 @@ func TestGracefulRestartAppliesInputsOnce(t *testing.T) {
 // once, and joins of it (made before or after the cancel) return.
 func TestJoinsOfRunCancelledWaitingForWorker(t *testing.T) {
 	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, Jobs: 1})
-	busy, idle := newThread(t, s), newThread(t, s)
+	busy, idle := testutil.NewThread(t, s), testutil.NewThread(t, s)
 	gate := "worker-" + busy
 	defer testutil.Release(gate)
 	blocker := s.Must(200, "POST", "/threads/"+busy+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)["run_id"].(string)
-	waitStatus(t, s, busy, blocker, "running")
-	queued := s.Must(200, "POST", "/threads/"+idle+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("x")}).Object(t)["run_id"].(string)
+	testutil.WaitStatus(t, s, busy, blocker, "running")
+	queued := s.Must(200, "POST", "/threads/"+idle+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("x")}).Object(t)["run_id"].(string)
 	answers := make(chan testutil.Response, 2)
 	for _, path := range []string{"/threads/" + idle + "/runs/" + queued + "/join", "/runs/" + queued + "/wait"} {
 		go func() { answers <- s.Try("GET", path, nil) }()
@@ -405,7 +405,7 @@ func TestJoinsOfRunCancelledWaitingForWorker(t *testing.T) {
 			t.Fatal("a join of the cancelled run did not return")
 		}
 	}
-	if st := runStatus(t, s, idle, queued); st != "interrupted" {
+	if st := testutil.RunStatus(t, s, idle, queued); st != "interrupted" {
 		t.Fatalf("run %s", st)
 	}
 }
@@ -414,7 +414,7 @@ func TestJoinsOfRunCancelledWaitingForWorker(t *testing.T) {
 // the run is deleted with its checkpoints once it stops.
 func TestRollbackAfterInterruptWins(t *testing.T) {
 	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, RunStopGrace: time.Minute})
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	gate := "upgrade-" + tid
 	rid := startStubborn(t, s, tid, gate)
 	s.Must(202, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel", nil)

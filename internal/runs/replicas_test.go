@@ -1,4 +1,4 @@
-package httpapi_test
+package runs_test
 
 import (
 	"context"
@@ -101,7 +101,7 @@ func joinNames(evs []testutil.SSEEvent) string {
 func TestReplicasJoinStreamAndWaitAcrossReplicas(t *testing.T) {
 	rs := startReplicas(t, 2, 0)
 	a, b := rs[0], rs[1]
-	tid := newThread(t, a)
+	tid := testutil.NewThread(t, a)
 	gate := "replicas-join-" + tid
 	rid := gatedRun(t, a, tid, gate, map[string]any{"stream_resumable": true, "stream_mode": []string{"values", "custom"}})
 	path := "/threads/" + tid + "/runs/" + rid
@@ -154,7 +154,7 @@ func TestReplicasJoinStreamAndWaitAcrossReplicas(t *testing.T) {
 func TestReplicasCancelAcrossReplicas(t *testing.T) {
 	rs := startReplicas(t, 2, 0)
 	a, b := rs[0], rs[1]
-	tid := newThread(t, a)
+	tid := testutil.NewThread(t, a)
 	gate := "replicas-cancel-" + tid
 	defer testutil.Release(gate)
 	rid := gatedRun(t, a, tid, gate, nil)
@@ -176,7 +176,7 @@ func TestReplicasCancelAcrossReplicas(t *testing.T) {
 func TestReplicasThreadStreamRelaysOtherReplicas(t *testing.T) {
 	rs := startReplicas(t, 2, 0)
 	a, b := rs[0], rs[1]
-	tid := newThread(t, a)
+	tid := testutil.NewThread(t, a)
 	stream := b.Stream("GET", "/threads/"+tid+"/stream", nil, nil)
 	defer stream.Body.Close()
 	// The relay connects to A once B's feed has a client; runs until one
@@ -195,7 +195,7 @@ func TestReplicasThreadStreamRelaysOtherReplicas(t *testing.T) {
 	}()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		a.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("hello")})
+		a.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("hello")})
 		select {
 		case evs := <-got:
 			if names := joinNames(evs); !strings.Contains(names, "values") {
@@ -225,12 +225,12 @@ func TestReplicasShareTheQueue(t *testing.T) {
 	defer hook.Close()
 	rs := startReplicas(t, 2, 1)
 	a, b := rs[0], rs[1]
-	busy := newThread(t, a)
+	busy := testutil.NewThread(t, a)
 	gate := "replicas-queue-" + busy
 	defer testutil.Release(gate)
 	gatedRun(t, a, busy, gate, nil) // A's only worker
-	tid := newThread(t, a)
-	r := a.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("queued"), "webhook": hook.URL}).Object(t)
+	tid := testutil.NewThread(t, a)
+	r := a.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("queued"), "webhook": hook.URL}).Object(t)
 	if !strings.Contains(fmt.Sprint(r["messages"]), "queued") {
 		t.Fatalf("a run queued on A while A was busy: %v", r)
 	}
@@ -258,7 +258,7 @@ func TestReplicasShareTheQueue(t *testing.T) {
 func TestReplicasTakeOverALapsedLease(t *testing.T) {
 	rs, url := startReplicasOn(t, 2, 0)
 	a, b := rs[0], rs[1]
-	tid := newThread(t, a)
+	tid := testutil.NewThread(t, a)
 	gate := "replicas-takeover-" + tid
 	defer testutil.Release(gate)
 	rid := gatedRun(t, a, tid, gate, nil)
@@ -288,7 +288,7 @@ func TestReplicasTakeOverALapsedLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Release(gate)
-	waitStatus(t, b, tid, rid, "success")
+	testutil.WaitStatus(t, b, tid, rid, "success")
 	replies := 0
 	for _, m := range contents(t, b, tid) {
 		if strings.HasPrefix(m, "released ") {
@@ -305,7 +305,7 @@ func TestReplicasTakeOverALapsedLease(t *testing.T) {
 func TestReplicasGracefulStopHandsRunsOver(t *testing.T) {
 	rs := startReplicas(t, 2, 0)
 	a, b := rs[0], rs[1]
-	tid := newThread(t, a)
+	tid := testutil.NewThread(t, a)
 	gate := "replicas-handover-" + tid
 	defer testutil.Release(gate)
 	rid := gatedRun(t, a, tid, gate, nil)
@@ -319,7 +319,7 @@ func TestReplicasGracefulStopHandsRunsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Release(gate)
-	waitStatus(t, b, tid, rid, "success")
+	testutil.WaitStatus(t, b, tid, rid, "success")
 	if replies := contents(t, b, tid); len(replies) != 2 || replies[1] != "released "+gate {
 		t.Fatalf("thread messages after the handover: %q", replies)
 	}
@@ -334,7 +334,7 @@ func TestReplicasTaskToolEventsAndCancel(t *testing.T) {
 	}
 	first := t.TempDir()
 	var shared testutil.Options
-	a, model := agentServer(t, "subagents: {}\n", func(o *testutil.Options) {
+	a, model := testutil.StartAgent(t, "subagents: {}\n", func(o *testutil.Options) {
 		o.DataDir, o.RunLease = first, replicaLease
 		shared = *o
 	})
@@ -344,8 +344,8 @@ func TestReplicasTaskToolEventsAndCancel(t *testing.T) {
 		scripted.ToolCalls(scripted.Call("task", map[string]any{"description": "sum", "prompt": "add 2 and 2", "subagent_type": "general-purpose"})),
 		scripted.Hang(), // the subagent's model call
 	)
-	tid := newThread(t, a)
-	rid := a.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "agent", "input": userInput("delegate"),
+	tid := testutil.NewThread(t, a)
+	rid := a.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("delegate"),
 		"stream_mode": []string{"custom"}, "stream_resumable": true}).Object(t)["run_id"].(string)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -360,7 +360,7 @@ func TestReplicasTaskToolEventsAndCancel(t *testing.T) {
 	if err := model.WaitDisconnect(ctx); err != nil {
 		t.Fatalf("the subagent's model call on A was not cancelled from B: %v", err)
 	}
-	waitStatus(t, b, tid, rid, "interrupted")
+	testutil.WaitStatus(t, b, tid, rid, "interrupted")
 	var kinds []string
 	select {
 	case evs := <-got:

@@ -1,14 +1,15 @@
-package httpapi_test
+package runs_test
 
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"testing"
 	"time"
 
 	"agentserver/internal/testutil"
 	"agentserver/internal/testutil/pgtest"
+	"agentserver/internal/testutil/stats"
 )
 
 // BenchmarkCancelBlockedRun measures request → run interrupted for a run
@@ -39,9 +40,9 @@ func BenchmarkCancelBlockedRun(b *testing.B) {
 // reportPercentiles reports the p50 and p99 of lat in milliseconds, as
 // <prefix>p50-ms and <prefix>p99-ms.
 func reportPercentiles(b *testing.B, lat []time.Duration, prefix string) {
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, prefix+"p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, prefix+"p99-ms")
+	slices.Sort(lat)
+	b.ReportMetric(stats.Millis(stats.Quantile(lat, 0.50)), prefix+"p50-ms")
+	b.ReportMetric(stats.Millis(stats.Quantile(lat, 0.99)), prefix+"p99-ms")
 }
 
 // BenchmarkCrossReplicaCancel measures a cancel sent to replica B of a

@@ -1,9 +1,10 @@
-package httpapi_test
+package runs_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -18,40 +19,11 @@ import (
 	"agentserver/internal/testutil"
 )
 
-func startRunsServer(t *testing.T) *testutil.Server {
-	return testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs})
-}
-
-func newThread(t *testing.T, s *testutil.Server) string {
-	t.Helper()
-	return s.Must(200, "POST", "/threads", nil).Object(t)["thread_id"].(string)
-}
-
-func userInput(text string) map[string]any {
-	return map[string]any{"messages": []any{map[string]any{"role": "user", "content": text}}}
-}
-
-func lastMessage(t *testing.T, values any) map[string]any {
-	t.Helper()
-	msgs := values.(map[string]any)["messages"].([]any)
-	return msgs[len(msgs)-1].(map[string]any)
-}
-
-func runStatus(t *testing.T, s *testutil.Server, tid, rid string) string {
-	t.Helper()
-	return s.Must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).Object(t)["status"].(string)
-}
-
-func waitStatus(t *testing.T, s *testutil.Server, tid, rid, want string) {
-	t.Helper()
-	testutil.Eventually(t, 5*time.Second, "run "+rid+" to become "+want, func() bool { return runStatus(t, s, tid, rid) == want })
-}
-
 func TestRunWaitEcho(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
-	r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("hi")})
-	if got := lastMessage(t, r.JSON)["content"]; got != "echo: hi" {
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
+	r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("hi")})
+	if got := testutil.LastMessage(t, r.JSON)["content"]; got != "echo: hi" {
 		t.Fatalf("last message = %v", got)
 	}
 	loc := r.Header.Get("Content-Location")
@@ -70,7 +42,7 @@ func TestRunWaitEcho(t *testing.T) {
 	if th["status"] != "idle" || th["metadata"].(map[string]any)["graph_id"] != "echo" {
 		t.Fatalf("thread after run = %v", th)
 	}
-	if got := lastMessage(t, th["values"])["content"]; got != "echo: hi" {
+	if got := testutil.LastMessage(t, th["values"])["content"]; got != "echo: hi" {
 		t.Fatalf("thread values = %v", th["values"])
 	}
 	hist := s.Must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 10}).List(t)
@@ -86,21 +58,21 @@ func TestRunWaitEcho(t *testing.T) {
 		t.Fatalf("list = %s", list.Raw)
 	}
 	// A second run continues the conversation.
-	r2 := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("again")})
+	r2 := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("again")})
 	if msgs := r2.JSON.(map[string]any)["messages"].([]any); len(msgs) != 4 {
 		t.Fatalf("messages after 2 runs = %d", len(msgs))
 	}
 }
 
 func TestRunCreateAndJoin(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	run := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": "join-" + tid}}).Object(t)
 	rid := run["run_id"].(string)
 	if run["status"] != "pending" || run["attempt"] != 0.0 || run["started_at"] != nil || run["ended_at"] != nil {
 		t.Fatalf("created run = %v; want pending, attempt 0, no start or end", run)
 	}
-	waitStatus(t, s, tid, rid, "running")
+	testutil.WaitStatus(t, s, tid, rid, "running")
 	if r := s.Must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).Object(t); r["attempt"] != 1.0 || r["started_at"] == nil || r["ended_at"] != nil {
 		t.Fatalf("running run = %v; want attempt 1, a start and no end", r)
 	}
@@ -113,10 +85,10 @@ func TestRunCreateAndJoin(t *testing.T) {
 	go func() { joined <- s.Try("GET", "/threads/"+tid+"/runs/"+rid+"/join", nil) }()
 	testutil.Release("join-" + tid)
 	j := <-joined
-	if j.Status != 200 || lastMessage(t, j.JSON)["content"] != "released join-"+tid {
+	if j.Status != 200 || testutil.LastMessage(t, j.JSON)["content"] != "released join-"+tid {
 		t.Fatalf("join = %d %s", j.Status, j.Raw)
 	}
-	if runStatus(t, s, tid, rid) != "success" {
+	if testutil.RunStatus(t, s, tid, rid) != "success" {
 		t.Fatal("run not success after join")
 	}
 	ended := s.Must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).Object(t)
@@ -125,17 +97,17 @@ func TestRunCreateAndJoin(t *testing.T) {
 		t.Fatalf("ended run: started_at %v, ended_at %v (%v)", ended["started_at"], ended["ended_at"], err)
 	}
 	s.Must(404, "GET", "/threads/"+tid+"/runs/"+uuid.NewString(), nil)
-	other := newThread(t, s)
+	other := testutil.NewThread(t, s)
 	s.Must(404, "GET", "/threads/"+other+"/runs/"+rid, nil)
 	s.Must(204, "DELETE", "/threads/"+tid+"/runs/"+rid, nil)
 	s.Must(404, "GET", "/threads/"+tid+"/runs/"+rid, nil)
 }
 
 func TestRunStreamModes(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{
-		"assistant_id": "echo", "input": userInput("stream me"),
+		"assistant_id": "echo", "input": testutil.UserInput("stream me"),
 		"stream_mode": []string{"values", "updates", "messages-tuple", "custom", "tasks", "checkpoints", "debug", "messages"},
 	}, nil)
 	defer resp.Body.Close()
@@ -203,8 +175,8 @@ func hasKeys(m map[string]any, keys ...string) bool {
 }
 
 func TestResumableStreamAndLastEventID(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	gate := "resume-" + tid
 	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{
 		"assistant_id": "gated", "input": map[string]any{"gate": gate}, "stream_resumable": true,
@@ -223,7 +195,7 @@ func TestResumableStreamAndLastEventID(t *testing.T) {
 	resp.Body.Close() // the client drops; on_disconnect=continue keeps the run
 	testutil.Release(gate)
 	rid := strings.TrimSuffix(strings.TrimPrefix(loc, "/threads/"+tid+"/runs/"), "/stream")
-	waitStatus(t, s, tid, rid, "success")
+	testutil.WaitStatus(t, s, tid, rid, "success")
 
 	for _, c := range []struct {
 		last  string
@@ -248,8 +220,8 @@ func TestResumableStreamAndLastEventID(t *testing.T) {
 }
 
 func TestJoinNonResumableSeesOnlyNewEvents(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	gate := "live-" + tid
 	first := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}, "stream_mode": []string{"values", "custom"}, "on_disconnect": "continue"}, nil)
 	defer first.Body.Close()
@@ -292,7 +264,7 @@ func TestJoinNonResumableSeesOnlyNewEvents(t *testing.T) {
 }
 
 func TestMultitaskStrategies(t *testing.T) {
-	s := startRunsServer(t)
+	s := testutil.StartTestGraphs(t)
 	start := func(tid, gate, strategy string) testutil.Response {
 		body := map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}
 		if strategy != "" {
@@ -301,39 +273,39 @@ func TestMultitaskStrategies(t *testing.T) {
 		return s.Do("POST", "/threads/"+tid+"/runs", body)
 	}
 	t.Run("reject", func(t *testing.T) {
-		tid := newThread(t, s)
+		tid := testutil.NewThread(t, s)
 		first := start(tid, "rj1-"+tid, "").Object(t)["run_id"].(string)
-		waitStatus(t, s, tid, first, "running")
+		testutil.WaitStatus(t, s, tid, first, "running")
 		r := start(tid, "rj2-"+tid, "reject")
 		if r.Status != 409 {
 			t.Fatalf("reject: %d %s", r.Status, r.Raw)
 		}
 		testutil.Release("rj1-" + tid)
-		waitStatus(t, s, tid, first, "success")
+		testutil.WaitStatus(t, s, tid, first, "success")
 	})
 	t.Run("interrupt", func(t *testing.T) {
-		tid := newThread(t, s)
+		tid := testutil.NewThread(t, s)
 		first := start(tid, "in1-"+tid, "").Object(t)["run_id"].(string)
-		waitStatus(t, s, tid, first, "running")
+		testutil.WaitStatus(t, s, tid, first, "running")
 		testutil.Release("in2-" + tid)
 		second := start(tid, "in2-"+tid, "interrupt").Object(t)["run_id"].(string)
-		waitStatus(t, s, tid, first, "interrupted")
-		waitStatus(t, s, tid, second, "success")
+		testutil.WaitStatus(t, s, tid, first, "interrupted")
+		testutil.WaitStatus(t, s, tid, second, "success")
 		vals := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)["values"]
-		if lastMessage(t, vals)["content"] != "released in2-"+tid {
+		if testutil.LastMessage(t, vals)["content"] != "released in2-"+tid {
 			t.Fatalf("state after interrupt = %v", vals)
 		}
 	})
 	t.Run("rollback", func(t *testing.T) {
-		tid := newThread(t, s)
+		tid := testutil.NewThread(t, s)
 		first := start(tid, "rb1-"+tid, "").Object(t)["run_id"].(string)
-		waitStatus(t, s, tid, first, "running")
+		testutil.WaitStatus(t, s, tid, first, "running")
 		testutil.Release("rb2-" + tid)
 		second := start(tid, "rb2-"+tid, "rollback").Object(t)["run_id"].(string)
 		testutil.Eventually(t, 5*time.Second, "rolled back run to disappear", func() bool {
 			return s.Do("GET", "/threads/"+tid+"/runs/"+first, nil).Status == 404
 		})
-		waitStatus(t, s, tid, second, "success")
+		testutil.WaitStatus(t, s, tid, second, "success")
 		hist := s.Must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 20}).List(t)
 		for _, h := range hist {
 			if h.(map[string]any)["metadata"].(map[string]any)["run_id"] == first {
@@ -342,33 +314,33 @@ func TestMultitaskStrategies(t *testing.T) {
 		}
 	})
 	t.Run("enqueue", func(t *testing.T) {
-		tid := newThread(t, s)
+		tid := testutil.NewThread(t, s)
 		first := start(tid, "eq1-"+tid, "enqueue").Object(t)["run_id"].(string)
 		second := start(tid, "eq2-"+tid, "enqueue").Object(t)["run_id"].(string)
-		waitStatus(t, s, tid, first, "running")
+		testutil.WaitStatus(t, s, tid, first, "running")
 		testutil.Release("eq2-" + tid)
-		if st := runStatus(t, s, tid, second); st != "pending" {
+		if st := testutil.RunStatus(t, s, tid, second); st != "pending" {
 			t.Fatalf("second run started before the first ended: %s", st)
 		}
 		testutil.Release("eq1-" + tid)
-		waitStatus(t, s, tid, second, "success")
-		if runStatus(t, s, tid, first) != "success" {
+		testutil.WaitStatus(t, s, tid, second, "success")
+		if testutil.RunStatus(t, s, tid, first) != "success" {
 			t.Fatal("first run did not succeed")
 		}
 	})
 }
 
 func TestCancel(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": "never-" + tid}}).Object(t)["run_id"].(string)
-	waitStatus(t, s, tid, rid, "running")
+	testutil.WaitStatus(t, s, tid, rid, "running")
 	began := time.Now()
 	s.Must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1&action=interrupt", nil)
 	if time.Since(began) > 2*time.Second {
 		t.Fatal("cancel took too long")
 	}
-	if runStatus(t, s, tid, rid) != "interrupted" {
+	if testutil.RunStatus(t, s, tid, rid) != "interrupted" {
 		t.Fatal("run not interrupted after cancel with wait")
 	}
 	if st := s.Must(200, "GET", "/threads/"+tid, nil).Object(t)["status"]; st != "idle" {
@@ -376,32 +348,32 @@ func TestCancel(t *testing.T) {
 	}
 	// Cancelling a finished run is a no-op 2xx.
 	s.Must(202, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=false", nil)
-	if runStatus(t, s, tid, rid) != "interrupted" {
+	if testutil.RunStatus(t, s, tid, rid) != "interrupted" {
 		t.Fatal("cancel of a finished run changed it")
 	}
 	s.Must(404, "POST", "/threads/"+tid+"/runs/"+uuid.NewString()+"/cancel", nil)
-	s.Must(404, "POST", "/threads/"+newThread(t, s)+"/runs/"+rid+"/cancel", nil)
+	s.Must(404, "POST", "/threads/"+testutil.NewThread(t, s)+"/runs/"+rid+"/cancel", nil)
 	s.Must(422, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=maybe", nil)
 
 	// wait=0 answers 202 at once; rollback deletes the run.
 	rid2 := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": "never2-" + tid}}).Object(t)["run_id"].(string)
-	waitStatus(t, s, tid, rid2, "running")
+	testutil.WaitStatus(t, s, tid, rid2, "running")
 	s.Must(202, "POST", "/threads/"+tid+"/runs/"+rid2+"/cancel?wait=0&action=rollback", nil)
 	testutil.Eventually(t, 5*time.Second, "rolled back run to be deleted", func() bool {
 		return s.Do("GET", "/threads/"+tid+"/runs/"+rid2, nil).Status == 404
 	})
 
 	// A pending run (delayed) is cancelled without ever starting.
-	rid3 := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("later"), "after_seconds": 60}).Object(t)["run_id"].(string)
+	rid3 := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("later"), "after_seconds": 60}).Object(t)["run_id"].(string)
 	s.Must(204, "POST", "/threads/"+tid+"/runs/"+rid3+"/cancel?wait=true", nil)
-	if runStatus(t, s, tid, rid3) != "interrupted" {
+	if testutil.RunStatus(t, s, tid, rid3) != "interrupted" {
 		t.Fatal("pending run not interrupted")
 	}
 }
 
 func TestFailingRunAndThreadError(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "failing", "input": map[string]any{"x": 1}})
 	e := r.Object(t)["__error__"].(map[string]any)
 	if !strings.Contains(e["message"].(string), "boom") || e["error"] == "" {
@@ -428,8 +400,8 @@ func TestFailingRunAndThreadError(t *testing.T) {
 }
 
 func TestInterruptBeforeAndResume(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "steps", "input": map[string]any{"trail": []any{}}, "interrupt_before": []string{"b"}})
 	if trail := r.Object(t)["trail"].([]any); len(trail) != 1 {
 		t.Fatalf("trail at interrupt = %v", trail)
@@ -447,7 +419,7 @@ func TestInterruptBeforeAndResume(t *testing.T) {
 		t.Fatalf("thread after resume = %v", st)
 	}
 	// interrupt_after "*" pauses after the first node; command.goto jumps.
-	tid2 := newThread(t, s)
+	tid2 := testutil.NewThread(t, s)
 	s.Must(200, "POST", "/threads/"+tid2+"/runs/wait", map[string]any{"assistant_id": "steps", "input": map[string]any{}, "interrupt_after": "*"})
 	if next := s.Must(200, "GET", "/threads/"+tid2+"/state", nil).Object(t)["next"].([]any); len(next) != 1 || next[0] != "b" {
 		t.Fatalf("next after interrupt_after = %v", next)
@@ -459,51 +431,51 @@ func TestInterruptBeforeAndResume(t *testing.T) {
 }
 
 func TestRunOptions(t *testing.T) {
-	s := startRunsServer(t)
+	s := testutil.StartTestGraphs(t)
 	t.Run("if_not_exists", func(t *testing.T) {
 		id := uuid.NewString()
-		s.Must(404, "POST", "/threads/"+id+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("x")})
-		s.Must(200, "POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("x"), "if_not_exists": "create"})
+		s.Must(404, "POST", "/threads/"+id+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("x")})
+		s.Must(200, "POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("x"), "if_not_exists": "create"})
 		if th := s.Must(200, "GET", "/threads/"+id, nil).Object(t); th["metadata"].(map[string]any)["graph_id"] != "echo" {
 			t.Fatalf("created thread = %v", th)
 		}
 	})
 	t.Run("unknown assistant", func(t *testing.T) {
-		tid := newThread(t, s)
-		s.Must(404, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": uuid.NewString(), "input": userInput("x")})
-		s.Must(404, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "nope", "input": userInput("x")})
+		tid := testutil.NewThread(t, s)
+		s.Must(404, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": uuid.NewString(), "input": testutil.UserInput("x")})
+		s.Must(404, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "nope", "input": testutil.UserInput("x")})
 		s.Must(422, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "stream_mode": "sideways"})
 		if n := len(s.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t)); n != 0 {
 			t.Fatalf("rejected creations left %d runs", n)
 		}
 	})
 	t.Run("after_seconds", func(t *testing.T) {
-		tid := newThread(t, s)
-		rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("x"), "after_seconds": 0.3}).Object(t)["run_id"].(string)
-		if st := runStatus(t, s, tid, rid); st != "pending" {
+		tid := testutil.NewThread(t, s)
+		rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("x"), "after_seconds": 0.3}).Object(t)["run_id"].(string)
+		if st := testutil.RunStatus(t, s, tid, rid); st != "pending" {
 			t.Fatalf("delayed run is %s at once", st)
 		}
-		waitStatus(t, s, tid, rid, "success")
+		testutil.WaitStatus(t, s, tid, rid, "success")
 	})
 	t.Run("fork from checkpoint", func(t *testing.T) {
-		tid := newThread(t, s)
-		s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("one")})
+		tid := testutil.NewThread(t, s)
+		s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("one")})
 		hist := s.Must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 10}).List(t)
 		// From the input checkpoint, before "one": the new input replaces
 		// it (an edited first message); from the __start__ step, after it.
 		for i, want := range []int{2, 3} {
 			from := hist[len(hist)-1-i].(map[string]any)["checkpoint"].(map[string]any)["checkpoint_id"].(string)
-			r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("two"), "checkpoint_id": from})
+			r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("two"), "checkpoint_id": from})
 			msgs := r.Object(t)["messages"].([]any)
-			if len(msgs) != want || lastMessage(t, r.JSON)["content"] != "echo: two" {
+			if len(msgs) != want || testutil.LastMessage(t, r.JSON)["content"] != "echo: two" {
 				t.Fatalf("fork from checkpoint %d (oldest first): messages = %v, want %d", i, msgs, want)
 			}
 		}
 	})
 	t.Run("config, context and metadata", func(t *testing.T) {
-		tid := newThread(t, s)
+		tid := testutil.NewThread(t, s)
 		rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{
-			"assistant_id": "echo", "input": userInput("x"), "metadata": map[string]any{"tag": "m"},
+			"assistant_id": "echo", "input": testutil.UserInput("x"), "metadata": map[string]any{"tag": "m"},
 			"config": map[string]any{"configurable": map[string]any{"k": "v"}}, "context": map[string]any{"c": 1},
 		}).Object(t)["run_id"].(string)
 		run := s.Must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).Object(t)
@@ -516,9 +488,9 @@ func TestRunOptions(t *testing.T) {
 }
 
 func TestStatelessRuns(t *testing.T) {
-	s := startRunsServer(t)
-	r := s.Must(200, "POST", "/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("solo")})
-	if lastMessage(t, r.JSON)["content"] != "echo: solo" {
+	s := testutil.StartTestGraphs(t)
+	r := s.Must(200, "POST", "/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("solo")})
+	if testutil.LastMessage(t, r.JSON)["content"] != "echo: solo" {
 		t.Fatalf("stateless wait = %s", r.Raw)
 	}
 	if loc := r.Header.Get("Content-Location"); !strings.HasPrefix(loc, "/runs/") {
@@ -527,21 +499,21 @@ func TestStatelessRuns(t *testing.T) {
 	if n := s.Must(200, "POST", "/threads/count", nil).JSON; n != 0.0 {
 		t.Fatalf("temporary thread kept: %v threads", n)
 	}
-	kept := s.Must(200, "POST", "/runs", map[string]any{"assistant_id": "echo", "input": userInput("keep"), "on_completion": "keep"}).Object(t)
+	kept := s.Must(200, "POST", "/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("keep"), "on_completion": "keep"}).Object(t)
 	tid := kept["thread_id"].(string)
 	testutil.Eventually(t, 5*time.Second, "kept thread to be idle", func() bool {
 		r := s.Do("GET", "/threads/"+tid, nil)
 		return r.Status == 200 && r.Object(t)["status"] == "idle"
 	})
-	resp := s.Stream("POST", "/runs/stream", map[string]any{"assistant_id": "echo", "input": userInput("s"), "stream_mode": "updates"}, nil)
+	resp := s.Stream("POST", "/runs/stream", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("s"), "stream_mode": "updates"}, nil)
 	evs, _ := testutil.NewSSEReader(resp.Body).All()
 	resp.Body.Close()
 	if len(evs) < 3 || evs[1].Event != "updates" {
 		t.Fatalf("stateless stream = %+v", evs)
 	}
 	batch := s.Must(200, "POST", "/runs/batch", []any{
-		map[string]any{"assistant_id": "echo", "input": userInput("b1")},
-		map[string]any{"assistant_id": "echo", "input": userInput("b2")},
+		map[string]any{"assistant_id": "echo", "input": testutil.UserInput("b1")},
+		map[string]any{"assistant_id": "echo", "input": testutil.UserInput("b2")},
 	}).List(t)
 	if len(batch) != 2 {
 		t.Fatalf("batch = %v", batch)
@@ -550,14 +522,14 @@ func TestStatelessRuns(t *testing.T) {
 }
 
 func TestAgentProtocolRuns(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	run := s.Must(200, "POST", "/runs", map[string]any{"agent_id": "gated", "thread_id": tid, "input": map[string]any{"gate": "ap-" + tid}}).Object(t)
 	rid := run["run_id"].(string)
 	if run["thread_id"] != tid || run["agent_id"] == nil {
 		t.Fatalf("AP run = %v", run)
 	}
-	testutil.Eventually(t, 5*time.Second, "run to start", func() bool { return runStatus(t, s, tid, rid) == "running" })
+	testutil.Eventually(t, 5*time.Second, "run to start", func() bool { return testutil.RunStatus(t, s, tid, rid) == "running" })
 	if st := s.Must(200, "GET", "/runs/"+rid, nil).Object(t)["status"]; st != "pending" {
 		t.Fatalf("AP status of a running run = %v, want pending", st)
 	}
@@ -571,7 +543,7 @@ func TestAgentProtocolRuns(t *testing.T) {
 		t.Fatalf("AP wait = %v", w)
 	}
 	aw := s.Must(200, "POST", "/runs/wait", map[string]any{"agent_id": "echo", "thread_id": tid, "messages": []any{map[string]any{"role": "user", "content": "ap"}}}).Object(t)
-	if aw["run"] == nil || lastMessage(t, aw["values"])["content"] != "echo: ap" {
+	if aw["run"] == nil || testutil.LastMessage(t, aw["values"])["content"] != "echo: ap" {
 		t.Fatalf("AP create+wait = %v", aw)
 	}
 	s.Must(204, "POST", "/runs/"+rid+"/cancel?wait=1", nil)
@@ -590,35 +562,35 @@ func TestWebhook(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer hook.Close()
-	s := startRunsServer(t)
-	tid := newThread(t, s)
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("hook"), "webhook": hook.URL + "/done"})
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("hook"), "webhook": hook.URL + "/done"})
 	testutil.Eventually(t, 5*time.Second, "webhook delivery", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) == 1
 	})
-	if got[0]["status"] != "success" || got[0]["thread_id"] != tid || lastMessage(t, got[0]["values"])["content"] != "echo: hook" {
+	if got[0]["status"] != "success" || got[0]["thread_id"] != tid || testutil.LastMessage(t, got[0]["values"])["content"] != "echo: hook" {
 		t.Fatalf("webhook body = %v", got[0])
 	}
 	s.Must(422, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "webhook": "ftp://x"})
 }
 
 func TestOnDisconnectCancel(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": "dc-" + tid}, "stream_mode": "custom"}, nil)
 	rid := strings.TrimPrefix(resp.Header.Get("Content-Location"), "/threads/"+tid+"/runs/")
 	rd := testutil.NewSSEReader(resp.Body)
 	rd.Next() // metadata
 	rd.Next() // custom: the node is waiting
 	resp.Body.Close()
-	waitStatus(t, s, tid, rid, "interrupted")
+	testutil.WaitStatus(t, s, tid, rid, "interrupted")
 }
 
 func TestThreadJoinStream(t *testing.T) {
-	s := startRunsServer(t)
-	seen := threadRunEvents(t, s, newThread(t, s), "")
+	s := testutil.StartTestGraphs(t)
+	seen := threadRunEvents(t, s, testutil.NewThread(t, s), "")
 	if !seen["metadata"] || !seen["values"] {
 		t.Fatalf("thread stream events = %v", seen)
 	}
@@ -627,12 +599,12 @@ func TestThreadJoinStream(t *testing.T) {
 func TestRunsAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, DataDir: dir})
-	tid := newThread(t, s)
-	done := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("before")}).Object(t)["run_id"].(string)
-	waitStatus(t, s, tid, done, "success")
+	tid := testutil.NewThread(t, s)
+	done := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("before")}).Object(t)["run_id"].(string)
+	testutil.WaitStatus(t, s, tid, done, "success")
 	gate := "restart-" + tid
 	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate, "messages": []any{map[string]any{"role": "user", "content": "once"}}}}).Object(t)["run_id"].(string)
-	waitStatus(t, s, tid, rid, "running")
+	testutil.WaitStatus(t, s, tid, rid, "running")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
@@ -648,7 +620,7 @@ func TestRunsAcrossRestart(t *testing.T) {
 	}
 	// The interrupted run resumes where it stopped: its input is not applied twice.
 	testutil.Release(gate)
-	waitStatus(t, s2, tid, rid, "success")
+	testutil.WaitStatus(t, s2, tid, rid, "success")
 	run := s2.Must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).Object(t)
 	if run["status"] != "success" {
 		t.Fatalf("run after restart = %v", run)
@@ -666,44 +638,44 @@ func TestRunsAcrossRestart(t *testing.T) {
 
 func TestCancelRunWaitingForWorker(t *testing.T) {
 	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs, Jobs: 1})
-	busy, idle := newThread(t, s), newThread(t, s)
+	busy, idle := testutil.NewThread(t, s), testutil.NewThread(t, s)
 	gate := "slot-" + busy
 	blocker := s.Must(200, "POST", "/threads/"+busy+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)["run_id"].(string)
-	waitStatus(t, s, busy, blocker, "running")
-	queued := s.Must(200, "POST", "/threads/"+idle+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("x")}).Object(t)["run_id"].(string)
+	testutil.WaitStatus(t, s, busy, blocker, "running")
+	queued := s.Must(200, "POST", "/threads/"+idle+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("x")}).Object(t)["run_id"].(string)
 	s.Must(204, "POST", "/threads/"+idle+"/runs/"+queued+"/cancel?wait=1", nil)
 	j := s.Do("GET", "/threads/"+idle+"/runs/"+queued+"/join", nil)
-	if j.Status != 200 || runStatus(t, s, idle, queued) != "interrupted" {
+	if j.Status != 200 || testutil.RunStatus(t, s, idle, queued) != "interrupted" {
 		t.Fatalf("join of a cancelled queued run: %d %s", j.Status, j.Raw)
 	}
 	testutil.Release(gate)
-	waitStatus(t, s, busy, blocker, "success")
-	if runStatus(t, s, idle, queued) != "interrupted" {
+	testutil.WaitStatus(t, s, busy, blocker, "success")
+	if testutil.RunStatus(t, s, idle, queued) != "interrupted" {
 		t.Fatal("the cancelled run ran once a worker was free")
 	}
 }
 
 func TestDeleteThreadStopsItsRuns(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": "del-" + tid}}).Object(t)["run_id"].(string)
-	waitStatus(t, s, tid, rid, "running")
+	testutil.WaitStatus(t, s, tid, rid, "running")
 	s.Must(204, "DELETE", "/threads/"+tid, nil)
 	s.Must(404, "GET", "/runs/"+rid, nil)
 	s.Must(404, "GET", "/threads/"+tid, nil)
 }
 
 func TestGotoEndAndRunSearchPaging(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	r := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "steps", "command": map[string]any{"update": map[string]any{"trail": []any{"x"}}, "goto": "__end__"}})
 	if trail := r.Object(t)["trail"].([]any); len(trail) != 1 {
 		t.Fatalf("goto __end__ = %s", r.Raw)
 	}
-	pending := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": userInput("later"), "after_seconds": 60}).Object(t)["run_id"].(string)
-	other := newThread(t, s)
+	pending := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("later"), "after_seconds": 60}).Object(t)["run_id"].(string)
+	other := testutil.NewThread(t, s)
 	for i := 0; i < 12; i++ {
-		s.Must(200, "POST", "/threads/"+other+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("n")})
+		s.Must(200, "POST", "/threads/"+other+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("n")})
 	}
 	found := s.Must(200, "POST", "/runs/search", map[string]any{"status": "pending", "limit": 10})
 	if l := found.List(t); len(l) != 1 || l[0].(map[string]any)["run_id"] != pending || found.Header.Get("X-Pagination-Total") != "1" {
@@ -715,10 +687,10 @@ func TestGotoEndAndRunSearchPaging(t *testing.T) {
 // missed, including a whole run made while it was away, numbered on from
 // where it left, without repeats.
 func TestThreadJoinStreamReplaysAfterLastEventID(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	first := s.Stream("GET", "/threads/"+tid+"/stream", nil, nil)
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("t1")})
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("t1")})
 	rd := testutil.NewSSEReader(first.Body)
 	var seen []testutil.SSEEvent
 	for len(seen) < 2 {
@@ -734,7 +706,7 @@ func TestThreadJoinStreamReplaysAfterLastEventID(t *testing.T) {
 		t.Fatalf("thread stream event without a numeric id: %+v", seen[1])
 	}
 	// A second run while nobody listens.
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("t2")})
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("t2")})
 
 	again := s.Stream("GET", "/threads/"+tid+"/stream", nil, http.Header{"Last-Event-ID": {seen[1].ID}})
 	defer again.Body.Close()
@@ -758,9 +730,47 @@ func TestThreadJoinStreamReplaysAfterLastEventID(t *testing.T) {
 		}
 	}
 	// Events go on from there, live.
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("t3")})
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("t3")})
 	ev, err := rd.Next()
 	if id, _ := strconv.ParseInt(ev.ID, 10, 64); err != nil || ev.Event != "metadata" || id <= last {
 		t.Fatalf("live after replay: %+v %v (last id %d)", ev, err, last)
+	}
+}
+
+// threadRunEvents opens GET /threads/{tid}/stream with query, makes one
+// echo run on the thread and returns the names of the events the stream
+// carried up to the run's run_done.
+func threadRunEvents(t *testing.T, s *testutil.Server, tid, query string) map[string]bool {
+	t.Helper()
+	resp := s.Stream("GET", "/threads/"+tid+"/stream"+query, nil, nil)
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("thread stream: %d %s", resp.StatusCode, b)
+	}
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": testutil.UserInput("hi")})
+	rd := testutil.NewSSEReader(resp.Body)
+	seen := map[string]bool{}
+	for !seen["run_done"] {
+		ev, err := rd.Next()
+		if err != nil {
+			t.Fatalf("thread stream ended early: %v (seen %v)", err, seen)
+		}
+		seen[ev.Event] = true
+	}
+	return seen
+}
+
+// GET /threads/{id}/stream reads LangGraph Platform's stream_modes too.
+func TestJoinThreadStreamStreamModes(t *testing.T) {
+	s := testutil.StartServer(t, testutil.Options{})
+	tid := testutil.NewThread(t, s)
+	bad := s.Stream("GET", "/threads/"+tid+"/stream?stream_modes=everything", nil, nil)
+	bad.Body.Close()
+	if bad.StatusCode != 422 {
+		t.Fatalf("stream_modes=everything: status %d, want 422", bad.StatusCode)
+	}
+	if seen := threadRunEvents(t, s, tid, "?stream_modes=lifecycle"); seen["values"] || !seen["metadata"] {
+		t.Fatalf("lifecycle stream carried %v", seen)
 	}
 }

@@ -1,4 +1,4 @@
-package httpapi_test
+package runs_test
 
 import (
 	"context"
@@ -47,8 +47,8 @@ func contentsOf(values any) []string {
 // with its creation, a run queued behind another (started by a worker, or
 // on PostgreSQL claimed from the shared queue), and a later turn.
 func TestInputVisibleWhileFirstStepRuns(t *testing.T) {
-	s := startRunsServer(t)
-	tid := newThread(t, s)
+	s := testutil.StartTestGraphs(t)
+	tid := testutil.NewThread(t, s)
 	gate1, gate2 := "first-"+tid, "second-"+tid
 
 	first := gatedRun(t, s, tid, gate1, nil)
@@ -72,7 +72,7 @@ func TestInputVisibleWhileFirstStepRuns(t *testing.T) {
 	// shows as soon as it starts, after the first run's checkpoints.
 	second := queueGated(t, s, tid, gate2, "again")
 	testutil.Release(gate1)
-	waitStatus(t, s, tid, first, "success")
+	testutil.WaitStatus(t, s, tid, first, "success")
 	awaitGate(t, gate2)
 	state = s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)
 	if got := contentsOf(state["values"]); len(got) != 3 || got[2] != "again" {
@@ -87,7 +87,7 @@ func TestInputVisibleWhileFirstStepRuns(t *testing.T) {
 		{"input", -1.0, []any{"__start__"}},
 	})
 	testutil.Release(gate2)
-	waitStatus(t, s, tid, second, "success")
+	testutil.WaitStatus(t, s, tid, second, "success")
 	if n := len(s.Must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 10}).List(t)); n != 6 {
 		t.Fatalf("history after both runs: %d checkpoints, want 6", n)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"agentserver/internal/testutil/stats"
 	"agentserver/internal/testutil/testdb"
 )
 
@@ -59,12 +60,10 @@ func BenchmarkSemanticSearch100k(b *testing.B) {
 	}
 	b.StopTimer()
 	slices.Sort(lat)
-	b.ReportMetric(ms(first), "ms-first-search")
-	b.ReportMetric(ms(lat[len(lat)/2]), "ms-p50")
-	b.ReportMetric(ms(lat[len(lat)*99/100]), "ms-p99")
+	b.ReportMetric(stats.Millis(first), "ms-first-search")
+	b.ReportMetric(stats.Millis(stats.Quantile(lat, 0.50)), "ms-p50")
+	b.ReportMetric(stats.Millis(stats.Quantile(lat, 0.99)), "ms-p99")
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // putItems puts n items ["bench", "g<i%10>"] / "k<i>" with text "item <i>".
 func putItems(b *testing.B, s *Service, n int) {

@@ -1,4 +1,4 @@
-package httpapi_test
+package subagents_test
 
 import (
 	"context"
@@ -15,17 +15,18 @@ import (
 
 	"agentserver/internal/llm/scripted"
 	"agentserver/internal/testutil"
+	"agentserver/internal/testutil/stats"
 )
 
 func TestTaskToolDelegates(t *testing.T) {
-	s, model := agentServer(t, "subagents: {}\n")
+	s, model := testutil.StartAgent(t, "subagents: {}\n")
 	model.Script(
 		scripted.ToolCalls(scripted.Call("task", map[string]any{"description": "sum", "prompt": "add 2 and 2", "subagent_type": "general-purpose"})).WithUsage(10, 5),
 		scripted.Text("It is 4.").WithUsage(20, 3),
 		scripted.Text("The subagent says 4.").WithUsage(30, 4),
 	)
-	tid := newThread(t, s)
-	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput("delegate"), "stream_mode": []string{"custom", "values"}}, nil)
+	tid := testutil.NewThread(t, s)
+	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("delegate"), "stream_mode": []string{"custom", "values"}}, nil)
 	evs, err := testutil.NewSSEReader(resp.Body).All()
 	resp.Body.Close()
 	if err != nil {
@@ -41,9 +42,9 @@ func TestTaskToolDelegates(t *testing.T) {
 		t.Fatalf("custom events = %v", kinds)
 	}
 	st := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)["values"]
-	msgs := messagesIn(t, st)
+	msgs := testutil.MessagesIn(t, st)
 	tool := msgs[2].(map[string]any)
-	if contentOf(tool) != "Task Succeeded. Result: It is 4." || tool["additional_kwargs"].(map[string]any)["subagent_status"] != "completed" {
+	if testutil.ContentOf(tool) != "Task Succeeded. Result: It is 4." || tool["additional_kwargs"].(map[string]any)["subagent_status"] != "completed" {
 		t.Fatalf("task result = %v", tool)
 	}
 	run := s.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t)[0].(map[string]any)
@@ -75,7 +76,7 @@ func TestTaskToolDelegates(t *testing.T) {
 		t.Fatalf("GET one record = %v", one)
 	}
 	s.Must(404, "GET", "/threads/"+tid+"/runs/"+rid+"/subagents/no-such-call", nil)
-	other := newThread(t, s)
+	other := testutil.NewThread(t, s)
 	s.Must(404, "GET", "/threads/"+other+"/runs/"+rid+"/subagents", nil)
 	s.Must(422, "GET", "/threads/"+tid+"/runs/not-a-uuid/subagents", nil)
 }
@@ -102,13 +103,6 @@ func turn(req scripted.ChatRequest) int {
 		}
 	}
 	return n
-}
-
-// taskCall is a task tool call with a fixed id.
-func taskCall(id, description, prompt, kind string) scripted.ToolCall {
-	c := scripted.Call("task", map[string]any{"description": description, "prompt": prompt, "subagent_type": kind})
-	c.ID = id
-	return c
 }
 
 // route answers the lead's k-th call with lead[k] and a subagent's k-th
@@ -148,8 +142,8 @@ func requestsOf(model *scripted.Server) (lead, children []scripted.Request) {
 // returns the thread id and every event.
 func streamRun(t *testing.T, s *testutil.Server, input string) (string, []testutil.SSEEvent) {
 	t.Helper()
-	tid := newThread(t, s)
-	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput(input), "stream_mode": []string{"custom", "values"}}, nil)
+	tid := testutil.NewThread(t, s)
+	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": testutil.UserInput(input), "stream_mode": []string{"custom", "values"}}, nil)
 	defer resp.Body.Close()
 	evs, err := testutil.NewSSEReader(resp.Body).All()
 	if err != nil {
@@ -187,7 +181,7 @@ func kindsOf(evs []map[string]any, taskID string) []string {
 
 func threadMessages(t *testing.T, s *testutil.Server, tid string) []any {
 	t.Helper()
-	return messagesIn(t, s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)["values"])
+	return testutil.MessagesIn(t, s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)["values"])
 }
 
 // toolAnswers maps tool call ids to their tool messages and fails the test
@@ -246,16 +240,16 @@ func deadline(t *testing.T, d time.Duration) context.Context {
 // ---------------------------------------------------------------- outcomes
 
 func TestTaskFailure(t *testing.T) {
-	s, model := agentServer(t, "subagents: {}\n")
+	s, model := testutil.StartAgent(t, "subagents: {}\n")
 	model.Script(
-		scripted.ToolCalls(taskCall("t1", "look up", "find it", "general-purpose")),
+		scripted.ToolCalls(testutil.TaskCall("t1", "look up", "find it", "general-purpose")),
 		scripted.Error(http.StatusInternalServerError, "upstream exploded"),
 		scripted.Text("The subagent failed; here is what I know."),
 	)
 	tid, evs := streamRun(t, s, "go")
 	answers := toolAnswers(t, threadMessages(t, s, tid))
 	tool := answers["t1"]
-	if text := contentOf(tool); !strings.HasPrefix(text, "Task failed. Error: ") || !strings.Contains(text, "upstream exploded") {
+	if text := testutil.ContentOf(tool); !strings.HasPrefix(text, "Task failed. Error: ") || !strings.Contains(text, "upstream exploded") {
 		t.Fatalf("tool message = %q", text)
 	}
 	kw := kwargs(tool)
@@ -279,7 +273,7 @@ func TestTaskFailure(t *testing.T) {
 }
 
 func TestTaskTimeout(t *testing.T) {
-	s, model := agentServer(t, `subagents:
+	s, model := testutil.StartAgent(t, `subagents:
   types:
     - name: slow
       description: A slow helper.
@@ -287,7 +281,7 @@ func TestTaskTimeout(t *testing.T) {
       timeout_seconds: 1
 `)
 	model.Script(
-		scripted.ToolCalls(taskCall("t1", "wait", "take forever", "slow")),
+		scripted.ToolCalls(testutil.TaskCall("t1", "wait", "take forever", "slow")),
 		scripted.Hang(),
 		scripted.Text("It timed out."),
 	)
@@ -298,7 +292,7 @@ func TestTaskTimeout(t *testing.T) {
 		t.Fatalf("run took %v with a 1 s subagent timeout", took)
 	}
 	tool := toolAnswers(t, threadMessages(t, s, tid))["t1"]
-	if contentOf(tool) != "Task timed out. Error: Execution timed out after 1 seconds" || kwargs(tool)["subagent_status"] != "timed_out" {
+	if testutil.ContentOf(tool) != "Task timed out. Error: Execution timed out after 1 seconds" || kwargs(tool)["subagent_status"] != "timed_out" {
 		t.Fatalf("tool message = %v", tool)
 	}
 	if got := kindsOf(taskEvents(evs), "t1"); !slices.Equal(got, []string{"task_started", "task_timed_out"}) {
@@ -314,7 +308,7 @@ func TestTaskTimeout(t *testing.T) {
 }
 
 func TestTaskMaxTurns(t *testing.T) {
-	s, model := agentServer(t, `subagents:
+	s, model := testutil.StartAgent(t, `subagents:
   types:
     - name: brief
       description: Answers in one go.
@@ -323,14 +317,14 @@ func TestTaskMaxTurns(t *testing.T) {
       max_turns: 1
 `)
 	model.Script(
-		scripted.ToolCalls(taskCall("t1", "quick", "answer quickly", "brief")),
+		scripted.ToolCalls(testutil.TaskCall("t1", "quick", "answer quickly", "brief")),
 		scripted.Text("A short answer."),
 		scripted.Text("Done."),
 	)
 	tid, _ := streamRun(t, s, "go")
 	tool := toolAnswers(t, threadMessages(t, s, tid))["t1"]
 	kw := kwargs(tool)
-	if contentOf(tool) != "Task Succeeded (capped: turn budget). Result: A short answer." || kw["subagent_status"] != "completed" || kw["subagent_stop_reason"] != "turn_capped" {
+	if testutil.ContentOf(tool) != "Task Succeeded (capped: turn budget). Result: A short answer." || kw["subagent_status"] != "completed" || kw["subagent_stop_reason"] != "turn_capped" {
 		t.Fatalf("tool message = %v", tool)
 	}
 	// The only allowed model call is offered no tools: it must answer.
@@ -344,7 +338,7 @@ func TestTaskMaxTurns(t *testing.T) {
 // super-steps, so a subagent may use more than a dozen tool rounds without
 // hitting the run's recursion limit (25 super-steps by default).
 func TestTaskTurnsCountModelCalls(t *testing.T) {
-	s, model := agentServer(t, `subagents:
+	s, model := testutil.StartAgent(t, `subagents:
   types:
     - name: worker
       description: Works in many small steps.
@@ -359,11 +353,11 @@ func TestTaskTurnsCountModelCalls(t *testing.T) {
 	}
 	child = append(child, scripted.Text("All 20 steps done."))
 	route(t, model,
-		[]scripted.Step{scripted.ToolCalls(taskCall("t1", "long job", "do twenty steps", "worker")), scripted.Text("ok")},
+		[]scripted.Step{scripted.ToolCalls(testutil.TaskCall("t1", "long job", "do twenty steps", "worker")), scripted.Text("ok")},
 		map[string][]scripted.Step{"do twenty steps": child})
 	tid, evs := streamRun(t, s, "go")
 	tool := toolAnswers(t, threadMessages(t, s, tid))["t1"]
-	if contentOf(tool) != "Task Succeeded. Result: All 20 steps done." {
+	if testutil.ContentOf(tool) != "Task Succeeded. Result: All 20 steps done." {
 		t.Fatalf("tool message = %v", tool)
 	}
 	if n := len(kindsOf(taskEvents(evs), "t1")); n != 2*rounds+1+2 {
@@ -372,7 +366,7 @@ func TestTaskTurnsCountModelCalls(t *testing.T) {
 }
 
 func TestTaskTokenCap(t *testing.T) {
-	s, model := agentServer(t, `subagents:
+	s, model := testutil.StartAgent(t, `subagents:
   token_budget: 100
   types:
     - name: thinker
@@ -383,7 +377,7 @@ func TestTaskTokenCap(t *testing.T) {
 	// of 100: the subagent is stopped before its tool calls run.
 	route(t, model,
 		[]scripted.Step{
-			scripted.ToolCalls(taskCall("with-text", "a", "answer partly", "general-purpose"), taskCall("no-text", "b", "only call tools", "thinker")),
+			scripted.ToolCalls(testutil.TaskCall("with-text", "a", "answer partly", "general-purpose"), testutil.TaskCall("no-text", "b", "only call tools", "thinker")),
 			scripted.Text("ok"),
 		},
 		map[string][]scripted.Step{
@@ -393,10 +387,10 @@ func TestTaskTokenCap(t *testing.T) {
 	tid, _ := streamRun(t, s, "go")
 	answers := toolAnswers(t, threadMessages(t, s, tid))
 	withText, noText := answers["with-text"], answers["no-text"]
-	if contentOf(withText) != "Task Succeeded (capped: token budget). Result: Partial findings so far." || kwargs(withText)["subagent_stop_reason"] != "token_capped" {
+	if testutil.ContentOf(withText) != "Task Succeeded (capped: token budget). Result: Partial findings so far." || kwargs(withText)["subagent_stop_reason"] != "token_capped" {
 		t.Fatalf("capped with text = %v", withText)
 	}
-	if !strings.HasPrefix(contentOf(noText), "Task failed (capped: token budget). Error: ") || kwargs(noText)["subagent_status"] != "failed" || kwargs(noText)["subagent_stop_reason"] != "token_capped" {
+	if !strings.HasPrefix(testutil.ContentOf(noText), "Task failed (capped: token budget). Error: ") || kwargs(noText)["subagent_status"] != "failed" || kwargs(noText)["subagent_stop_reason"] != "token_capped" {
 		t.Fatalf("capped without text = %v", noText)
 	}
 	if u := kwargs(withText)["subagent_token_usage"].(map[string]any); u["total_tokens"] != 520.0 {
@@ -408,16 +402,16 @@ func TestTaskTokenCap(t *testing.T) {
 }
 
 func TestTaskUnknownType(t *testing.T) {
-	s, model := agentServer(t, `subagents:
+	s, model := testutil.StartAgent(t, `subagents:
   types:
     - name: analyst
       description: Analyses.
       system_prompt: You analyse.
 `)
-	model.Script(scripted.ToolCalls(taskCall("t1", "x", "do x", "wizard")), scripted.Text("ok"))
+	model.Script(scripted.ToolCalls(testutil.TaskCall("t1", "x", "do x", "wizard")), scripted.Text("ok"))
 	tid, evs := streamRun(t, s, "go")
 	tool := toolAnswers(t, threadMessages(t, s, tid))["t1"]
-	if contentOf(tool) != `Task failed. Error: Unknown subagent type "wizard". Available types: analyst, general-purpose` || kwargs(tool)["subagent_status"] != "failed" {
+	if testutil.ContentOf(tool) != `Task failed. Error: Unknown subagent type "wizard". Available types: analyst, general-purpose` || kwargs(tool)["subagent_status"] != "failed" {
 		t.Fatalf("tool message = %v", tool)
 	}
 	if len(taskEvents(evs)) != 0 || len(model.Requests()) != 2 {
@@ -428,24 +422,24 @@ func TestTaskUnknownType(t *testing.T) {
 // ---------------------------------------------------------------- limits
 
 func TestTaskPerResponseLimit(t *testing.T) {
-	s, model := agentServer(t, "subagents: {}\n")
+	s, model := testutil.StartAgent(t, "subagents: {}\n")
 	children := map[string][]scripted.Step{}
 	var calls []scripted.ToolCall
 	for i := 1; i <= 4; i++ {
 		p := fmt.Sprintf("job %d", i)
 		children[p] = []scripted.Step{scripted.Text("result " + p)}
-		calls = append(calls, taskCall(fmt.Sprintf("t%d", i), p, p, "general-purpose"))
+		calls = append(calls, testutil.TaskCall(fmt.Sprintf("t%d", i), p, p, "general-purpose"))
 	}
 	route(t, model, []scripted.Step{scripted.ToolCalls(calls...), scripted.Text("ok")}, children)
 	tid, evs := streamRun(t, s, "go")
 	answers := toolAnswers(t, threadMessages(t, s, tid))
 	for i := 1; i <= 3; i++ {
-		if got := contentOf(answers[fmt.Sprintf("t%d", i)]); got != fmt.Sprintf("Task Succeeded. Result: result job %d", i) {
+		if got := testutil.ContentOf(answers[fmt.Sprintf("t%d", i)]); got != fmt.Sprintf("Task Succeeded. Result: result job %d", i) {
 			t.Fatalf("t%d = %q", i, got)
 		}
 	}
 	fourth := answers["t4"]
-	if !strings.HasPrefix(contentOf(fourth), "Task not run: at most 3 task calls are allowed per response") || fourth["status"] != "error" || kwargs(fourth)["subagent_stop_reason"] != "limit_capped" {
+	if !strings.HasPrefix(testutil.ContentOf(fourth), "Task not run: at most 3 task calls are allowed per response") || fourth["status"] != "error" || kwargs(fourth)["subagent_stop_reason"] != "limit_capped" {
 		t.Fatalf("t4 = %v", fourth)
 	}
 	if _, ch := requestsOf(model); len(ch) != 3 || len(kindsOf(taskEvents(evs), "t4")) != 0 {
@@ -465,30 +459,30 @@ func TestTaskPerResponseLimit(t *testing.T) {
 }
 
 func TestTaskPerRunLimit(t *testing.T) {
-	s, model := agentServer(t, "subagents:\n  max_per_run: 2\n")
+	s, model := testutil.StartAgent(t, "subagents:\n  max_per_run: 2\n")
 	route(t, model,
 		[]scripted.Step{
-			scripted.ToolCalls(taskCall("r1", "one", "one", "general-purpose")),
-			scripted.ToolCalls(taskCall("r2", "two", "two", "general-purpose"), taskCall("r3", "three", "three", "general-purpose")),
+			scripted.ToolCalls(testutil.TaskCall("r1", "one", "one", "general-purpose")),
+			scripted.ToolCalls(testutil.TaskCall("r2", "two", "two", "general-purpose"), testutil.TaskCall("r3", "three", "three", "general-purpose")),
 			scripted.Text("ok"),
 		},
 		map[string][]scripted.Step{"one": {scripted.Text("1")}, "two": {scripted.Text("2")}, "three": {scripted.Text("3")}})
 	tid, _ := streamRun(t, s, "go")
 	answers := toolAnswers(t, threadMessages(t, s, tid))
-	if contentOf(answers["r1"]) != "Task Succeeded. Result: 1" || contentOf(answers["r2"]) != "Task Succeeded. Result: 2" {
-		t.Fatalf("r1 %q r2 %q", contentOf(answers["r1"]), contentOf(answers["r2"]))
+	if testutil.ContentOf(answers["r1"]) != "Task Succeeded. Result: 1" || testutil.ContentOf(answers["r2"]) != "Task Succeeded. Result: 2" {
+		t.Fatalf("r1 %q r2 %q", testutil.ContentOf(answers["r1"]), testutil.ContentOf(answers["r2"]))
 	}
-	if !strings.HasPrefix(contentOf(answers["r3"]), "Task not run: the limit of 2 task calls per run is reached") {
-		t.Fatalf("r3 = %q", contentOf(answers["r3"]))
+	if !strings.HasPrefix(testutil.ContentOf(answers["r3"]), "Task not run: the limit of 2 task calls per run is reached") {
+		t.Fatalf("r3 = %q", testutil.ContentOf(answers["r3"]))
 	}
 	if _, ch := requestsOf(model); len(ch) != 2 {
 		t.Fatalf("subagent calls = %d", len(ch))
 	}
 	// The limit is per run: the next run on the thread may delegate again.
 	model.SetResponder(nil)
-	model.Script(scripted.ToolCalls(taskCall("r4", "four", "four", "general-purpose")), scripted.Text("4"), scripted.Text("ok"))
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("again")})
-	if got := contentOf(toolAnswers(t, threadMessages(t, s, tid))["r4"]); got != "Task Succeeded. Result: 4" {
+	model.Script(scripted.ToolCalls(testutil.TaskCall("r4", "four", "four", "general-purpose")), scripted.Text("4"), scripted.Text("ok"))
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("again")})
+	if got := testutil.ContentOf(toolAnswers(t, threadMessages(t, s, tid))["r4"]); got != "Task Succeeded. Result: 4" {
 		t.Fatalf("r4 in a new run = %q", got)
 	}
 }
@@ -496,7 +490,7 @@ func TestTaskPerRunLimit(t *testing.T) {
 // TestTaskRecursionRefused: a subagent is never offered the task tool, even
 // when its allow-list names it, and a call to it anyway does not delegate.
 func TestTaskRecursionRefused(t *testing.T) {
-	s, model := agentServer(t, `subagents:
+	s, model := testutil.StartAgent(t, `subagents:
   types:
     - name: greedy
       description: Wants everything.
@@ -504,15 +498,15 @@ func TestTaskRecursionRefused(t *testing.T) {
       tools: [task, ls, read_file]
 `)
 	route(t, model,
-		[]scripted.Step{scripted.ToolCalls(taskCall("t1", "a", "general job", "general-purpose"), taskCall("t2", "b", "greedy job", "greedy")), scripted.Text("ok")},
+		[]scripted.Step{scripted.ToolCalls(testutil.TaskCall("t1", "a", "general job", "general-purpose"), testutil.TaskCall("t2", "b", "greedy job", "greedy")), scripted.Text("ok")},
 		map[string][]scripted.Step{
-			"general job": {scripted.ToolCalls(taskCall("nested", "deeper", "nested job", "general-purpose")), scripted.Text("could not nest")},
+			"general job": {scripted.ToolCalls(testutil.TaskCall("nested", "deeper", "nested job", "general-purpose")), scripted.Text("could not nest")},
 			"greedy job":  {scripted.Text("fine")},
 		})
 	tid, _ := streamRun(t, s, "go")
 	answers := toolAnswers(t, threadMessages(t, s, tid))
-	if contentOf(answers["t1"]) != "Task Succeeded. Result: could not nest" || contentOf(answers["t2"]) != "Task Succeeded. Result: fine" {
-		t.Fatalf("answers = %q, %q", contentOf(answers["t1"]), contentOf(answers["t2"]))
+	if testutil.ContentOf(answers["t1"]) != "Task Succeeded. Result: could not nest" || testutil.ContentOf(answers["t2"]) != "Task Succeeded. Result: fine" {
+		t.Fatalf("answers = %q, %q", testutil.ContentOf(answers["t1"]), testutil.ContentOf(answers["t2"]))
 	}
 	lead, children := requestsOf(model)
 	if !slices.Contains(lead[0].Chat.ToolNames(), "task") {
@@ -545,14 +539,14 @@ func TestTaskRecursionRefused(t *testing.T) {
 // ---------------------------------------------------------------- concurrency
 
 func TestTaskParallelCallsRunConcurrently(t *testing.T) {
-	s, model := agentServer(t, "subagents: {}\n")
+	s, model := testutil.StartAgent(t, "subagents: {}\n")
 	const latency = 300 * time.Millisecond
 	children := map[string][]scripted.Step{}
 	var calls []scripted.ToolCall
 	for i := 1; i <= 3; i++ {
 		p := fmt.Sprintf("part %d", i)
 		children[p] = []scripted.Step{scripted.Text("done "+p).WithLatency(latency, 0)}
-		calls = append(calls, taskCall(fmt.Sprintf("t%d", i), p, p, "general-purpose"))
+		calls = append(calls, testutil.TaskCall(fmt.Sprintf("t%d", i), p, p, "general-purpose"))
 	}
 	route(t, model, []scripted.Step{scripted.ToolCalls(calls...), scripted.Text("ok")}, children)
 	tid, _ := streamRun(t, s, "go")
@@ -578,7 +572,7 @@ func TestTaskParallelCallsRunConcurrently(t *testing.T) {
 // in line (task_queued with their position), run one at a time, and each
 // one's timeout starts when it is admitted, not while it waits.
 func TestTaskQueueing(t *testing.T) {
-	s, model := agentServer(t, `subagents:
+	s, model := testutil.StartAgent(t, `subagents:
   types:
     - name: steady
       description: Takes its time.
@@ -591,14 +585,14 @@ func TestTaskQueueing(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		p := fmt.Sprintf("job %d", i)
 		children[p] = []scripted.Step{scripted.Text("done "+p).WithLatency(latency, 0)}
-		calls = append(calls, taskCall(fmt.Sprintf("q%d", i), p, p, "steady"))
+		calls = append(calls, testutil.TaskCall(fmt.Sprintf("q%d", i), p, p, "steady"))
 	}
 	route(t, model, []scripted.Step{scripted.ToolCalls(calls...), scripted.Text("ok")}, children)
 	tid, evs := streamRun(t, s, "go")
 	answers := toolAnswers(t, threadMessages(t, s, tid))
 	for i := 1; i <= 3; i++ {
 		// The last one waited 1.2 s in line with a 1 s timeout.
-		if got := contentOf(answers[fmt.Sprintf("q%d", i)]); got != fmt.Sprintf("Task Succeeded. Result: done job %d", i) {
+		if got := testutil.ContentOf(answers[fmt.Sprintf("q%d", i)]); got != fmt.Sprintf("Task Succeeded. Result: done job %d", i) {
 			t.Fatalf("q%d = %q", i, got)
 		}
 	}
@@ -659,7 +653,7 @@ func TestTaskQueueing(t *testing.T) {
 // keyed by the tool call id. A step is visible before the subagent's next
 // model call is answered (pushed, not polled).
 func TestTaskEventsOnTheStream(t *testing.T) {
-	s, model := agentServer(t, "subagents: {}\n")
+	s, model := testutil.StartAgent(t, "subagents: {}\n")
 	sawStep := make(chan struct{})
 	var once sync.Once
 	model.SetResponder(func(req scripted.ChatRequest) scripted.Step {
@@ -677,12 +671,12 @@ func TestTaskEventsOnTheStream(t *testing.T) {
 		case isChild(req):
 			return scripted.Text("hi").WithUsage(4, 1)
 		case turn(req) == 0:
-			return scripted.ToolCalls(taskCall("tA", "lister", "list files", "general-purpose"), taskCall("tB", "quick", "say hi", "general-purpose"))
+			return scripted.ToolCalls(testutil.TaskCall("tA", "lister", "list files", "general-purpose"), testutil.TaskCall("tB", "quick", "say hi", "general-purpose"))
 		}
 		return scripted.Text("ok")
 	})
-	tid := newThread(t, s)
-	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput("go"), "stream_mode": []string{"custom", "values"}}, nil)
+	tid := testutil.NewThread(t, s)
+	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("go"), "stream_mode": []string{"custom", "values"}}, nil)
 	defer resp.Body.Close()
 	rd := testutil.NewSSEReader(resp.Body)
 	var tes []map[string]any
@@ -748,10 +742,10 @@ func TestTaskEventsOnTheStream(t *testing.T) {
 // TestTaskUsageRollup: the children's tokens are added to the lead run's
 // usage once, as subagent tokens; the total is lead + children.
 func TestTaskUsageRollup(t *testing.T) {
-	s, model := agentServer(t, "subagents: {}\n")
+	s, model := testutil.StartAgent(t, "subagents: {}\n")
 	route(t, model,
 		[]scripted.Step{
-			scripted.ToolCalls(taskCall("u1", "a", "first", "general-purpose"), taskCall("u2", "b", "second", "general-purpose")).WithUsage(10, 5),
+			scripted.ToolCalls(testutil.TaskCall("u1", "a", "first", "general-purpose"), testutil.TaskCall("u2", "b", "second", "general-purpose")).WithUsage(10, 5),
 			scripted.Text("ok").WithUsage(30, 4),
 		},
 		map[string][]scripted.Step{
@@ -792,12 +786,12 @@ func TestTaskUsageRollup(t *testing.T) {
 // in-flight model request at once, and the thread's final messages answer
 // every tool call.
 func TestTaskParentCancelCascades(t *testing.T) {
-	s, model := agentServer(t, "subagents: {}\n")
+	s, model := testutil.StartAgent(t, "subagents: {}\n")
 	route(t, model,
-		[]scripted.Step{scripted.ToolCalls(taskCall("c1", "stuck", "hang on", "general-purpose"), taskCall("c2", "other", "also hang", "general-purpose"), scripted.Call("ls", map[string]any{}))},
+		[]scripted.Step{scripted.ToolCalls(testutil.TaskCall("c1", "stuck", "hang on", "general-purpose"), testutil.TaskCall("c2", "other", "also hang", "general-purpose"), scripted.Call("ls", map[string]any{}))},
 		map[string][]scripted.Step{"hang on": {scripted.Hang()}, "also hang": {scripted.Text("partial").ThenHang()}})
-	tid := newThread(t, s)
-	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "agent", "input": userInput("go")}).Object(t)["run_id"].(string)
+	tid := testutil.NewThread(t, s)
+	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("go")}).Object(t)["run_id"].(string)
 	ctx := deadline(t, 10*time.Second)
 	if err := model.WaitRequests(ctx, 3); err != nil {
 		t.Fatal(err)
@@ -816,10 +810,10 @@ func TestTaskParentCancelCascades(t *testing.T) {
 		t.Errorf("cancel reached the subagents' model requests after %v, want well under a second", took)
 	}
 	t.Logf("cancel → both subagent upstream requests aborted: %v", took)
-	waitStatus(t, s, tid, rid, "interrupted")
+	testutil.WaitStatus(t, s, tid, rid, "interrupted")
 	answers := toolAnswers(t, threadMessages(t, s, tid))
 	for _, id := range []string{"c1", "c2"} {
-		if got := contentOf(answers[id]); !strings.HasPrefix(got, "Task cancelled by user.") {
+		if got := testutil.ContentOf(answers[id]); !strings.HasPrefix(got, "Task cancelled by user.") {
 			t.Fatalf("%s = %q", id, got)
 		}
 	}
@@ -832,9 +826,9 @@ func TestTaskParentCancelCascades(t *testing.T) {
 	// The thread stays usable: a follow-up run's model call is valid.
 	model.SetResponder(nil)
 	model.Script(scripted.Text("fresh start"))
-	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("again")}).Object(t)
-	if contentOf(lastMessage(t, out)) != "fresh start" {
-		t.Fatalf("follow-up = %v", lastMessage(t, out))
+	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("again")}).Object(t)
+	if testutil.ContentOf(testutil.LastMessage(t, out)) != "fresh start" {
+		t.Fatalf("follow-up = %v", testutil.LastMessage(t, out))
 	}
 }
 
@@ -842,7 +836,7 @@ func TestTaskParentCancelCascades(t *testing.T) {
 // subagent; the lead run goes on with a "Task cancelled" tool message for
 // it and the other subagent's result.
 func TestTaskCancelOne(t *testing.T) {
-	s, model := agentServer(t, "subagents: {}\n")
+	s, model := testutil.StartAgent(t, "subagents: {}\n")
 	release := make(chan struct{})
 	model.SetResponder(func(req scripted.ChatRequest) scripted.Step {
 		switch {
@@ -855,12 +849,12 @@ func TestTaskCancelOne(t *testing.T) {
 			}
 			return scripted.Text("other result")
 		case turn(req) == 0:
-			return scripted.ToolCalls(taskCall("k1", "stuck", "hang on", "general-purpose"), taskCall("k2", "fine", "finish", "general-purpose"))
+			return scripted.ToolCalls(testutil.TaskCall("k1", "stuck", "hang on", "general-purpose"), testutil.TaskCall("k2", "fine", "finish", "general-purpose"))
 		}
 		return scripted.Text("carried on")
 	})
-	tid := newThread(t, s)
-	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "agent", "input": userInput("go")}).Object(t)["run_id"].(string)
+	tid := testutil.NewThread(t, s)
+	rid := s.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("go")}).Object(t)["run_id"].(string)
 	ctx := deadline(t, 10*time.Second)
 	if err := model.WaitRequests(ctx, 3); err != nil {
 		t.Fatal(err)
@@ -873,17 +867,17 @@ func TestTaskCancelOne(t *testing.T) {
 		t.Fatalf("the cancelled subagent's request was not aborted: %v", err)
 	}
 	close(release)
-	waitStatus(t, s, tid, rid, "success")
+	testutil.WaitStatus(t, s, tid, rid, "success")
 	answers := toolAnswers(t, threadMessages(t, s, tid))
 	k1 := answers["k1"]
-	if contentOf(k1) != "Task cancelled by user. Error: Cancelled by user" || kwargs(k1)["subagent_status"] != "cancelled" {
+	if testutil.ContentOf(k1) != "Task cancelled by user. Error: Cancelled by user" || kwargs(k1)["subagent_status"] != "cancelled" {
 		t.Fatalf("k1 = %v", k1)
 	}
-	if contentOf(answers["k2"]) != "Task Succeeded. Result: other result" {
+	if testutil.ContentOf(answers["k2"]) != "Task Succeeded. Result: other result" {
 		t.Fatalf("k2 = %v", answers["k2"])
 	}
 	msgs := threadMessages(t, s, tid)
-	if contentOf(msgs[len(msgs)-1]) != "carried on" {
+	if testutil.ContentOf(msgs[len(msgs)-1]) != "carried on" {
 		t.Fatalf("the lead did not continue: %v", msgs[len(msgs)-1])
 	}
 	// Finished subagents cannot be cancelled.
@@ -908,7 +902,7 @@ func TestTaskAcrossRestart(t *testing.T) {
 		case isChild(req):
 			return scripted.Hang()
 		case turn(req) == 0:
-			return scripted.ToolCalls(taskCall("x1", "job", "the job", "general-purpose"))
+			return scripted.ToolCalls(testutil.TaskCall("x1", "job", "the job", "general-purpose"))
 		}
 		return scripted.Text("resumed")
 	})
@@ -918,8 +912,8 @@ func TestTaskAcrossRestart(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = first.Shutdown(context.Background()) }) // once; a no-op after the shutdown below
 	s1 := &testutil.Server{Server: first, T: t, Client: &http.Client{Timeout: 10 * time.Second}, Header: http.Header{}}
-	tid := newThread(t, s1)
-	rid := s1.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "agent", "input": userInput("go")}).Object(t)["run_id"].(string)
+	tid := testutil.NewThread(t, s1)
+	rid := s1.Must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("go")}).Object(t)["run_id"].(string)
 	ctx := deadline(t, 10*time.Second)
 	if err := model.WaitRequests(ctx, 2); err != nil {
 		t.Fatal(err)
@@ -933,19 +927,19 @@ func TestTaskAcrossRestart(t *testing.T) {
 		case isChild(req):
 			return scripted.Text("job done")
 		case turn(req) == 0:
-			return scripted.ToolCalls(taskCall("x1", "job", "the job", "general-purpose"))
+			return scripted.ToolCalls(testutil.TaskCall("x1", "job", "the job", "general-purpose"))
 		}
 		return scripted.Text("resumed")
 	})
 	s2 := testutil.StartServer(t, opts)
-	waitStatus(t, s2, tid, rid, "success")
+	testutil.WaitStatus(t, s2, tid, rid, "success")
 	answers := toolAnswers(t, threadMessages(t, s2, tid))
 	x1 := answers["x1"]
-	if got := contentOf(x1); !strings.HasPrefix(got, "Task failed. Error: Interrupted by a server restart") || kwargs(x1)["subagent_status"] != "failed" {
+	if got := testutil.ContentOf(x1); !strings.HasPrefix(got, "Task failed. Error: Interrupted by a server restart") || kwargs(x1)["subagent_status"] != "failed" {
 		t.Fatalf("x1 after the restart = %q (a restart must not read as a user cancel)", got)
 	}
 	msgs := threadMessages(t, s2, tid)
-	if contentOf(msgs[len(msgs)-1]) != "resumed" {
+	if testutil.ContentOf(msgs[len(msgs)-1]) != "resumed" {
 		t.Fatalf("the lead did not resume: %v", msgs[len(msgs)-1])
 	}
 }
@@ -955,7 +949,7 @@ func TestTaskAcrossRestart(t *testing.T) {
 // subagent keeps its own prompt, inherits the lead's effective model only
 // when its type says "inherit", and reports the model it really used.
 func TestTaskAssistantOverridesStayWithTheLead(t *testing.T) {
-	s, model := agentServer(t, `subagents:
+	s, model := testutil.StartAgent(t, `subagents:
   types:
     - name: pinned
       description: Uses its own model.
@@ -963,7 +957,7 @@ func TestTaskAssistantOverridesStayWithTheLead(t *testing.T) {
       model: pinned-model
 `)
 	route(t, model,
-		[]scripted.Step{scripted.ToolCalls(taskCall("p1", "a", "inherit job", "general-purpose"), taskCall("p2", "b", "pinned job", "pinned")), scripted.Text("ok")},
+		[]scripted.Step{scripted.ToolCalls(testutil.TaskCall("p1", "a", "inherit job", "general-purpose"), testutil.TaskCall("p2", "b", "pinned job", "pinned")), scripted.Text("ok")},
 		map[string][]scripted.Step{"inherit job": {scripted.Text("a")}, "pinned job": {scripted.Text("b")}})
 	asst := s.Must(200, "POST", "/assistants", map[string]any{"graph_id": "agent", "config": map[string]any{"configurable": map[string]any{"model": "from-assistant", "system_prompt": "Assistant prompt."}}}).Object(t)["assistant_id"].(string)
 	cases := []struct {
@@ -976,8 +970,8 @@ func TestTaskAssistantOverridesStayWithTheLead(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := len(model.Requests())
-			tid := newThread(t, s)
-			c.body["input"] = userInput("go")
+			tid := testutil.NewThread(t, s)
+			c.body["input"] = testutil.UserInput("go")
 			s.Must(200, "POST", "/threads/"+tid+"/runs/wait", c.body)
 			for _, r := range model.Requests()[before:] {
 				prompt := r.Chat.Messages[0].Text()
@@ -1012,7 +1006,7 @@ func TestTaskAssistantOverridesStayWithTheLead(t *testing.T) {
 // reuses an id of an earlier, answered one in the same run is a new
 // delegation, not a retry of the earlier one.
 func TestTaskReusedToolCallIDs(t *testing.T) {
-	s, model := agentServer(t, "subagents: {}\n")
+	s, model := testutil.StartAgent(t, "subagents: {}\n")
 	call := func(prompt string) scripted.ToolCall {
 		return scripted.Call("task", map[string]any{"description": prompt, "prompt": prompt, "subagent_type": "general-purpose"})
 	}
@@ -1023,7 +1017,7 @@ func TestTaskReusedToolCallIDs(t *testing.T) {
 	var got []string
 	for _, m := range threadMessages(t, s, tid) {
 		if msg := m.(map[string]any); msg["type"] == "tool" {
-			got = append(got, msg["tool_call_id"].(string)+": "+contentOf(msg))
+			got = append(got, msg["tool_call_id"].(string)+": "+testutil.ContentOf(msg))
 		}
 	}
 	want := []string{"call_1: Task Succeeded. Result: first result", "call_1: Task Succeeded. Result: second result"}
@@ -1053,14 +1047,6 @@ func benchLead(b *testing.B, subagentsYAML string, maxSubagents int) (*testutil.
 	return s, model
 }
 
-func percentile(d []time.Duration, p float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(float64(len(s))*p))]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
 // BenchmarkTaskStepEventLatency measures how long a subagent's step takes
 // to reach the lead's SSE client: from the moment the scripted model starts
 // answering a subagent's model call (its responder runs) to the moment the
@@ -1085,7 +1071,7 @@ func BenchmarkTaskStepEventLatency(b *testing.B) {
 			return scripted.Text("finished")
 		}
 		if k == 0 {
-			return scripted.ToolCalls(taskCall("bench", "steps", "work in steps", "stepper"))
+			return scripted.ToolCalls(testutil.TaskCall("bench", "steps", "work in steps", "stepper"))
 		}
 		return scripted.Text("ok")
 	})
@@ -1095,7 +1081,7 @@ func BenchmarkTaskStepEventLatency(b *testing.B) {
 		clear(answered)
 		mu.Unlock()
 		tid := s.Must(200, "POST", "/threads", nil).Object(b)["thread_id"].(string)
-		resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput("go"), "stream_mode": []string{"custom"}}, nil)
+		resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("go"), "stream_mode": []string{"custom"}}, nil)
 		rd := testutil.NewSSEReader(resp.Body)
 		seen := 0
 		for {
@@ -1124,9 +1110,7 @@ func BenchmarkTaskStepEventLatency(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(lat)), "samples")
-	b.ReportMetric(ms(percentile(lat, 0.5)), "p50-ms")
-	b.ReportMetric(ms(percentile(lat, 0.99)), "p99-ms")
-	b.ReportMetric(ms(slices.Max(lat)), "max-ms")
+	stats.ReportLatencies(b, lat)
 }
 
 // BenchmarkTaskFanOut200 runs one lead whose single model response makes
@@ -1139,7 +1123,7 @@ func BenchmarkTaskFanOut200(b *testing.B) {
 	s, model := benchLead(b, "subagents:\n  max_per_response: 200\n  max_per_run: 200\n", n)
 	calls := make([]scripted.ToolCall, n)
 	for i := range calls {
-		calls[i] = taskCall(fmt.Sprintf("f%03d", i), "part", fmt.Sprintf("part %d", i), "general-purpose")
+		calls[i] = testutil.TaskCall(fmt.Sprintf("f%03d", i), "part", fmt.Sprintf("part %d", i), "general-purpose")
 	}
 	model.SetResponder(func(req scripted.ChatRequest) scripted.Step {
 		switch {
@@ -1155,14 +1139,14 @@ func BenchmarkTaskFanOut200(b *testing.B) {
 		before := len(model.Requests())
 		tid := s.Must(200, "POST", "/threads", nil).Object(b)["thread_id"].(string)
 		began := time.Now()
-		out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": userInput("fan out")}).Object(b)
+		out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("fan out")}).Object(b)
 		walls = append(walls, time.Since(began))
 		msgs := out["messages"].([]any)
-		if contentOf(msgs[len(msgs)-1]) != "all parts done" || len(msgs) != n+3 {
+		if testutil.ContentOf(msgs[len(msgs)-1]) != "all parts done" || len(msgs) != n+3 {
 			b.Fatalf("%d messages, last %v", len(msgs), msgs[len(msgs)-1])
 		}
 		for _, m := range msgs[2 : n+2] {
-			if !strings.HasPrefix(contentOf(m), "Task Succeeded. Result: done part") {
+			if !strings.HasPrefix(testutil.ContentOf(m), "Task Succeeded. Result: done part") {
 				b.Fatalf("tool message %v", m)
 			}
 		}
@@ -1174,8 +1158,8 @@ func BenchmarkTaskFanOut200(b *testing.B) {
 		}
 		fanouts = append(fanouts, leadAt[1].Sub(leadAt[0]))
 	}
-	b.ReportMetric(ms(slices.Max(walls))/1000, "wall-max-s")
-	b.ReportMetric(ms(slices.Max(fanouts))/1000, "fanout-max-s")
+	b.ReportMetric(stats.Millis(slices.Max(walls))/1000, "wall-max-s")
+	b.ReportMetric(stats.Millis(slices.Max(fanouts))/1000, "fanout-max-s")
 }
 
 // shippedServer serves the repository's langgraph.json (its agent specs
@@ -1218,7 +1202,7 @@ func shippedServer(t *testing.T) (*testutil.Server, *scripted.Server) {
 func TestShippedLeadAndSupervisor(t *testing.T) {
 	s, model := shippedServer(t)
 	route(t, model,
-		[]scripted.Step{scripted.ToolCalls(taskCall("a1", "find config", "Which files configure the build?", "analyst"), taskCall("w1", "write notes", "Write notes.md saying hello.", "writer")), scripted.Text("Both done.")},
+		[]scripted.Step{scripted.ToolCalls(testutil.TaskCall("a1", "find config", "Which files configure the build?", "analyst"), testutil.TaskCall("w1", "write notes", "Write notes.md saying hello.", "writer")), scripted.Text("Both done.")},
 		map[string][]scripted.Step{
 			"Which files configure the build?": {scripted.Text("None: the workspace is empty.")},
 			"Write notes.md saying hello.": {
@@ -1226,11 +1210,11 @@ func TestShippedLeadAndSupervisor(t *testing.T) {
 				scripted.Text("/notes.md: says hello."),
 			},
 		})
-	tid := newThread(t, s)
-	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "lead", "input": userInput("go")}).Object(t)
-	answers := toolAnswers(t, messagesIn(t, out))
-	if contentOf(answers["a1"]) != "Task Succeeded. Result: None: the workspace is empty." || contentOf(answers["w1"]) != "Task Succeeded. Result: /notes.md: says hello." {
-		t.Fatalf("answers: %q, %q", contentOf(answers["a1"]), contentOf(answers["w1"]))
+	tid := testutil.NewThread(t, s)
+	out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "lead", "input": testutil.UserInput("go")}).Object(t)
+	answers := toolAnswers(t, testutil.MessagesIn(t, out))
+	if testutil.ContentOf(answers["a1"]) != "Task Succeeded. Result: None: the workspace is empty." || testutil.ContentOf(answers["w1"]) != "Task Succeeded. Result: /notes.md: says hello." {
+		t.Fatalf("answers: %q, %q", testutil.ContentOf(answers["a1"]), testutil.ContentOf(answers["w1"]))
 	}
 	lead, children := requestsOf(model)
 	if tools := lead[0].Chat.ToolNames(); !slices.Contains(tools, "task") || !strings.Contains(lead[0].Chat.Messages[0].Text(), "- analyst: ") {
@@ -1253,15 +1237,15 @@ func TestShippedLeadAndSupervisor(t *testing.T) {
 	// The writer wrote into the thread's workspace, which the lead shares.
 	model.SetResponder(nil)
 	model.Script(scripted.ToolCalls(scripted.Call("read_file", map[string]any{"file_path": "/notes.md"})), scripted.Text("read"))
-	out = s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "lead", "input": userInput("read it")}).Object(t)
-	msgs := messagesIn(t, out)
-	if got := contentOf(msgs[len(msgs)-2]); !strings.Contains(got, "hello") {
+	out = s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "lead", "input": testutil.UserInput("read it")}).Object(t)
+	msgs := testutil.MessagesIn(t, out)
+	if got := testutil.ContentOf(msgs[len(msgs)-2]); !strings.Contains(got, "hello") {
 		t.Fatalf("the lead cannot read the subagent's file: %q", got)
 	}
 
 	before := len(model.Requests())
 	model.Script(scripted.Text("nothing to do"))
-	s.Must(200, "POST", "/threads/"+newThread(t, s)+"/runs/wait", map[string]any{"assistant_id": "supervisor", "input": userInput("hi")})
+	s.Must(200, "POST", "/threads/"+testutil.NewThread(t, s)+"/runs/wait", map[string]any{"assistant_id": "supervisor", "input": testutil.UserInput("hi")})
 	tools := model.Requests()[before].Chat.ToolNames()
 	for _, name := range []string{"task", "start_async_task", "check_async_task", "cancel_async_task"} {
 		if !slices.Contains(tools, name) {
@@ -1273,18 +1257,18 @@ func TestShippedLeadAndSupervisor(t *testing.T) {
 // TestTaskCancelQueued: a subagent waiting for admission can be cancelled
 // by the single-subagent route too; it leaves the line without running.
 func TestTaskCancelQueued(t *testing.T) {
-	s, model := agentServer(t, "subagents: {}\n", func(o *testutil.Options) { o.MaxSubagents = 1 })
+	s, model := testutil.StartAgent(t, "subagents: {}\n", func(o *testutil.Options) { o.MaxSubagents = 1 })
 	model.SetResponder(func(req scripted.ChatRequest) scripted.Step {
 		switch {
 		case isChild(req):
 			return scripted.Hang()
 		case turn(req) == 0:
-			return scripted.ToolCalls(taskCall("first", "a", "a", "general-purpose"), taskCall("second", "b", "b", "general-purpose"))
+			return scripted.ToolCalls(testutil.TaskCall("first", "a", "a", "general-purpose"), testutil.TaskCall("second", "b", "b", "general-purpose"))
 		}
 		return scripted.Text("carried on")
 	})
-	tid := newThread(t, s)
-	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput("go"), "stream_mode": []string{"custom"}}, nil)
+	tid := testutil.NewThread(t, s)
+	resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("go"), "stream_mode": []string{"custom"}}, nil)
 	defer resp.Body.Close()
 	rd := testutil.NewSSEReader(resp.Body)
 	var rid, queued, running string
@@ -1321,14 +1305,14 @@ func TestTaskCancelQueued(t *testing.T) {
 	}
 	answers := toolAnswers(t, threadMessages(t, s, tid))
 	for _, id := range []string{queued, running} {
-		if got := contentOf(answers[id]); !strings.HasPrefix(got, "Task cancelled by user.") || kwargs(answers[id])["subagent_status"] != "cancelled" {
+		if got := testutil.ContentOf(answers[id]); !strings.HasPrefix(got, "Task cancelled by user.") || kwargs(answers[id])["subagent_status"] != "cancelled" {
 			t.Fatalf("%s = %q", id, got)
 		}
 	}
 	if _, ch := requestsOf(model); len(ch) != 1 {
 		t.Fatalf("the queued subagent ran: %d subagent calls", len(ch))
 	}
-	if runStatus(t, s, tid, rid) != "success" {
+	if testutil.RunStatus(t, s, tid, rid) != "success" {
 		t.Fatal("the lead did not finish")
 	}
 	if !slices.Contains(kinds, "task_cancelled "+queued) || !slices.Contains(kinds, "task_cancelled "+running) {
@@ -1338,14 +1322,14 @@ func TestTaskCancelQueued(t *testing.T) {
 
 func TestTaskSubgraphEventsStreamUnderANamespace(t *testing.T) {
 	for _, subgraphs := range []bool{false, true} {
-		s, model := agentServer(t, "subagents: {}\n")
+		s, model := testutil.StartAgent(t, "subagents: {}\n")
 		model.Script(
 			scripted.ToolCalls(scripted.Call("task", map[string]any{"description": "d", "prompt": "p", "subagent_type": "general-purpose"})),
 			scripted.Text("child answer").Split(2),
 			scripted.Text("lead answer"),
 		)
-		tid := newThread(t, s)
-		resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": userInput("go"),
+		tid := testutil.NewThread(t, s)
+		resp := s.Stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "agent", "input": testutil.UserInput("go"),
 			"stream_mode": []string{"messages-tuple", "updates"}, "stream_subgraphs": subgraphs}, nil)
 		evs, err := testutil.NewSSEReader(resp.Body).All()
 		resp.Body.Close()

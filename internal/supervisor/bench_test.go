@@ -10,7 +10,6 @@ package supervisor_test
 // ("Supervisor") records them and explains the measurements.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -33,6 +32,7 @@ import (
 	"agentserver/internal/runs"
 	"agentserver/internal/supervisor"
 	"agentserver/internal/testutil"
+	"agentserver/internal/testutil/stats"
 	"agentserver/internal/threads"
 	"agentserver/internal/tools"
 )
@@ -283,35 +283,10 @@ func (e *benchEnv) waitPushed(ctx context.Context, thread uuid.UUID, want int, s
 // this process, which the server, the scripted model and the benchmark
 // share.
 func reportRSS(b *testing.B) {
-	m := procStatusMiB()
+	m := stats.ProcStatusMiB()
 	for _, k := range []string{"VmRSS", "RssAnon", "RssFile", "VmHWM"} {
 		b.ReportMetric(m[k], k+"-MiB")
 	}
-}
-
-// procStatusMiB reads the memory lines of /proc/self/status in MiB.
-func procStatusMiB() map[string]float64 {
-	out := map[string]float64{}
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return out
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(v)
-		if len(fields) == 0 {
-			continue
-		}
-		if kb, err := strconv.ParseFloat(fields[0], 64); err == nil && len(fields) == 2 && fields[1] == "kB" {
-			out[k] = kb / 1024
-		}
-	}
-	return out
 }
 
 // BenchmarkLaunch1000Tasks: one supervisor launches 1,000 async tasks of a

@@ -1,4 +1,4 @@
-package httpapi_test
+package supervisor_test
 
 import (
 	"encoding/json"
@@ -47,17 +47,17 @@ var taskIDPattern = regexp.MustCompile(`task_id: ([0-9a-f-]{36})`)
 // tools and a compaction, with the subagents at subagentURL ("" means
 // in-process) served by host.
 func supervisorScenario(t *testing.T, sup, host *testutil.Server, model *turnModel) {
-	tid := newThread(t, sup)
+	tid := testutil.NewThread(t, sup)
 	turn := func(text string, steps ...scripted.Step) map[string]any {
 		t.Helper()
 		model.push(steps...)
-		return sup.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": userInput(text)}).Object(t)
+		return sup.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": testutil.UserInput(text)}).Object(t)
 	}
 	toolResults := func(values map[string]any, n int) []string {
-		msgs := messagesIn(t, values)
+		msgs := testutil.MessagesIn(t, values)
 		var out []string
 		for _, m := range msgs[len(msgs)-1-n : len(msgs)-1] {
-			out = append(out, contentOf(m))
+			out = append(out, testutil.ContentOf(m))
 		}
 		return out
 	}
@@ -105,7 +105,7 @@ func supervisorScenario(t *testing.T, sup, host *testutil.Server, model *turnMod
 	if res := check(waitTask); res["status"] != "running" {
 		t.Fatalf("check waiter before completion = %v", res)
 	}
-	firstRun := hostRuns(t, host, waitTask)[0].(map[string]any)["run_id"].(string)
+	firstRun := testutil.ThreadRuns(t, host, waitTask)[0].(map[string]any)["run_id"].(string)
 	out = turn("change of plan", scripted.ToolCalls(scripted.Call("update_async_task", map[string]any{"task_id": waitTask, "message": gate + "-v2"})), scripted.Text("Updated."))
 	if r := toolResults(out, 1)[0]; r != "Updated async subagent. task_id: "+waitTask {
 		t.Fatalf("update result = %q", r)
@@ -113,7 +113,7 @@ func supervisorScenario(t *testing.T, sup, host *testutil.Server, model *turnMod
 	testutil.Eventually(t, 5*time.Second, "the first waiter run to be interrupted", func() bool {
 		return host.Must(200, "GET", "/threads/"+waitTask+"/runs/"+firstRun, nil).Object(t)["status"] == "interrupted"
 	})
-	if n := len(hostRuns(t, host, waitTask)); n != 2 {
+	if n := len(testutil.ThreadRuns(t, host, waitTask)); n != 2 {
 		t.Fatalf("waiter thread has %d runs, want 2", n)
 	}
 	out = turn("stop it", scripted.ToolCalls(scripted.Call("cancel_async_task", map[string]any{"task_id": waitTask})), scripted.Text("Cancelled."))
@@ -131,9 +131,9 @@ func supervisorScenario(t *testing.T, sup, host *testutil.Server, model *turnMod
 		turn(strings.Repeat(fmt.Sprintf("filler %d ", i), 80), scripted.Text(strings.Repeat("ack ", 80)))
 	}
 	out = turn("what tasks do I have?", scripted.ToolCalls(scripted.Call("list_async_tasks", map[string]any{"status_filter": "all"})), scripted.Text("Here they are."))
-	msgs := messagesIn(t, out)
-	if !strings.Contains(contentOf(msgs[0]), "SUMMARY") {
-		t.Fatalf("the conversation was not compacted: first message %q", contentOf(msgs[0]))
+	msgs := testutil.MessagesIn(t, out)
+	if !strings.Contains(testutil.ContentOf(msgs[0]), "SUMMARY") {
+		t.Fatalf("the conversation was not compacted: first message %q", testutil.ContentOf(msgs[0]))
 	}
 	if r := toolResults(out, 1)[0]; !listWant.MatchString(r) {
 		t.Fatalf("list after compaction = %q", r)
@@ -146,49 +146,10 @@ func supervisorScenario(t *testing.T, sup, host *testutil.Server, model *turnMod
 	}
 }
 
-func hostRuns(t *testing.T, host *testutil.Server, thread string) []any {
-	t.Helper()
-	return host.Must(200, "GET", "/threads/"+thread+"/runs?limit=50", nil).List(t)
-}
-
-func supervisorSpec(modelURL, subagentURL string) string {
-	return supervisorSpecWith(modelURL, func(string) string {
-		if subagentURL == "" {
-			return ""
-		}
-		return "\n    url: " + subagentURL
-	})
-}
-
 // a2aSubagents places each subagent at its assistant's A2A endpoint on the
 // server at base.
 func a2aSubagents(base string) func(graph string) string {
 	return func(graph string) string { return "\n    protocol: a2a\n    url: " + base + "/a2a/" + graph }
-}
-
-// supervisorSpecWith is supervisorSpec with the lines placing each
-// subagent's graph given by where.
-func supervisorSpecWith(modelURL string, where func(graph string) string) string {
-	return fmt.Sprintf(`name: boss
-description: supervises
-model:
-  name: test-model
-  base_url: %s
-  max_retries: 0
-system_prompt: You delegate.
-max_turns: 5
-async_subagents:
-  - name: echoer
-    description: repeats things
-    graph_id: echo%s
-  - name: waiter
-    description: waits on a gate
-    graph_id: gated%s
-middleware:
-  compaction:
-    max_tokens: 700
-    keep_messages: 4
-`, modelURL, where("echo"), where("gated"))
 }
 
 func TestSupervisorScenario(t *testing.T) {
@@ -200,13 +161,13 @@ func TestSupervisorScenario(t *testing.T) {
 			model.SetResponder(tm.respond)
 			var host *testutil.Server
 			graphs := `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated"}}`
-			spec := supervisorSpec(model.URL(), "")
+			spec := testutil.SupervisorSpec(model.URL(), "")
 			if topology != "in-process" { // a second server hosts the subagents
 				host = testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs})
 				graphs = `{"graphs": {"boss": "./boss.yaml"}}`
-				spec = supervisorSpec(model.URL(), host.URL())
+				spec = testutil.SupervisorSpec(model.URL(), host.URL())
 				if topology == "a2a" {
-					spec = supervisorSpecWith(model.URL(), a2aSubagents(host.URL()))
+					spec = testutil.SupervisorSpecWith(model.URL(), a2aSubagents(host.URL()))
 				}
 			}
 			sup := testutil.StartServer(t, testutil.Options{Graphs: graphs, Files: map[string]string{"boss.yaml": spec}})
@@ -249,11 +210,11 @@ func notifyOnCompletion(t *testing.T, topology string) {
 	t.Cleanup(model.Close)
 	tm := &turnModel{}
 	model.SetResponder(tm.respond)
-	spec := supervisorSpec(model.URL(), "") + "notify_on_completion: true\n"
+	spec := testutil.SupervisorSpec(model.URL(), "") + "notify_on_completion: true\n"
 	graphs := `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated"}}`
 	if topology == "a2a" {
 		host := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs})
-		spec = supervisorSpecWith(model.URL(), a2aSubagents(host.URL())) + "notify_on_completion: true\n"
+		spec = testutil.SupervisorSpecWith(model.URL(), a2aSubagents(host.URL())) + "notify_on_completion: true\n"
 		graphs = `{"graphs": {"boss": "./boss.yaml"}}`
 	}
 	opts := testutil.Options{Graphs: graphs, Files: map[string]string{"boss.yaml": spec}}
@@ -270,10 +231,10 @@ func notifyOnCompletion(t *testing.T, topology string) {
 		testutil.StartServer(t, other)
 	}
 	s := testutil.StartServer(t, opts)
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	gate := "notify-" + tid
 	tm.push(scripted.ToolCalls(scripted.Call("start_async_task", map[string]any{"description": gate, "subagent_type": "waiter"})), scripted.Text("Started."))
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": userInput("go")})
+	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": testutil.UserInput("go")})
 	tm.push(scripted.Text("The waiter task finished."))
 	testutil.Release(gate)
 	testutil.Eventually(t, 5*time.Second, "a notification run on the supervisor thread", func() bool {
@@ -282,13 +243,13 @@ func notifyOnCompletion(t *testing.T, topology string) {
 	runs := s.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t)
 	note := runs[0].(map[string]any)
 	testutil.Eventually(t, 5*time.Second, "the notification run to finish", func() bool {
-		return runStatus(t, s, tid, note["run_id"].(string)) == "success"
+		return testutil.RunStatus(t, s, tid, note["run_id"].(string)) == "success"
 	})
 	st := s.Must(200, "GET", "/threads/"+tid+"/state", nil).Object(t)["values"].(map[string]any)
 	msgs := st["messages"].([]any)
 	var notice string
 	for _, m := range msgs {
-		if c := contentOf(m); strings.HasPrefix(c, "[async task update]") {
+		if c := testutil.ContentOf(m); strings.HasPrefix(c, "[async task update]") {
 			notice = c
 		}
 	}
@@ -309,27 +270,27 @@ func TestSupervisorTasksOutliveTheSupervisor(t *testing.T) {
 			t.Cleanup(model.Close)
 			tm := &turnModel{}
 			model.SetResponder(tm.respond)
-			spec := supervisorSpec(model.URL(), "") + fmt.Sprintf("cancel_tasks_on_thread_delete: %v\n", cancelOnDelete)
+			spec := testutil.SupervisorSpec(model.URL(), "") + fmt.Sprintf("cancel_tasks_on_thread_delete: %v\n", cancelOnDelete)
 			s := testutil.StartServer(t, testutil.Options{Graphs: `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated"}}`, Files: map[string]string{"boss.yaml": spec}})
-			tid := newThread(t, s)
+			tid := testutil.NewThread(t, s)
 			gate := fmt.Sprintf("outlive-%v-%s", cancelOnDelete, tid)
 			tm.push(scripted.ToolCalls(scripted.Call("start_async_task", map[string]any{"description": gate, "subagent_type": "waiter"})), scripted.Text("Started."))
-			out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": userInput("go")}).Object(t)
+			out := s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": testutil.UserInput("go")}).Object(t)
 			var task, run string
 			for id, rec := range out["async_tasks"].(map[string]any) {
 				task, run = id, rec.(map[string]any)["run_id"].(string)
 			}
-			waitStatus(t, s, task, run, "running")
+			testutil.WaitStatus(t, s, task, run, "running")
 			s.Must(204, "DELETE", "/threads/"+tid, nil)
 			if cancelOnDelete {
-				waitStatus(t, s, task, run, "interrupted")
+				testutil.WaitStatus(t, s, task, run, "interrupted")
 				return
 			}
-			if st := runStatus(t, s, task, run); st != "running" {
+			if st := testutil.RunStatus(t, s, task, run); st != "running" {
 				t.Fatalf("deleting the supervisor thread touched its task: %s", st)
 			}
 			testutil.Release(gate)
-			waitStatus(t, s, task, run, "success")
+			testutil.WaitStatus(t, s, task, run, "success")
 		})
 	}
 }
@@ -343,10 +304,10 @@ func TestSupervisorAsyncTasksStartsEmpty(t *testing.T) {
 	model.SetResponder(func(scripted.ChatRequest) scripted.Step { return scripted.Text("nothing to delegate") })
 	sup := testutil.StartServer(t, testutil.Options{
 		Graphs: `{"graphs": {"boss": "./boss.yaml", "echo": "builtin:echo", "gated": "builtin:test-gated"}}`,
-		Files:  map[string]string{"boss.yaml": supervisorSpec(model.URL(), "")},
+		Files:  map[string]string{"boss.yaml": testutil.SupervisorSpec(model.URL(), "")},
 	})
-	tid := newThread(t, sup)
-	values := sup.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": userInput("hello")}).Object(t)
+	tid := testutil.NewThread(t, sup)
+	values := sup.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": testutil.UserInput("hello")}).Object(t)
 	if tasks, ok := values["async_tasks"].(map[string]any); !ok || len(tasks) != 0 {
 		t.Fatalf("run values async_tasks = %#v, want {}", values["async_tasks"])
 	}

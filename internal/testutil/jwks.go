@@ -122,3 +122,12 @@ func (s *Server) As(header http.Header) *Server {
 }
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// StartAuth serves TestGraphs with JWTs from a new local JWKS (returned)
+// and the API key "opkey"; extra are more keys of the auth section.
+func StartAuth(t testing.TB, extra map[string]any) (*Server, *JWKS) {
+	t.Helper()
+	j := NewJWKS(t)
+	graphs := WithSection(t, TestGraphs, "auth", j.AuthSection(extra))
+	return StartServer(t, Options{Graphs: graphs, APIKey: "opkey"}), j
+}

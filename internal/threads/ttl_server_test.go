@@ -1,18 +1,16 @@
-package httpapi_test
+package threads_test
 
 import (
-	"io"
 	"testing"
 	"time"
 
 	"agentserver/internal/testutil"
 )
 
-// ttlGraphs is a langgraph.json whose thread and store sweepers run every
-// few milliseconds, so that expiry shows within a test.
+// ttlGraphs is a langgraph.json whose thread sweeper runs every few
+// milliseconds, so that expiry shows within a test.
 const ttlGraphs = `{"graphs": {"echo": "builtin:echo", "gated": "builtin:test-gated"},
-	"checkpointer": {"ttl": {"strategy": "delete", "sweep_interval_minutes": 0.0002}},
-	"store": {"ttl": {"default_ttl": 0.001, "refresh_on_read": false, "sweep_interval_minutes": 0.0002}}}`
+	"checkpointer": {"ttl": {"strategy": "delete", "sweep_interval_minutes": 0.0002}}}`
 
 // threeSteps is a thread creation body that writes three checkpoints.
 func threeSteps(extra map[string]any) map[string]any {
@@ -39,18 +37,18 @@ func TestThreadTTLSweeper(t *testing.T) {
 	ttl := map[string]any{"ttl": 0.0005, "strategy": "delete"} // 30 ms
 	// The busy thread gets its ttl once its run is running, so that its
 	// deadline comes before the other thread's.
-	busy := newThread(t, s)
+	busy := testutil.NewThread(t, s)
 	gate := "ttl-" + busy
 	rid := s.Must(200, "POST", "/threads/"+busy+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)["run_id"].(string)
 	defer testutil.Release(gate)
-	waitStatus(t, s, busy, rid, "running")
+	testutil.WaitStatus(t, s, busy, rid, "running")
 	s.Must(200, "PATCH", "/threads/"+busy, map[string]any{"ttl": ttl})
 	doomed := s.Must(200, "POST", "/threads", threeSteps(map[string]any{"ttl": ttl})).Object(t)
 	if got := doomed["ttl"].(map[string]any); got["strategy"] != "delete" || got["ttl"] != 0.0005 {
 		t.Fatalf("ttl echoed as %v", got)
 	}
 	tid := doomed["thread_id"].(string)
-	keep := newThread(t, s)
+	keep := testutil.NewThread(t, s)
 
 	testutil.Eventually(t, 10*time.Second, "the expired thread to be deleted", func() bool {
 		return s.Do("GET", "/threads/"+tid, nil).Status == 404
@@ -82,7 +80,7 @@ func TestThreadTTLValidation(t *testing.T) {
 	for _, ttl := range []any{-1, 0, "soon", map[string]any{"ttl": 5, "strategy": "archive"}, map[string]any{"strategy": "delete"}} {
 		s.Must(422, "POST", "/threads", map[string]any{"ttl": ttl})
 	}
-	tid := newThread(t, s)
+	tid := testutil.NewThread(t, s)
 	s.Must(422, "PATCH", "/threads/"+tid, map[string]any{"ttl": map[string]any{"ttl": 1, "strategy": "never"}})
 	got := s.Must(200, "PATCH", "/threads/"+tid, map[string]any{"ttl": 90}).Object(t)["ttl"].(map[string]any)
 	if got["ttl"] != 90.0 || got["strategy"] != "delete" {
@@ -108,11 +106,11 @@ func TestPruneThreads(t *testing.T) {
 	s := testutil.StartServer(t, testutil.Options{Graphs: testutil.TestGraphs})
 	a := s.Must(200, "POST", "/threads", threeSteps(nil)).Object(t)["thread_id"].(string)
 	b := s.Must(200, "POST", "/threads", threeSteps(nil)).Object(t)["thread_id"].(string)
-	busy := newThread(t, s)
+	busy := testutil.NewThread(t, s)
 	gate := "prune-" + busy
 	rid := s.Must(200, "POST", "/threads/"+busy+"/runs", map[string]any{"assistant_id": "gated", "input": map[string]any{"gate": gate}}).Object(t)["run_id"].(string)
 	defer testutil.Release(gate)
-	waitStatus(t, s, busy, rid, "running")
+	testutil.WaitStatus(t, s, busy, rid, "running")
 	missing := "00000000-0000-7000-8000-000000000000"
 
 	got := s.Must(200, "POST", "/threads/prune", map[string]any{"thread_ids": []string{a, busy, missing}, "strategy": "keep_latest"}).Object(t)
@@ -151,58 +149,6 @@ func TestPatchThreadState(t *testing.T) {
 	}
 	s.Must(422, "PATCH", "/threads/"+tid+"/state", map[string]any{})
 	s.Must(422, "PATCH", "/threads/"+tid+"/state", map[string]any{"metadata": "x"})
-	s.Must(404, "PATCH", "/threads/"+newThread(t, s)+"/state", map[string]any{"metadata": map[string]any{}})
+	s.Must(404, "PATCH", "/threads/"+testutil.NewThread(t, s)+"/state", map[string]any{"metadata": map[string]any{}})
 	s.Must(404, "PATCH", "/threads/00000000-0000-7000-8000-000000000000/state", map[string]any{"metadata": map[string]any{}})
-}
-
-// threadRunEvents opens GET /threads/{tid}/stream with query, makes one
-// echo run on the thread and returns the names of the events the stream
-// carried up to the run's run_done.
-func threadRunEvents(t *testing.T, s *testutil.Server, tid, query string) map[string]bool {
-	t.Helper()
-	resp := s.Stream("GET", "/threads/"+tid+"/stream"+query, nil, nil)
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("thread stream: %d %s", resp.StatusCode, b)
-	}
-	s.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": userInput("hi")})
-	rd := testutil.NewSSEReader(resp.Body)
-	seen := map[string]bool{}
-	for !seen["run_done"] {
-		ev, err := rd.Next()
-		if err != nil {
-			t.Fatalf("thread stream ended early: %v (seen %v)", err, seen)
-		}
-		seen[ev.Event] = true
-	}
-	return seen
-}
-
-// GET /threads/{id}/stream reads LangGraph Platform's stream_modes too.
-func TestJoinThreadStreamStreamModes(t *testing.T) {
-	s := testutil.StartServer(t, testutil.Options{})
-	tid := newThread(t, s)
-	bad := s.Stream("GET", "/threads/"+tid+"/stream?stream_modes=everything", nil, nil)
-	bad.Body.Close()
-	if bad.StatusCode != 422 {
-		t.Fatalf("stream_modes=everything: status %d, want 422", bad.StatusCode)
-	}
-	if seen := threadRunEvents(t, s, tid, "?stream_modes=lifecycle"); seen["values"] || !seen["metadata"] {
-		t.Fatalf("lifecycle stream carried %v", seen)
-	}
-}
-
-// store.ttl gives items put without a ttl the default one; with
-// refresh_on_read false, reads do not extend it.
-func TestStoreDefaultTTL(t *testing.T) {
-	s := testutil.StartServer(t, testutil.Options{Graphs: ttlGraphs})
-	s.Must(204, "PUT", "/store/items", map[string]any{"namespace": []string{"tmp"}, "key": "k", "value": map[string]any{"x": 1}})
-	s.Must(204, "PUT", "/store/items", map[string]any{"namespace": []string{"tmp"}, "key": "long", "value": map[string]any{"x": 2}, "ttl": 60})
-	testutil.Eventually(t, 10*time.Second, "the item to expire at the default ttl", func() bool {
-		return s.Must(200, "GET", "/store/items?namespace=tmp&key=k", nil).JSON == nil
-	})
-	if s.Must(200, "GET", "/store/items?namespace=tmp&key=long", nil).JSON == nil {
-		t.Fatal("an item with its own ttl expired at the default one")
-	}
 }

@@ -6,12 +6,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"syscall"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"agentserver/internal/testutil/stats"
 	"agentserver/internal/tracing"
 )
 
@@ -57,7 +56,7 @@ func BenchmarkRunSpans(b *testing.B) {
 			}
 			b.ReportAllocs()
 			n := 0
-			cpu0 := processCPU()
+			cpu0 := stats.ProcessCPU()
 			for b.Loop() {
 				runSpans(ctx, v.header, v.agent)
 				if n++; n%256 == 0 {
@@ -66,7 +65,7 @@ func BenchmarkRunSpans(b *testing.B) {
 					}
 				}
 			}
-			b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/1e3/float64(b.N), "cpu-µs/run")
+			b.ReportMetric(float64((stats.ProcessCPU()-cpu0).Nanoseconds())/1e3/float64(b.N), "cpu-µs/run")
 		})
 	}
 }
@@ -98,11 +97,4 @@ func runSpans(ctx context.Context, h http.Header, agent bool) {
 	tracing.End(run, nil)
 	tracing.SetAttributes(req, attribute.Int("http.response.status_code", 200))
 	tracing.End(req, nil)
-}
-
-// processCPU is the process's user + system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

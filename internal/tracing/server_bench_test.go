@@ -1,4 +1,4 @@
-package httpapi_test
+package tracing_test
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -68,7 +67,7 @@ func BenchmarkRunsWaitTracing(b *testing.B) {
 func BenchmarkAgentRunTracing(b *testing.B) {
 	const clients, block = 8, 16
 	received := traceToSink(b)
-	s, model := benchAgentServer(b, testutil.Options{NoSync: true})
+	s, model := testutil.StartBenchAgent(b, testutil.Options{NoSync: true})
 	steps := make([]scripted.Step, b.N)
 	for i := range steps {
 		steps[i] = scripted.Text("Done.").WithLatency(50*time.Millisecond, 0).WithUsage(12, 2)
@@ -115,7 +114,7 @@ func BenchmarkAgentRunTracing(b *testing.B) {
 // the spans are sent, and returns the process's CPU over the block and the
 // sum of the posts' wall times.
 func runBlock(b *testing.B, n, clients int, post func()) (cpu, wall time.Duration) {
-	cpu0 := processCPU()
+	cpu0 := stats.ProcessCPU()
 	var next, total atomic.Int64
 	var wg sync.WaitGroup
 	for range clients {
@@ -131,7 +130,7 @@ func runBlock(b *testing.B, n, clients int, post func()) (cpu, wall time.Duratio
 	if err := tracing.Flush(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	return processCPU() - cpu0, time.Duration(total.Load())
+	return stats.ProcessCPU() - cpu0, time.Duration(total.Load())
 }
 
 func onOff(on bool) string { return map[bool]string{false: "off", true: "on"}[on] }
@@ -178,7 +177,7 @@ func postRunsWait(b *testing.B, s *testutil.Server, body string) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	raw := []byte(body)
 	var wall atomic.Int64
-	cpu0 := processCPU()
+	cpu0 := stats.ProcessCPU()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -188,7 +187,7 @@ func postRunsWait(b *testing.B, s *testutil.Server, body string) {
 		}
 	})
 	b.StopTimer()
-	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/run")
+	b.ReportMetric(float64((stats.ProcessCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/run")
 	b.ReportMetric(float64(wall.Load())/float64(b.N)/1e6, "wall-ms/run")
 }
 
@@ -213,11 +212,4 @@ func postOnce(b *testing.B, client *http.Client, url string, body []byte, h http
 	if resp.StatusCode != http.StatusOK {
 		b.Errorf("POST %s: %s", url, resp.Status)
 	}
-}
-
-// processCPU is the process's user + system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

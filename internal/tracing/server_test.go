@@ -1,4 +1,4 @@
-package httpapi_test
+package tracing_test
 
 import (
 	"context"
@@ -169,7 +169,7 @@ func TestTracingAcrossServers(t *testing.T) {
 	logs := &testutil.LogBuffer{}
 	sup := testutil.StartServer(t, testutil.Options{
 		Graphs: `{"graphs": {"boss": "./boss.yaml"}}`,
-		Files:  map[string]string{"boss.yaml": supervisorSpec(model.URL(), host.URL()) + "subagents: {}\n"},
+		Files:  map[string]string{"boss.yaml": testutil.SupervisorSpec(model.URL(), host.URL()) + "subagents: {}\n"},
 		Log:    logs,
 	})
 	model.Script(
@@ -180,18 +180,18 @@ func TestTracingAcrossServers(t *testing.T) {
 		scripted.Text("It is 4.").WithUsage(7, 1), // the task-tool subagent
 		scripted.Text("Started.").WithUsage(20, 3),
 	)
-	tid := newThread(t, sup)
-	out := sup.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": userInput("start it")}).Object(t)
+	tid := testutil.NewThread(t, sup)
+	out := sup.Must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "boss", "input": testutil.UserInput("start it")}).Object(t)
 	var asyncTask string
 	for id := range out["async_tasks"].(map[string]any) {
 		asyncTask = id
 	}
 	testutil.Eventually(t, 5*time.Second, "the remote echo run to end", func() bool {
-		runs := hostRuns(t, host, asyncTask)
+		runs := testutil.ThreadRuns(t, host, asyncTask)
 		return len(runs) == 1 && runs[0].(map[string]any)["status"] == "success"
 	})
 	supRun := sup.Must(200, "GET", "/threads/"+tid+"/runs", nil).List(t)[0].(map[string]any)
-	remoteRun := hostRuns(t, host, asyncTask)[0].(map[string]any)
+	remoteRun := testutil.ThreadRuns(t, host, asyncTask)[0].(map[string]any)
 	flush()
 
 	request := receiver.one(t, "POST /threads/{thread_id}/runs/wait", map[string]string{"langgraph.thread_id": tid, "http.response.status_code": "200"})

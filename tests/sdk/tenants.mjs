@@ -1,5 +1,5 @@
 // Two users against the route table, through the real SDK: run by the Go
-// test internal/httpapi TestTenantsThroughSDK against a server with
+// test internal/authz TestTenantsThroughSDK against a server with
 // owner-scoped JWT auth (not by run.sh: the suite's server has no auth).
 // Environment: LANGGRAPH_API_URL, ALICE_TOKEN, BOB_TOKEN, OPERATOR_KEY.
 // It prints "ok <checks>" and exits 0, or throws.
