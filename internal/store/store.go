@@ -286,7 +286,9 @@ func (s *Service) put(ctx context.Context, namespace []string, key string, value
 	}
 	prepare := storage.PrepareStoreItem
 	if encoded != nil {
-		prepare = func(it storage.StoreItem) (storage.StoreItem, error) { return storage.PrepareEncodedStoreItem(it, encoded) }
+		prepare = func(it storage.StoreItem) (storage.StoreItem, error) {
+			return storage.PrepareEncodedStoreItem(it, encoded)
+		}
 	}
 	prepared, err := prepare(it)
 	if err != nil {
