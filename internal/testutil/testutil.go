@@ -1,7 +1,12 @@
 // Package testutil starts a whole server for tests: real bbolt in a temporary
 // directory (or, when AGENTSERVER_TEST_DATABASE_URL names a test database, a
 // fresh PostgreSQL schema per data directory) and a real HTTP listener on
-// 127.0.0.1, port 0.
+// 127.0.0.1, port 0. It also holds the small request helpers (threads, run
+// inputs and statuses, agent and supervisor specs, protocol commands) that
+// the whole-server tests of every package share, so that each exists once.
+//
+// A test of package X that internal/server imports must be in package
+// X_test: testutil imports internal/server.
 package testutil
 
 import (
