@@ -64,7 +64,7 @@ func New(db *storage.DB, rs *runs.Service, as *assistants.Service, opts Options)
 		opts.Now = func() time.Time { return time.Now().UTC() }
 	}
 	if opts.Log == nil {
-		opts.Log = slog.Default()
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{db: db, runs: rs, assistants: as, opts: opts, wake: make(chan struct{}, 1)}
 }
