@@ -84,7 +84,7 @@ type Options struct {
 	// CreationObserver is told of every run this server creates (nil:
 	// none).
 	CreationObserver CreationObserver
-	Log        *slog.Logger
+	Log              *slog.Logger
 }
 
 // Service is the run engine.
