@@ -4,7 +4,20 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
+
+// WallClock is the clock of a server that was given none: the wall clock,
+// in UTC. The server hands one clock to every service that reads the time.
+func WallClock() time.Time { return time.Now().UTC() }
+
+// ClockOr is clock, or WallClock when it is nil.
+func ClockOr(clock func() time.Time) func() time.Time {
+	if clock == nil {
+		return WallClock
+	}
+	return clock
+}
 
 // Service is a background service of the server.
 type Service interface {

@@ -19,6 +19,7 @@ import (
 	"agentserver/internal/graph"
 	"agentserver/internal/graphs"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/lifecycle"
 	"agentserver/internal/metrics"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
@@ -84,7 +85,9 @@ type Options struct {
 	// CreationObserver is told of every run this server creates (nil:
 	// none).
 	CreationObserver CreationObserver
-	Log              *slog.Logger
+	// Clock tells the time (nil: the wall clock, in UTC).
+	Clock func() time.Time
+	Log   *slog.Logger
 }
 
 // Service is the run engine.
@@ -168,7 +171,7 @@ func New(db *storage.DB, th *threads.Service, as *assistants.Service, reg *graph
 		db: db, threads: th, assistants: as, graphs: reg, broker: broker,
 		observer: opts.ThreadObserver, creations: opts.CreationObserver,
 		exec: &graph.Executor{Reducers: reducers}, log: opts.Log, opts: opts,
-		now:  func() time.Time { return time.Now().UTC() },
+		now:  lifecycle.ClockOr(opts.Clock),
 		live: map[uuid.UUID]*liveRun{}, results: map[uuid.UUID]*outcome{},
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())

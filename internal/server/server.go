@@ -86,8 +86,11 @@ type Options struct {
 	// changes: 0 means DefaultReloadInterval, a negative value never
 	// (ReloadGraphs still reloads them).
 	ReloadInterval time.Duration
-	// CronClock is the clock of the cron scheduler (nil: the wall clock);
-	// tests move a fake one and call Crons.FireDue.
+	// Clock is the one clock handed to every service that reads the
+	// time (nil: the wall clock, in UTC).
+	Clock func() time.Time
+	// CronClock, when set, is the cron scheduler's clock instead of
+	// Clock; tests move a fake one and call Crons.FireDue.
 	CronClock func() time.Time
 }
 
@@ -162,7 +165,7 @@ func openDatabase(cfg config.Config, opts Options, log *slog.Logger) (*storage.D
 // not yet served. Every resource it opens is added to s.life as soon as it
 // is open, so that New's one cleanup path releases it on an error.
 func (s *Server) build(opts Options) error {
-	cfg, log := s.cfg, s.log
+	cfg, log, clock := s.cfg, s.log, lifecycle.ClockOr(opts.Clock)
 	var replicaID string
 	if cfg.DatabaseURL != "" {
 		id, release, err := replicaIdentity(cfg.DataDir)
@@ -199,7 +202,7 @@ func (s *Server) build(opts Options) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.New(db, store.Options{Log: log, TTL: &store.TTLConfig{DefaultTTL: ttls.Store.DefaultTTL, RefreshOnRead: ttls.Store.RefreshOnRead, SweepInterval: ttls.Store.SweepInterval}})
+	st, err := store.New(db, store.Options{Log: log, Clock: clock, TTL: &store.TTLConfig{DefaultTTL: ttls.Store.DefaultTTL, RefreshOnRead: ttls.Store.RefreshOnRead, SweepInterval: ttls.Store.SweepInterval}})
 	if err != nil {
 		return fmt.Errorf("store ttl: %w", err)
 	}
@@ -219,7 +222,7 @@ func (s *Server) build(opts Options) error {
 			return nil
 		})
 	}
-	reg, agents, err := loadGraphs(cfg, log, s.Reducers, db, codeResolver(pool))
+	reg, agents, err := loadGraphs(cfg, log, clock, s.Reducers, db, codeResolver(pool))
 	if err != nil {
 		return err
 	}
@@ -241,7 +244,7 @@ func (s *Server) build(opts Options) error {
 	}
 	s.Threads = threads.New(db, s.Reducers, threads.Options{
 		TTL: threads.TTLConfig{Strategy: ttls.Threads.Strategy, DefaultTTL: ttls.Threads.DefaultTTL, SweepInterval: ttls.Threads.SweepInterval, SweepLimit: ttls.Threads.SweepLimit},
-		Log: log, Deleted: agents.threadDeleted, StateUpdaters: graphUpdaters(reg),
+		Log: log, Clock: clock, Deleted: agents.threadDeleted, StateUpdaters: graphUpdaters(reg),
 	})
 	s.Assistants = assistants.New(db, reg)
 	db.OnNotice(s.Store.Notice)
@@ -256,8 +259,12 @@ func (s *Server) build(opts Options) error {
 	// in-process transport are bound once the engine exists.
 	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace,
 		ReplicaID: replicaID, AdvertiseURL: advertiseURL(cfg.AdvertiseURL, s.ln), PeerAPIKey: cfg.APIKey, Webhooks: webhooks, Authorizer: auth.Authorizer,
-		ThreadObserver: s.Stream, CreationObserver: agents.notifier})
-	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Authorizer: auth.Authorizer, Log: log})
+		ThreadObserver: s.Stream, CreationObserver: agents.notifier, Clock: clock})
+	cronClock := clock
+	if opts.CronClock != nil {
+		cronClock = opts.CronClock
+	}
+	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: cronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Authorizer: auth.Authorizer, Log: log})
 	agents.local.Bind(s.Threads, s.Runs)
 	agents.notifier.Bind(s.Threads, s.Runs)
 	if pool != nil {

@@ -15,6 +15,7 @@ import (
 	"agentserver/internal/authz"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/lifecycle"
 	"agentserver/internal/storage"
 )
 
@@ -92,6 +93,8 @@ type Options struct {
 	Log *slog.Logger
 	// TTL is the TTL policy (nil: DefaultTTLConfig).
 	TTL *TTLConfig
+	// Clock tells the time (nil: the wall clock, in UTC).
+	Clock func() time.Time
 }
 
 // RefreshOnRead reports whether reads that do not say refresh_ttl refresh
@@ -122,7 +125,7 @@ func New(db *storage.DB, opts Options) (*Service, error) {
 	return &Service{
 		db:            db,
 		log:           log,
-		now:           func() time.Time { return time.Now().UTC() },
+		now:           lifecycle.ClockOr(opts.Clock),
 		sweepEvery:    c.SweepInterval,
 		defaultTTL:    c.DefaultTTL,
 		refreshOnRead: c.RefreshOnRead,

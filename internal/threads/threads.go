@@ -14,6 +14,7 @@ import (
 	"agentserver/internal/errdefs"
 	"agentserver/internal/graph"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/lifecycle"
 	"agentserver/internal/storage"
 )
 
@@ -45,6 +46,8 @@ type Options struct {
 	Log *slog.Logger
 	// Deleted is told of threads a TTL sweep or a prune deleted.
 	Deleted DeleteHook
+	// Clock tells the time (nil: the wall clock, in UTC).
+	Clock func() time.Time
 	// StateUpdaters names the graphs that apply state updates themselves
 	// (JavaScript graphs, whose channels live in their worker); nil: none.
 	StateUpdaters StateUpdaters
@@ -56,7 +59,7 @@ func New(db *storage.DB, reducers *channels.Registry, opts Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{db: db, reducers: reducers, now: func() time.Time { return time.Now().UTC() },
+	return &Service{db: db, reducers: reducers, now: lifecycle.ClockOr(opts.Clock),
 		ttl: opts.TTL, log: log, deleted: opts.Deleted, updaters: opts.StateUpdaters}
 }
 
