@@ -71,8 +71,6 @@ type Server struct {
 	// life holds every resource New opened and every service Start
 	// started, in order; Shutdown stops them in reverse (see doc.go).
 	life lifecycle.Group
-	// reqCancel ends long-lived requests (streams, waits) at shutdown.
-	reqCancel context.CancelFunc
 }
 
 // Options tune a server beyond its config; tests and benchmarks use them.
@@ -287,8 +285,8 @@ func (s *Server) build(opts Options) error {
 	if err != nil {
 		return err
 	}
+	// Long-lived requests (streams, waits) end when the group drains.
 	reqCtx, reqCancel := context.WithCancel(context.Background())
-	s.reqCancel = reqCancel
 	s.life.OpenedDrain("long requests", func(context.Context) error {
 		reqCancel()
 		return nil
