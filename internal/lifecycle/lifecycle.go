@@ -34,8 +34,8 @@ type Drainer interface {
 	Drain(ctx context.Context) error
 }
 
-// Hooks is a Service made of functions; a nil one does nothing. With
-// OnDrain set it is a Drainer too.
+// Hooks is a Service and a Drainer made of functions; a nil one does
+// nothing.
 type Hooks struct {
 	OnStart, OnDrain, OnStop func(ctx context.Context) error
 }
