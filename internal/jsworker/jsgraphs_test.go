@@ -939,6 +939,86 @@ func TestJSGraphSchemasAndXray(t *testing.T) {
 	}
 }
 
+// TestJSGraphSchemasFromTypes: a TypeScript graph built on Annotation.Root
+// gets schemas derived from its types with the project's typescript
+// (types, string-literal unions as enums, arrays of objects, nested
+// objects, a field that admits undefined is not required, messages as
+// message schemas, the config annotation); in a project without typescript
+// the same graph keeps the channel-based schemas, and the log says why.
+func TestJSGraphSchemasFromTypes(t *testing.T) {
+	logs := &testutil.LogBuffer{}
+	s := startFixture(t, testutil.Options{Log: logs})
+	id := s.Do("POST", "/assistants/search", map[string]any{"graph_id": "js_annotated"}).List(t)[0].(map[string]any)["assistant_id"].(string)
+	sc := s.Do("GET", "/assistants/"+id+"/schemas", nil).Object(t)
+	props := func(schema any) map[string]any {
+		p, _ := schema.(map[string]any)["properties"].(map[string]any)
+		return p
+	}
+	state := sc["state_schema"].(map[string]any)
+	sp := props(state)
+	for field, want := range map[string]string{"topic": "string", "attempts": "number", "summary": "string", "mood": "string", "steps": "array", "owner": "object", "messages": "array"} {
+		if got := sp[field].(map[string]any)["type"]; got != want {
+			t.Errorf("state %s type = %v, want %s", field, got, want)
+		}
+	}
+	if got := fmt.Sprint(state["required"]); got != "[attempts messages mood owner steps topic]" {
+		t.Errorf("state required = %s, want every field but the optional summary", got)
+	}
+	if got := fmt.Sprint(sp["mood"].(map[string]any)["enum"]); got != "[away busy calm]" {
+		t.Errorf("mood enum = %s", got)
+	}
+	step := sp["steps"].(map[string]any)["items"].(map[string]any)
+	if props(step)["title"].(map[string]any)["type"] != "string" || props(step)["done"].(map[string]any)["type"] != "boolean" || fmt.Sprint(step["required"]) != "[done title]" {
+		t.Errorf("steps items = %v", step)
+	}
+	owner := sp["owner"].(map[string]any)
+	if city := props(props(owner)["address"])["city"].(map[string]any); city["type"] != "string" || fmt.Sprint(owner["required"]) != "[address name]" {
+		t.Errorf("owner = %v", owner)
+	}
+	if items := sp["messages"].(map[string]any)["items"].(map[string]any); items["$ref"] != "#/definitions/BaseMessage" {
+		t.Errorf("messages items = %v", items)
+	}
+	if msg, _ := state["definitions"].(map[string]any)["BaseMessage"].(map[string]any); props(msg)["content"] == nil {
+		t.Errorf("state definitions = %v", state["definitions"])
+	}
+	input := sc["input_schema"].(map[string]any)
+	if input["required"] != nil || props(input)["mood"].(map[string]any)["type"] != "string" || props(input)["messages"].(map[string]any)["type"] != "array" {
+		t.Errorf("input schema (every field optional) = %v", input)
+	}
+	if out := sc["output_schema"].(map[string]any); fmt.Sprint(out["required"]) != "[attempts messages mood owner steps topic]" {
+		t.Errorf("output schema = %v", out)
+	}
+	config := sc["config_schema"].(map[string]any)
+	if props(config)["model"].(map[string]any)["type"] != "string" || props(config)["temperature"].(map[string]any)["type"] != "number" {
+		t.Errorf("config schema = %v", config)
+	}
+	testutil.Eventually(t, 10*time.Second, "the worker logs the derivation", func() bool {
+		return strings.Contains(logs.String(), "schemas derived from the TypeScript types of") && strings.Contains(logs.String(), "annotated.ts in ")
+	})
+	// A .mjs graph has no types: its channels stand.
+	nested := s.Do("POST", "/assistants/search", map[string]any{"graph_id": "js_nested"}).List(t)[0].(map[string]any)["assistant_id"].(string)
+	if st := s.Do("GET", "/assistants/"+nested+"/schemas", nil).Object(t)["state_schema"].(map[string]any); fmt.Sprint(props(st)["trail"]) != "map[]" {
+		t.Errorf("state schema of the .mjs Annotation graph = %v, want the channel-based one", st)
+	}
+
+	t.Run("project without typescript", func(t *testing.T) {
+		src, err := os.ReadFile(filepath.Join("..", "..", "tests", "jsgraphs", "src", "annotated.ts"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := project(t, `{"graphs": {"g": "./g.ts:graph"}}`, map[string]string{"g.ts": string(src)}, []string{"@langchain", "tsx"})
+		logs := &testutil.LogBuffer{}
+		s := testutil.StartServer(t, testutil.Options{GraphsFile: file, Log: logs})
+		st := s.Do("GET", "/assistants/"+s.Do("POST", "/assistants/search", map[string]any{"graph_id": "g"}).List(t)[0].(map[string]any)["assistant_id"].(string)+"/schemas", nil).Object(t)["state_schema"].(map[string]any)
+		if fmt.Sprint(props(st)["topic"]) != "map[]" || st["required"] != nil || props(st)["messages"] == nil {
+			t.Errorf("state schema = %v, want one property per channel", st)
+		}
+		testutil.Eventually(t, 10*time.Second, "the worker says why", func() bool {
+			return strings.Contains(logs.String(), "schemas from its state channels only: typescript is not installed in the project of")
+		})
+	})
+}
+
 // TestJSGraphWatchReload serves a project with --watch: an edited graph
 // file is loaded by new workers that replace the old ones, a broken edit
 // is refused with the old graphs still serving, and the next good edit is
