@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -1001,21 +1002,42 @@ func TestJSGraphSchemasFromTypes(t *testing.T) {
 		t.Errorf("state schema of the .mjs Annotation graph = %v, want the channel-based one", st)
 	}
 
-	t.Run("project without typescript", func(t *testing.T) {
-		src, err := os.ReadFile(filepath.Join("..", "..", "tests", "jsgraphs", "src", "annotated.ts"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		file := project(t, `{"graphs": {"g": "./g.ts:graph"}}`, map[string]string{"g.ts": string(src)}, []string{"@langchain", "tsx"})
+	src, err := os.ReadFile(filepath.Join("..", "..", "tests", "jsgraphs", "src", "annotated.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// serve serves the fixture graph as "g" of a project of its own (file)
+	// and returns its state schema and the server's log.
+	serve := func(t *testing.T, file string) (map[string]any, string) {
 		logs := &testutil.LogBuffer{}
 		s := testutil.StartServer(t, testutil.Options{GraphsFile: file, Log: logs})
-		st := s.Do("GET", "/assistants/"+s.Do("POST", "/assistants/search", map[string]any{"graph_id": "g"}).List(t)[0].(map[string]any)["assistant_id"].(string)+"/schemas", nil).Object(t)["state_schema"].(map[string]any)
+		g := s.Do("POST", "/assistants/search", map[string]any{"graph_id": "g"}).List(t)[0].(map[string]any)["assistant_id"].(string)
+		st := s.Do("GET", "/assistants/"+g+"/schemas", nil).Object(t)["state_schema"].(map[string]any)
+		testutil.Eventually(t, 10*time.Second, "the worker logs its schemas", func() bool { return strings.Contains(logs.String(), `graph \"g\": schemas`) })
+		return st, logs.String()
+	}
+	files := map[string]string{"g.ts": string(src)}
+	t.Run("derived, then cached", func(t *testing.T) {
+		file := project(t, `{"graphs": {"g": "./g.ts:graph"}}`, files, nil)
+		for i, cached := range []bool{false, true} {
+			got, logs := serve(t, file)
+			if !reflect.DeepEqual(got, state) {
+				t.Errorf("start %d: state schema = %v\nwant %v", i+1, got, state)
+			}
+			// The second start reads the project's node_modules/.cache.
+			if !strings.Contains(logs, "g.ts in ") || strings.Contains(logs, "(cached)") != cached {
+				t.Errorf("start %d: want a derivation logged (cached: %v):\n%s", i+1, cached, logs)
+			}
+		}
+	})
+	t.Run("project without typescript", func(t *testing.T) {
+		st, logs := serve(t, project(t, `{"graphs": {"g": "./g.ts:graph"}}`, files, []string{"@langchain", "tsx"}))
 		if fmt.Sprint(props(st)["topic"]) != "map[]" || st["required"] != nil || props(st)["messages"] == nil {
 			t.Errorf("state schema = %v, want one property per channel", st)
 		}
-		testutil.Eventually(t, 10*time.Second, "the worker says why", func() bool {
-			return strings.Contains(logs.String(), "schemas from its state channels only: typescript is not installed in the project of")
-		})
+		if !strings.Contains(logs, "schemas from its state channels only: typescript is not installed in the project of") {
+			t.Errorf("the log does not say why:\n%s", logs)
+		}
 	})
 }
 

@@ -11,8 +11,11 @@
 // zod or StateSchema definitions. It needs no package of its own: the
 // compiler is the project's (resolved from the graph file's folder), and
 // its absence is an error the worker reports in one line.
+import { createHash } from "node:crypto";
+import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 /** NotDerivable is the reason a graph's schemas were not derived from its types. */
 export class NotDerivable extends Error {
@@ -24,30 +27,64 @@ export class NotDerivable extends Error {
 const programs = new Map();
 
 /**
- * typeSchemas returns the input, output, state and config JSON Schemas of
- * the graph exported as exportName by the TypeScript file, each omitted
- * when its type says nothing (a config the graph does not declare). It
- * throws NotDerivable when the project has no typescript or the export's
- * type is not a graph's.
+ * schemasFromTypes returns the input, output, state and config JSON
+ * Schemas of the graph exported as exportName by the TypeScript file, each
+ * omitted when its type says nothing (a config the graph does not
+ * declare), and logs one line: how long the derivation took (stdout), or
+ * why the graph keeps its channel schemas (stderr). It never throws: what
+ * it could not derive is absent.
+ *
+ * Results (and reasons) are cached in the project's node_modules/.cache,
+ * keyed by this module, the compiler's version, the file and the export,
+ * and valid while every file the compiler read keeps its size and
+ * modification time: a restart costs a few stat calls instead of a
+ * compilation.
  */
-export function typeSchemas(file, exportName) {
-  const ts = compilerFor(file);
-  const { program, sourceFile } = programFor(ts, file);
+export function schemasFromTypes(id, file, exportName) {
+  const started = performance.now();
+  const took = (cached) => `${Math.round(performance.now() - started)} ms${cached ? " (cached)" : ""}`;
+  let cache;
+  try {
+    const compiler = locateCompiler(file);
+    cache = new Cache(compiler, file, exportName);
+    const hit = cache.read();
+    if (hit?.error !== undefined) throw Object.assign(new NotDerivable(hit.error), { cached: true });
+    if (hit !== undefined) {
+      console.log(`graph "${id}": schemas derived from the TypeScript types of ${file} in ${took(true)}`);
+      return hit.schemas;
+    }
+    const { schemas, files } = derive(loadCompiler(compiler.where), file, exportName);
+    cache.write(files, { schemas });
+    console.log(`graph "${id}": schemas derived from the TypeScript types of ${file} in ${took(false)}`);
+    return schemas;
+  } catch (err) {
+    if (err instanceof NotDerivable && err.files !== undefined) cache?.write(err.files, { error: err.message });
+    const why = err instanceof NotDerivable ? err.message : `the TypeScript compiler failed: ${String(err?.stack ?? err).split("\n").slice(0, 2).join(" ")}`;
+    console.error(`graph "${id}": schemas from its state channels only: ${why}${err.cached ? " (cached)" : ""}`);
+    return {};
+  }
+}
+
+/** derive reads the schemas from the types; files are those the compiler read (the cache's inputs). */
+function derive(ts, file, exportName) {
+  const { program, sourceFile, configFile } = programFor(ts, file);
+  const files = [...program.getSourceFiles().map((f) => f.fileName), ...(configFile ? [configFile] : [])];
+  const fail = (message) => Object.assign(new NotDerivable(message), { files });
   const checker = program.getTypeChecker();
-  const graphType = compiledType(ts, checker, exportType(ts, checker, sourceFile, exportName, file));
+  const graphType = compiledType(ts, checker, exportType(ts, checker, sourceFile, exportName, file, fail));
   const prop = (type, name) => {
     const sym = type && checker.getPropertyOfType(type, name);
     return sym ? checker.getTypeOfSymbol(sym) : undefined;
   };
   const builder = prop(graphType, "builder");
   if (builder === undefined || prop(builder, "_inputDefinition") === undefined) {
-    throw new NotDerivable(`export "${exportName}" of ${file} is not typed as a StateGraph (its type is ${checker.typeToString(graphType)})`);
+    throw fail(`export "${exportName}" of ${file} is not typed as a StateGraph (its type is ${checker.typeToString(graphType)})`);
   }
   const conv = new Converter(ts, checker);
   const out = {};
   const state = prop(graphType, "~RunOutput") ?? prop(graphType, "RunOutput");
   if (state !== undefined) out.state = conv.document(state, true);
-  if (Object.keys(out.state?.properties ?? {}).length === 0) throw new NotDerivable(`the type of export "${exportName}" of ${file} names no state channels`);
+  if (Object.keys(out.state?.properties ?? {}).length === 0) throw fail(`the type of export "${exportName}" of ${file} names no state channels`);
   out.input = conv.document(definitionType(checker, prop(builder, "_inputDefinition"), "UpdateType"), false);
   out.output = conv.document(definitionType(checker, prop(builder, "_outputDefinition"), "ValueType"), true);
   const config = prop(builder, "_configSchema");
@@ -55,38 +92,84 @@ export function typeSchemas(file, exportName) {
     const schema = conv.document(definitionType(checker, checker.getNonNullableType(config), "UpdateType"), false);
     if (Object.keys(schema.properties ?? {}).length > 0) out.config = schema;
   }
-  return out;
+  return { schemas: out, files };
 }
 
-/**
- * schemasFromTypes is typeSchemas for the graph id, logging one line: how
- * long the derivation took (stdout), or why the graph keeps its channel
- * schemas (stderr). It never throws: what it could not derive is absent.
- */
-export function schemasFromTypes(id, file, exportName) {
-  const started = performance.now();
-  try {
-    const out = typeSchemas(file, exportName);
-    console.log(`graph "${id}": schemas derived from the TypeScript types of ${file} in ${Math.round(performance.now() - started)} ms`);
-    return out;
-  } catch (err) {
-    const why = err instanceof NotDerivable ? err.message : `the TypeScript compiler failed: ${String(err?.stack ?? err).split("\n").slice(0, 2).join(" ")}`;
-    console.error(`graph "${id}": schemas from its state channels only: ${why}`);
-    return {};
-  }
-}
-
-function compilerFor(file) {
-  const require = createRequire(file);
+/** locateCompiler finds the project's typescript from the graph file's folder, without loading it. */
+function locateCompiler(file) {
+  const req = createRequire(file);
   let where;
   try {
-    where = require.resolve("typescript");
+    where = req.resolve("typescript");
   } catch {
     throw new NotDerivable(`typescript is not installed in the project of ${file} (npm install --save-dev typescript to derive them from the TypeScript types)`);
   }
-  const ts = require(where);
+  let version = "?";
+  try {
+    version = JSON.parse(fs.readFileSync(req.resolve("typescript/package.json"), "utf8")).version;
+  } catch {
+    // an unusual layout: the cache keys on the path alone
+  }
+  const nodeModules = where.slice(0, where.lastIndexOf(`${path.sep}node_modules${path.sep}`) + `${path.sep}node_modules`.length);
+  return { where, version, cacheDir: path.join(nodeModules, ".cache", "agentserver-schemas") };
+}
+
+function loadCompiler(where) {
+  const ts = createRequire(where)(where);
   if (typeof ts.createProgram !== "function" || typeof ts.findConfigFile !== "function") throw new NotDerivable(`${where} is not the TypeScript compiler`);
   return ts;
+}
+
+const selfHash = createHash("sha256").update(fs.readFileSync(fileURLToPath(import.meta.url))).digest("hex");
+
+/** Cache keeps one graph's derivation in a file, with the size and mtime of every file it read. */
+class Cache {
+  static keep = 200; // entries; the oldest go beyond
+
+  constructor(compiler, file, exportName) {
+    this.dir = compiler.cacheDir;
+    const key = createHash("sha256").update(JSON.stringify([selfHash, compiler.where, compiler.version, file, exportName])).digest("hex");
+    this.path = path.join(this.dir, `${key.slice(0, 32)}.json`);
+  }
+
+  read() {
+    let entry;
+    try {
+      entry = JSON.parse(fs.readFileSync(this.path, "utf8"));
+    } catch {
+      return undefined;
+    }
+    for (const [name, size, mtime] of entry.files ?? []) {
+      try {
+        const st = fs.statSync(name);
+        if (st.size !== size || st.mtimeMs !== mtime) return undefined;
+      } catch {
+        return undefined;
+      }
+    }
+    return entry.result;
+  }
+
+  /** write stores a result; a cache it cannot write is no error (a read-only node_modules). */
+  write(files, result) {
+    try {
+      const stamped = files.map((name) => {
+        const st = fs.statSync(name);
+        return [name, st.size, st.mtimeMs];
+      });
+      fs.mkdirSync(this.dir, { recursive: true });
+      const tmp = `${this.path}.${process.pid}.tmp`;
+      fs.writeFileSync(tmp, JSON.stringify({ files: stamped, result }));
+      fs.renameSync(tmp, this.path); // whole, for a worker reading it meanwhile
+      const names = fs.readdirSync(this.dir).filter((n) => n.endsWith(".json"));
+      if (names.length > Cache.keep) {
+        const byAge = names.map((n) => [n, fs.statSync(path.join(this.dir, n)).mtimeMs]).sort((a, b) => a[1] - b[1]);
+        for (const [n] of byAge.slice(0, names.length - Cache.keep)) fs.rmSync(path.join(this.dir, n), { force: true });
+      }
+    } catch {
+      // no cache this time
+    }
+  }
 }
 
 function programFor(ts, file) {
@@ -121,7 +204,7 @@ function programFor(ts, file) {
   }
   const sourceFile = entry.program.getSourceFile(file);
   if (sourceFile === undefined) throw new NotDerivable(`the TypeScript compiler did not read ${file}`);
-  return { program: entry.program, sourceFile };
+  return { program: entry.program, sourceFile, configFile };
 }
 
 /** cachingHost is a compiler host that parses each file once, so that a grown program reuses the files it had. */
@@ -140,11 +223,11 @@ function cachingHost(ts, options) {
   return host;
 }
 
-function exportType(ts, checker, sourceFile, exportName, file) {
+function exportType(ts, checker, sourceFile, exportName, file, fail) {
   const moduleSymbol = checker.getSymbolAtLocation(sourceFile);
-  if (moduleSymbol === undefined) throw new NotDerivable(`${file} is not a module to the TypeScript compiler`);
+  if (moduleSymbol === undefined) throw fail(`${file} is not a module to the TypeScript compiler`);
   let sym = checker.getExportsOfModule(moduleSymbol).find((s) => s.name === exportName);
-  if (sym === undefined) throw new NotDerivable(`the TypeScript compiler finds no export "${exportName}" in ${file}`);
+  if (sym === undefined) throw fail(`the TypeScript compiler finds no export "${exportName}" in ${file}`);
   if (sym.flags & ts.SymbolFlags.Alias) sym = checker.getAliasedSymbol(sym);
   return checker.getTypeOfSymbolAtLocation(sym, sourceFile);
 }
