@@ -942,10 +942,12 @@ func TestJSGraphSchemasAndXray(t *testing.T) {
 
 // TestJSGraphSchemasFromTypes: a TypeScript graph built on Annotation.Root
 // gets schemas derived from its types with the project's typescript
-// (types, string-literal unions as enums, arrays of objects, nested
-// objects, a field that admits undefined is not required, messages as
-// message schemas, the config annotation); in a project without typescript
-// the same graph keeps the channel-based schemas, and the log says why.
+// (types, doc comments, string-literal unions as enums, arrays of objects,
+// nested objects, a field that admits undefined is not required, messages
+// as message schemas, the config annotation), derived afresh for a new
+// file and read from the cache on the next start; in a project without
+// typescript the same graph keeps the channel-based schemas, and the log
+// says why.
 func TestJSGraphSchemasFromTypes(t *testing.T) {
 	logs := &testutil.LogBuffer{}
 	s := startFixture(t, testutil.Options{Log: logs})
@@ -964,6 +966,9 @@ func TestJSGraphSchemasFromTypes(t *testing.T) {
 	}
 	if got := fmt.Sprint(state["required"]); got != "[attempts messages mood owner steps topic]" {
 		t.Errorf("state required = %s, want every field but the optional summary", got)
+	}
+	if got := sp["topic"].(map[string]any)["description"]; got != "What the graph works on." {
+		t.Errorf("topic description = %v, want the channel's doc comment", got)
 	}
 	if got := fmt.Sprint(sp["mood"].(map[string]any)["enum"]); got != "[away busy calm]" {
 		t.Errorf("mood enum = %s", got)

@@ -10,7 +10,8 @@
 // The worker imports this module only for TypeScript graphs that have no
 // zod or StateSchema definitions. It needs no package of its own: the
 // compiler is the project's (resolved from the graph file's folder), and
-// its absence is an error the worker reports in one line.
+// its absence is a reason the worker logs in one line. What a compilation
+// found is cached in the project's node_modules/.cache (schemasFromTypes).
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import { createRequire } from "node:module";
@@ -286,6 +287,8 @@ const MESSAGE = {
 
 /** Converter turns TypeScript types into JSON Schema. */
 class Converter {
+  static maxDepth = 8;
+
   constructor(ts, checker) {
     this.ts = ts;
     this.checker = checker;
@@ -380,7 +383,9 @@ class Converter {
 
   object(type, withRequired) {
     const { checker } = this;
-    if (this.open.has(type)) return { type: "object" }; // a recursive type: its inner level stays open
+    // A recursive type's inner level, or one too deep to be a state's
+    // (a class instance's own fields), stays an open object.
+    if (this.open.has(type) || this.open.size >= Converter.maxDepth) return { type: "object" };
     this.open.add(type);
     try {
       const fields = [];

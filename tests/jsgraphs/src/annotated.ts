@@ -9,6 +9,7 @@ type Step = { title: string; done: boolean; note?: string };
 
 const State = Annotation.Root({
   messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
+  /** What the graph works on. */
   topic: Annotation<string>,
   attempts: Annotation<number>,
   summary: Annotation<string | undefined>,
