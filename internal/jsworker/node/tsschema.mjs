@@ -199,7 +199,7 @@ function programFor(ts, file) {
     entry = { options, roots: [], program: undefined, host: cachingHost(ts, options) };
     programs.set(key, entry);
   }
-  if (!entry.roots.includes(file)) {
+  if (entry.program?.getSourceFile(file) === undefined) {
     entry.roots = [...entry.roots, file]; // a new array: the old program keeps its own
     entry.program = ts.createProgram({ rootNames: entry.roots, options: entry.options, host: entry.host, oldProgram: entry.program });
   }

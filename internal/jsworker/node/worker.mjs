@@ -276,15 +276,15 @@ async function schemasOf(graph) {
 }
 
 /**
- * graphSchemas is schemasOf, or else, for a TypeScript graph (an
- * Annotation's state carries no runtime types), the schemas its types give
+ * graphSchemas is schemasOf, completed for a TypeScript graph whose state
+ * has no runtime types (an Annotation) by the schemas its types give
  * (tsschema.mjs, with the project's typescript), derived once at load.
  */
 async function graphSchemas(graph, id, file, exportName) {
   const out = await schemasOf(graph);
-  if (Object.keys(out).length > 0 || !tsExt.test(file)) return out;
+  if (out.state !== undefined || !tsExt.test(file)) return out;
   const { schemasFromTypes } = await import("./tsschema.mjs");
-  return schemasFromTypes(id, file, exportName);
+  return { ...schemasFromTypes(id, file, exportName), ...out };
 }
 
 /** subgraphsOf maps the namespaces of a graph's subgraphs ("node", "node|inner") to their state channels. */
