@@ -1,3 +1,5 @@
+//go:build unix
+
 package jsworker_test
 
 import (
@@ -8,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,7 +34,9 @@ import (
 // It reports the wall time from the first run's creation to the last run's
 // end (target: all done within 5 s), the runs' p50 and slowest time to
 // their end, the graph workers' CPU time per run (user plus system, over
-// the batch) and their peak memory (VmHWM, summed).
+// the batch), the server's (this process's, with the clients') and the
+// workers' peak memory (VmHWM, summed). AGENTSERVER_JS_NODE_ARGS
+// gives the workers node options, as it does the server's.
 func BenchmarkJSAgentConcurrentRuns(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchJSAgentConcurrentRuns(b, workers) })
@@ -62,6 +67,7 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 	s := testutil.StartServer(b, testutil.Options{GraphsFile: file, Jobs: n + 100, Log: logw, Configure: func(c *config.Config) {
 		c.JSWorkers = workers
 		c.JSWorkerConcurrency = n
+		c.JSNodeArgs = os.Getenv(config.EnvJSNodeArgs) // --cpu-prof --cpu-prof-dir=dir profiles the workers
 	}})
 	ctx := context.Background()
 	input := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "wait for the model"}}}
@@ -84,11 +90,11 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 			}
 			tids[i] = th.ThreadID
 		}
-		cpu0 := workerCPU(b)
+		cpu0, self0 := workerCPU(b), selfCPU(b)
 		b.StartTimer()
 		took, errs, wall := testutil.Concurrently(n, func(i int) error { return jsAgentRun(ctx, s, tids[i], input) })
 		b.StopTimer()
-		cpu := workerCPU(b) - cpu0
+		cpu, self := workerCPU(b)-cpu0, selfCPU(b)-self0
 		for i, err := range errs {
 			if err != nil {
 				b.Fatalf("run %d of %d: %v", i, n, err)
@@ -99,6 +105,7 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 		b.ReportMetric(took[n/2].Seconds(), "p50-s")
 		b.ReportMetric(took[n-1].Seconds(), "slowest-s")
 		b.ReportMetric(cpu.Seconds()*1000/float64(n), "workers-cpu-ms/run")
+		b.ReportMetric(self.Seconds()*1000/float64(n), "server-cpu-ms/run")
 		var hwm float64
 		for _, p := range childNodes(b) {
 			hwm += p.hwmMiB
@@ -179,6 +186,16 @@ func childNodes(b *testing.B) []nodeProc {
 		out = append(out, p)
 	}
 	return out
+}
+
+// selfCPU is this process's CPU time (user plus system): the server's,
+// with the benchmark's own clients.
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // workerCPU sums the graph workers' CPU time.
