@@ -39,11 +39,25 @@ import (
 // gives the workers node options, as it does the server's.
 func BenchmarkJSAgentConcurrentRuns(b *testing.B) {
 	for _, workers := range []int{1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchJSAgentConcurrentRuns(b, workers) })
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchJSConcurrentRuns(b, "js_agent", "done", workers) })
 	}
 }
 
-func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
+// BenchmarkJSChatConcurrentRuns is BenchmarkJSAgentConcurrentRuns with the
+// fixture's one-node graph (js_chat, which echoes the human message
+// without a model): the cost of a run through the server and its worker
+// when the graph itself does next to nothing.
+func BenchmarkJSChatConcurrentRuns(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			benchJSConcurrentRuns(b, "js_chat", "you said: wait for the model", workers)
+		})
+	}
+}
+
+// benchJSConcurrentRuns runs the batches of graph, whose last message
+// must be answer.
+func benchJSConcurrentRuns(b *testing.B, graph, answer string, workers int) {
 	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("JS_AGENT_BENCH_RUNS")); err == nil && v > 0 {
 		n = v
@@ -77,7 +91,7 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := jsAgentRun(ctx, s, warm.ThreadID, input); err != nil {
+	if err := jsAgentRun(ctx, s, graph, answer, warm.ThreadID, input); err != nil {
 		b.Fatal(err)
 	}
 	for range b.N {
@@ -92,7 +106,7 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 		}
 		cpu0, self0 := workerCPU(b), selfCPU(b)
 		b.StartTimer()
-		took, errs, wall := testutil.Concurrently(n, func(i int) error { return jsAgentRun(ctx, s, tids[i], input) })
+		took, errs, wall := testutil.Concurrently(n, func(i int) error { return jsAgentRun(ctx, s, graph, answer, tids[i], input) })
 		b.StopTimer()
 		cpu, self := workerCPU(b)-cpu0, selfCPU(b)-self0
 		for i, err := range errs {
@@ -117,9 +131,9 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 	}
 }
 
-// jsAgentRun runs js_agent on thread to its end and checks its answer.
-func jsAgentRun(ctx context.Context, s *testutil.Server, thread uuid.UUID, input map[string]any) error {
-	run, err := s.Runs.Create(ctx, runs.CreateParams{ThreadID: &thread, Assistant: "js_agent", Input: input})
+// jsAgentRun runs graph on thread to its end and checks its answer.
+func jsAgentRun(ctx context.Context, s *testutil.Server, graph, answer string, thread uuid.UUID, input map[string]any) error {
+	run, err := s.Runs.Create(ctx, runs.CreateParams{ThreadID: &thread, Assistant: graph, Input: input})
 	if err != nil {
 		return err
 	}
@@ -131,7 +145,7 @@ func jsAgentRun(ctx context.Context, s *testutil.Server, thread uuid.UUID, input
 		return fmt.Errorf("run %s: %s", ended.Status, ended.Error)
 	}
 	msgs, _ := values["messages"].([]any)
-	if len(msgs) != 2 || msgs[1].(map[string]any)["content"] != "done" {
+	if len(msgs) != 2 || msgs[1].(map[string]any)["content"] != answer {
 		return fmt.Errorf("final messages %v", msgs)
 	}
 	return nil

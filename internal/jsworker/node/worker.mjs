@@ -46,15 +46,16 @@ function encode(msg) {
   encoding = [];
   if (raws.length === 0) return text;
   // Placeholders come in the order their raws were pushed.
-  let out = "";
+  const parts = [];
   let from = 0;
   raws.forEach((raw, i) => {
     const mark = `"${nonce}:${i}"`;
     const at = text.indexOf(mark, from);
-    out += text.slice(from, at) + raw;
+    parts.push(text.slice(from, at), raw);
     from = at + mark.length;
   });
-  return out + text.slice(from);
+  parts.push(text.slice(from));
+  return parts.join("");
 }
 
 // Messages sent in one turn of the event loop go out in one write: a run
