@@ -29,10 +29,17 @@
 //     read of a stalled or broken body, and the rest of a body over the
 //     size limit is read and discarded (bounded) first, so that a client
 //     that sends its whole body before reading gets the answer.
-//   - Bodies of LargeBodyBytes or more are checked and decoded by the edge
-//     (body checks, request validation) at most GOMAXPROCS-1 at a time (at
-//     least one), so that a processor is left to the small requests; the
-//     handler runs outside that bound.
+//   - Bodies of LargeBodyBytes or more are checked and decoded (body
+//     checks, request validation, the generated handler's decoding) at most
+//     GOMAXPROCS-1 at a time (at least one), so that a processor is left to
+//     the small requests; the handler's own work runs outside that bound.
+//   - A large body is scanned, not decoded, where its content does not
+//     matter: the validator checks a copy in which each top-level field
+//     whose schema accepts any object has that object replaced by {}
+//     (opaque.go: the same verdict, without decoding megabytes into maps),
+//     and a request type that decodes itself (api.StorePutRequest) gets
+//     the body the edge found valid without a second scan. A store value
+//     is then stored as it was sent.
 //   - A refused request changes nothing: every check runs before the
 //     service call that writes.
 package httpapi

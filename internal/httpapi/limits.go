@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"agentserver/api"
 	"agentserver/internal/errdefs"
 )
 
@@ -102,8 +103,12 @@ func bodyGuard(l Limits) echo.MiddlewareFunc {
 				c.Set(largeSlotKey, release)
 			}
 			if isJSON(r.Header.Get("Content-Type")) {
-				if err := checkJSONBody(body); err != nil {
+				valid, err := checkJSONBody(body)
+				if err != nil {
 					return err
+				}
+				if valid && len(body) >= LargeBodyBytes {
+					c.Set(largeBodyKey, body)
 				}
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -117,18 +122,42 @@ func bodyGuard(l Limits) echo.MiddlewareFunc {
 // the function that gives its slot back.
 const largeSlotKey = "httpapi.largeSlot"
 
+// largeBodyKey holds, in the echo context of a request with a large body,
+// the body as bodyGuard read it (the request validator checks a lighter
+// copy of it, validate.go).
+const largeBodyKey = "httpapi.largeBody"
+
 // releaseLargeBody gives back the slot of a large body once the request
-// validator has decoded and checked it: the slot bounds that decoding (the
-// work a large body costs at the edge), not the handler, which may wait
-// for a run for minutes.
+// validator has checked it, unless the request is a route of the contract:
+// the generated handler decodes the body once more, and the slot is given
+// back after that (releaseAfterDecode). The slot bounds the work a large
+// body costs before its handler runs, not the handler, which may wait for
+// a run for minutes.
 func releaseLargeBody() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if release, ok := c.Get(largeSlotKey).(func()); ok {
-				release()
+			if c.Get(contractRouteKey) == nil {
+				releaseSlot(c)
 			}
 			return next(c)
 		}
+	}
+}
+
+// releaseAfterDecode is the generated handlers' middleware that gives back
+// a large body's slot: it runs once the body is decoded into the
+// operation's request object.
+func releaseAfterDecode(f api.StrictHandlerFunc, _ string) api.StrictHandlerFunc {
+	return func(c echo.Context, req any) (any, error) {
+		releaseSlot(c)
+		return f(c, req)
+	}
+}
+
+// releaseSlot gives back the slot of c's large body, if it holds one.
+func releaseSlot(c echo.Context) {
+	if release, ok := c.Get(largeSlotKey).(func()); ok {
+		release()
 	}
 }
 
@@ -240,19 +269,20 @@ func isJSON(contentType string) bool {
 }
 
 // checkJSONBody rejects a body nested deeper than MaxJSONDepth, a body with
-// data after its JSON value, and a metadata field over its limits. A body
-// that is not JSON at all is left for the request validator to report.
-func checkJSONBody(body []byte) error {
+// data after its JSON value, and a metadata field over its limits, and
+// reports whether the body is valid JSON. A body that is not JSON at all
+// is left for the request validator to report.
+func checkJSONBody(body []byte) (valid bool, err error) {
 	if jsonDepth(body) > MaxJSONDepth {
-		return invalidf(fmt.Sprintf("request body nests arrays and objects more than %d levels deep", MaxJSONDepth))
+		return false, invalidf(fmt.Sprintf("request body nests arrays and objects more than %d levels deep", MaxJSONDepth))
 	}
 	if !json.Valid(body) {
 		if hasTrailingData(body) {
-			return invalidf("request body has data after its JSON value")
+			return false, invalidf("request body has data after its JSON value")
 		}
-		return nil
+		return false, nil
 	}
-	return checkMetadataField(body)
+	return true, checkMetadataField(body)
 }
 
 // jsonDepth returns the deepest nesting of arrays and objects in data,

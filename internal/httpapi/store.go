@@ -13,7 +13,7 @@ func (h *Handler) PutStoreItem(ctx context.Context, req api.PutStoreItemRequestO
 		return nil, invalidf("request body is required")
 	}
 	b := req.Body
-	if err := h.store.Put(ctx, b.Namespace, b.Key, b.Value, b.Index, b.Ttl); err != nil {
+	if err := h.store.PutEncoded(ctx, b.Namespace, b.Key, b.Value, b.Index, b.Ttl); err != nil {
 		return nil, err
 	}
 	return api.PutStoreItem204Response{}, nil

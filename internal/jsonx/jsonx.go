@@ -1,5 +1,7 @@
 // Package jsonx holds small helpers for JSON values decoded into Go's generic
-// form (map[string]any, []any, string, float64, bool, nil).
+// form (map[string]any, []any, string, float64, bool, nil), and for encoded
+// JSON objects split into their members without decoding them
+// (members.go: the request path's way to leave a large value undecoded).
 package jsonx
 
 import (

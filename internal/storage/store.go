@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"agentserver/internal/errdefs"
 )
@@ -69,6 +70,25 @@ func PrepareStoreItem(it StoreItem) (StoreItem, error) {
 	}
 	it.encodedValue, it.blob = raw, nil
 	return it, nil
+}
+
+// PrepareEncodedStoreItem is PrepareStoreItem for a value that arrives
+// already encoded: raw, a JSON object in valid UTF-8, is stored as it is
+// (it.Value is ignored), so a large value is never decoded and re-encoded
+// on its way in. Reading the item back decodes it like any other.
+func PrepareEncodedStoreItem(it StoreItem, raw []byte) (StoreItem, error) {
+	if !IsEncodedObject(raw) {
+		return it, fmt.Errorf("encode store value: not a JSON object in UTF-8")
+	}
+	it.encodedValue, it.blob = raw, nil
+	return it, nil
+}
+
+// IsEncodedObject reports whether raw, a well-formed JSON value, is an
+// object in valid UTF-8: what PrepareEncodedStoreItem can store as it is.
+func IsEncodedObject(raw []byte) bool {
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '{' && utf8.Valid(raw)
 }
 
 // StoreDeadline is when an item written or refreshed at now with a TTL of

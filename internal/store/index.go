@@ -40,7 +40,7 @@ func (s *Service) ConfigureIndex(c IndexConfig) {
 // embeds nothing, a list overrides the configured fields. Without an index
 // configuration nothing is embedded.
 func (s *Service) vectorsFor(ctx context.Context, value map[string]any, index any) ([][]float32, error) {
-	if s.index == nil || index == false {
+	if !s.embeds(index) {
 		return nil, nil
 	}
 	paths := s.index.Fields
@@ -55,6 +55,12 @@ func (s *Service) vectorsFor(ctx context.Context, value map[string]any, index an
 		return nil, nil
 	}
 	return s.embed(ctx, texts)
+}
+
+// embeds reports whether an item written with the index directive index
+// is embedded: semantic search is configured and index is not false.
+func (s *Service) embeds(index any) bool {
+	return s.index != nil && index != false
 }
 
 // embed calls the embedder and checks the vectors' length.

@@ -216,6 +216,27 @@ func validateTTL(ttl *float64) error {
 // item expire that many minutes from now, nil gives it the default TTL
 // (none unless configured).
 func (s *Service) Put(ctx context.Context, namespace []string, key string, value map[string]any, index any, ttlMinutes *float64) error {
+	return s.put(ctx, namespace, key, value, nil, index, ttlMinutes)
+}
+
+// PutEncoded is Put for a value that arrives encoded, as a request body
+// carries it: a JSON object in UTF-8 is stored as it was sent, and decoded
+// only where the caller's auth rules or the semantic index must read it.
+// Anything else is refused as Put refuses it.
+func (s *Service) PutEncoded(ctx context.Context, namespace []string, key string, value json.RawMessage, index any, ttlMinutes *float64) error {
+	if !storage.IsEncodedObject(value) || authz.Restricted(ctx) || s.embeds(index) {
+		var decoded map[string]any
+		if err := json.Unmarshal(value, &decoded); err != nil || decoded == nil {
+			return invalidf("value must be an object")
+		}
+		return s.put(ctx, namespace, key, decoded, nil, index, ttlMinutes)
+	}
+	return s.put(ctx, namespace, key, nil, value, index, ttlMinutes)
+}
+
+// put writes the item whose value is value, or encoded when that is set
+// (a JSON object PutEncoded checked; value is then nil).
+func (s *Service) put(ctx context.Context, namespace []string, key string, value map[string]any, encoded json.RawMessage, index any, ttlMinutes *float64) error {
 	acc, err := authorize(ctx, authz.Put, namespace, map[string]any{"key": key, "value": value, "index": index})
 	if err != nil {
 		return err
@@ -230,7 +251,7 @@ func (s *Service) Put(ctx context.Context, namespace []string, key string, value
 	if err := validateKey(key); err != nil {
 		return err
 	}
-	if value == nil {
+	if value == nil && encoded == nil {
 		return invalidf("value must be an object")
 	}
 	idx, err := validateIndex(index)
@@ -263,7 +284,13 @@ func (s *Service) Put(ctx context.Context, namespace []string, key string, value
 	if err != nil {
 		return err
 	}
-	prepared, err := storage.PrepareStoreItem(it)
+	prepare := storage.PrepareStoreItem
+	if encoded != nil {
+		prepare = func(it storage.StoreItem) (storage.StoreItem, error) {
+			return storage.PrepareEncodedStoreItem(it, encoded)
+		}
+	}
+	prepared, err := prepare(it)
 	if err != nil {
 		return err
 	}
