@@ -6,8 +6,9 @@
 // with "done" after 1 s, on 127.0.0.1. After one unmeasured run, it runs the
 // batch `rounds` times and prints, for each, the CPU time this process spent
 // per run (user plus system, in ms): what LangGraph.js and LangChain cost
-// without the server.
-//   node --import tsx tests/jsgraphs/bench/agent.mjs 200 3
+// without the server. A third argument "chat" runs src/chat.ts instead (one
+// node, no model), the reference of BenchmarkJSChatConcurrentRuns.
+//   node --import tsx tests/jsgraphs/bench/agent.mjs 200 3 [chat]
 import http from "node:http";
 import { fork } from "node:child_process";
 
@@ -39,8 +40,10 @@ if (process.argv[2] === "model") {
   process.env.OPENAI_BASE_URL = `http://127.0.0.1:${port}/v1`;
   process.env.OPENAI_API_KEY = "bench";
   const { MemorySaver } = await import("@langchain/langgraph");
-  const { agent } = await import("../src/agent.ts");
-  const g = Object.assign(Object.create(Object.getPrototypeOf(agent)), agent);
+  const chat = process.argv[4] === "chat";
+  const graph = chat ? (await import("../src/chat.ts")).graph : (await import("../src/agent.ts")).agent;
+  const answer = chat ? "you said: wait for the model" : "done";
+  const g = Object.assign(Object.create(Object.getPrototypeOf(graph)), graph);
   g.checkpointer = new MemorySaver();
 
   let thread = 0;
@@ -49,7 +52,7 @@ if (process.argv[2] === "model") {
     const input = { messages: [{ role: "user", content: "wait for the model" }] };
     for await (const _ of await g.stream(input, { ...config, subgraphs: true, streamMode: ["updates", "checkpoints"] }));
     const state = await g.getState(config);
-    if (state.values.messages.at(-1)?.content !== "done") throw new Error(`thread ${config.configurable.thread_id}: no answer`);
+    if (state.values.messages.at(-1)?.content !== answer) throw new Error(`thread ${config.configurable.thread_id}: no answer`);
   }
 
   await once();
