@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,10 +35,28 @@ const (
 // Assistant is an assistant or one of its versions as clients see it.
 type Assistant = storage.Assistant
 
-// SystemID returns the id of the system assistant of a graph.
+// SystemID returns the id of the system assistant of a graph. Runs name
+// their assistant by graph id more often than not, so the ids are kept
+// once computed (a name-based uuid is a SHA-1 each time).
 func SystemID(graphID string) uuid.UUID {
-	return uuid.NewSHA1(NamespaceGraph, []byte(graphID))
+	if id, ok := systemIDs.Load(graphID); ok {
+		return id.(uuid.UUID)
+	}
+	id := uuid.NewSHA1(NamespaceGraph, []byte(graphID))
+	if systemIDCount.Add(1) <= maxSystemIDs {
+		systemIDs.Store(graphID, id)
+	}
+	return id
 }
+
+// The system ids computed so far, at most maxSystemIDs of them (graph ids
+// are few; the bound keeps names that are no graph's from growing it).
+var (
+	systemIDs     sync.Map // graph id -> uuid.UUID
+	systemIDCount atomic.Int64
+)
+
+const maxSystemIDs = 4096
 
 // Service manages assistants and their versions.
 type Service struct {

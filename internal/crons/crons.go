@@ -14,6 +14,7 @@ import (
 	"agentserver/internal/authz"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/lifecycle"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
 )
@@ -60,11 +61,9 @@ type Service struct {
 
 // New builds the service. Run must be started for crons to fire.
 func New(db *storage.DB, rs *runs.Service, as *assistants.Service, opts Options) *Service {
-	if opts.Now == nil {
-		opts.Now = func() time.Time { return time.Now().UTC() }
-	}
+	opts.Now = lifecycle.ClockOr(opts.Now)
 	if opts.Log == nil {
-		opts.Log = slog.Default()
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{db: db, runs: rs, assistants: as, opts: opts, wake: make(chan struct{}, 1)}
 }

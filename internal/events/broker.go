@@ -44,7 +44,7 @@ type BrokerOptions struct {
 	// FlushInterval is the longest time appended events of a resumable log
 	// wait before they are written to the store. Default 25ms.
 	FlushInterval time.Duration
-	// Log receives store failures. Default slog.Default().
+	// Log receives store failures (nil: discarded).
 	Log *slog.Logger
 }
 
@@ -94,7 +94,7 @@ func NewBroker(store Store, opts BrokerOptions) *Broker {
 		opts.FlushInterval = 25 * time.Millisecond
 	}
 	if opts.Log == nil {
-		opts.Log = slog.Default()
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Broker{
 		store:  store,

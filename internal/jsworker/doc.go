@@ -2,16 +2,21 @@
 // Node graph workers that the server starts, supervises and stops itself,
 // and runs them for the run engine (a graph.Runner per graph).
 //
-// The worker's code (node/worker.mjs) is embedded in the binary and
-// written to a cache folder at start; it has no dependencies of its own
-// and imports @langchain/langgraph (and tsx or typescript for .ts graphs)
-// from the user's project. Server and worker talk over a Unix socket pair
+// The worker's code (node/worker.mjs, with node/tsschema.mjs, which derives
+// the schemas of TypeScript Annotation graphs from their types) is
+// embedded in the binary and written to a cache folder at start; it has no
+// dependencies of its own and imports @langchain/langgraph (and tsx or
+// typescript for .ts graphs) from the user's project. Server and worker talk over a Unix socket pair
 // handed to the worker as its fd 3, one JSON message per line in each
 // direction (docs/js-graphs.md, "Worker protocol"); the worker's stdout
 // and stderr go to the server's log.
 //
 // # Invariants
 //
+//   - A graph's schemas are derived once per worker, at load (from its zod
+//     or StateSchema definitions, else from its TypeScript types), never
+//     per run; a graph whose schemas cannot be derived keeps the ones its
+//     state channels give, and the worker logs why.
 //   - Checkpoints, pending writes and store items of JavaScript graphs
 //     live in the server's storage only: the worker's checkpointer and
 //     store call back for every read and write, and a worker keeps no

@@ -18,7 +18,7 @@ import (
 
 // nodeFiles is the worker's code, versioned with the server.
 //
-//go:embed node/worker.mjs node/ts-hooks.mjs node/package.json
+//go:embed node/worker.mjs node/ts-hooks.mjs node/tsschema.mjs node/package.json
 var nodeFiles embed.FS
 
 // install writes the worker's files to a folder of dir named after their
@@ -26,7 +26,7 @@ var nodeFiles embed.FS
 // files) and returns the path of the worker's entry point.
 func install(dir string) (string, error) {
 	h := sha256.New()
-	names := []string{"node/package.json", "node/ts-hooks.mjs", "node/worker.mjs"}
+	names := []string{"node/package.json", "node/ts-hooks.mjs", "node/tsschema.mjs", "node/worker.mjs"}
 	contents := make([][]byte, len(names))
 	for i, name := range names {
 		b, err := fs.ReadFile(nodeFiles, name)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -937,6 +938,112 @@ func TestJSGraphSchemasAndXray(t *testing.T) {
 	if got := ids("?xray=true"); !slices.Contains(got, "middle:enter") || !slices.Contains(got, "middle:inner") || slices.Contains(got, "middle") {
 		t.Errorf("nodes with xray = %v, want middle's nodes in its place", got)
 	}
+}
+
+// TestJSGraphSchemasFromTypes: a TypeScript graph built on Annotation.Root
+// gets schemas derived from its types with the project's typescript
+// (types, doc comments, string-literal unions as enums, arrays of objects,
+// nested objects, a field that admits undefined is not required, messages
+// as message schemas, the config annotation), derived afresh for a new
+// file and read from the cache on the next start; in a project without
+// typescript the same graph keeps the channel-based schemas, and the log
+// says why.
+func TestJSGraphSchemasFromTypes(t *testing.T) {
+	logs := &testutil.LogBuffer{}
+	s := startFixture(t, testutil.Options{Log: logs})
+	id := s.Do("POST", "/assistants/search", map[string]any{"graph_id": "js_annotated"}).List(t)[0].(map[string]any)["assistant_id"].(string)
+	sc := s.Do("GET", "/assistants/"+id+"/schemas", nil).Object(t)
+	props := func(schema any) map[string]any {
+		p, _ := schema.(map[string]any)["properties"].(map[string]any)
+		return p
+	}
+	state := sc["state_schema"].(map[string]any)
+	sp := props(state)
+	for field, want := range map[string]string{"topic": "string", "attempts": "number", "summary": "string", "mood": "string", "steps": "array", "owner": "object", "messages": "array"} {
+		if got := sp[field].(map[string]any)["type"]; got != want {
+			t.Errorf("state %s type = %v, want %s", field, got, want)
+		}
+	}
+	if got := fmt.Sprint(state["required"]); got != "[attempts messages mood owner steps topic]" {
+		t.Errorf("state required = %s, want every field but the optional summary", got)
+	}
+	if got := sp["topic"].(map[string]any)["description"]; got != "What the graph works on." {
+		t.Errorf("topic description = %v, want the channel's doc comment", got)
+	}
+	if got := fmt.Sprint(sp["mood"].(map[string]any)["enum"]); got != "[away busy calm]" {
+		t.Errorf("mood enum = %s", got)
+	}
+	step := sp["steps"].(map[string]any)["items"].(map[string]any)
+	if props(step)["title"].(map[string]any)["type"] != "string" || props(step)["done"].(map[string]any)["type"] != "boolean" || fmt.Sprint(step["required"]) != "[done title]" {
+		t.Errorf("steps items = %v", step)
+	}
+	owner := sp["owner"].(map[string]any)
+	if city := props(props(owner)["address"])["city"].(map[string]any); city["type"] != "string" || fmt.Sprint(owner["required"]) != "[address name]" {
+		t.Errorf("owner = %v", owner)
+	}
+	if items := sp["messages"].(map[string]any)["items"].(map[string]any); items["$ref"] != "#/definitions/BaseMessage" {
+		t.Errorf("messages items = %v", items)
+	}
+	if msg, _ := state["definitions"].(map[string]any)["BaseMessage"].(map[string]any); props(msg)["content"] == nil {
+		t.Errorf("state definitions = %v", state["definitions"])
+	}
+	input := sc["input_schema"].(map[string]any)
+	if input["required"] != nil || props(input)["mood"].(map[string]any)["type"] != "string" || props(input)["messages"].(map[string]any)["type"] != "array" {
+		t.Errorf("input schema (every field optional) = %v", input)
+	}
+	if out := sc["output_schema"].(map[string]any); fmt.Sprint(out["required"]) != "[attempts messages mood owner steps topic]" {
+		t.Errorf("output schema = %v", out)
+	}
+	config := sc["config_schema"].(map[string]any)
+	if props(config)["model"].(map[string]any)["type"] != "string" || props(config)["temperature"].(map[string]any)["type"] != "number" {
+		t.Errorf("config schema = %v", config)
+	}
+	testutil.Eventually(t, 10*time.Second, "the worker logs the derivation", func() bool {
+		return strings.Contains(logs.String(), "schemas derived from the TypeScript types of") && strings.Contains(logs.String(), "annotated.ts in ")
+	})
+	// A .mjs graph has no types: its channels stand.
+	nested := s.Do("POST", "/assistants/search", map[string]any{"graph_id": "js_nested"}).List(t)[0].(map[string]any)["assistant_id"].(string)
+	if st := s.Do("GET", "/assistants/"+nested+"/schemas", nil).Object(t)["state_schema"].(map[string]any); fmt.Sprint(props(st)["trail"]) != "map[]" {
+		t.Errorf("state schema of the .mjs Annotation graph = %v, want the channel-based one", st)
+	}
+
+	src, err := os.ReadFile(filepath.Join("..", "..", "tests", "jsgraphs", "src", "annotated.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// serve serves the fixture graph as "g" of a project of its own (file)
+	// and returns its state schema and the server's log.
+	serve := func(t *testing.T, file string) (map[string]any, string) {
+		logs := &testutil.LogBuffer{}
+		s := testutil.StartServer(t, testutil.Options{GraphsFile: file, Log: logs})
+		g := s.Do("POST", "/assistants/search", map[string]any{"graph_id": "g"}).List(t)[0].(map[string]any)["assistant_id"].(string)
+		st := s.Do("GET", "/assistants/"+g+"/schemas", nil).Object(t)["state_schema"].(map[string]any)
+		testutil.Eventually(t, 10*time.Second, "the worker logs its schemas", func() bool { return strings.Contains(logs.String(), `graph \"g\": schemas`) })
+		return st, logs.String()
+	}
+	files := map[string]string{"g.ts": string(src)}
+	t.Run("derived, then cached", func(t *testing.T) {
+		file := project(t, `{"graphs": {"g": "./g.ts:graph"}}`, files, nil)
+		for i, cached := range []bool{false, true} {
+			got, logs := serve(t, file)
+			if !reflect.DeepEqual(got, state) {
+				t.Errorf("start %d: state schema = %v\nwant %v", i+1, got, state)
+			}
+			// The second start reads the project's node_modules/.cache.
+			if !strings.Contains(logs, "g.ts in ") || strings.Contains(logs, "(cached)") != cached {
+				t.Errorf("start %d: want a derivation logged (cached: %v):\n%s", i+1, cached, logs)
+			}
+		}
+	})
+	t.Run("project without typescript", func(t *testing.T) {
+		st, logs := serve(t, project(t, `{"graphs": {"g": "./g.ts:graph"}}`, files, []string{"@langchain", "tsx"}))
+		if fmt.Sprint(props(st)["topic"]) != "map[]" || st["required"] != nil || props(st)["messages"] == nil {
+			t.Errorf("state schema = %v, want one property per channel", st)
+		}
+		if !strings.Contains(logs, "schemas from its state channels only: typescript is not installed in the project of") {
+			t.Errorf("the log does not say why:\n%s", logs)
+		}
+	})
 }
 
 // TestJSGraphWatchReload serves a project with --watch: an edited graph

@@ -88,7 +88,7 @@ func (o *Options) defaults() {
 		o.Concurrency = DefaultConcurrency
 	}
 	if o.Log == nil {
-		o.Log = slog.Default()
+		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.PingInterval <= 0 {
 		o.PingInterval = 5 * time.Second

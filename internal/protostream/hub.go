@@ -60,7 +60,7 @@ func NewHub(db *storage.DB, opts Options) *Hub {
 		opts.KeepBytes = 8 << 20
 	}
 	if opts.Log == nil {
-		opts.Log = slog.Default()
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Hub{db: db, opts: opts, feeds: map[uuid.UUID]*feed{}, now: time.Now}
 }

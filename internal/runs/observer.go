@@ -38,12 +38,6 @@ type CreationObserver interface {
 	RunCreated(run storage.Run)
 }
 
-// SetCreationObserver installs the observer of run creations; it must be
-// called before Start.
-func (s *Service) SetCreationObserver(o CreationObserver) {
-	s.creations = o
-}
-
 // parentRunKey marks the context of a run's execution with the run.
 type parentRunKey struct{}
 
@@ -67,12 +61,6 @@ func (s *Service) noteChildRun(ctx context.Context, child storage.Run) {
 var observedModes = map[string]bool{
 	"values": true, "updates": true, "messages": true, graph.ToolsMode: true,
 	"checkpoints": true, "tasks": true, "custom": true, graph.SubgraphsMode: true,
-}
-
-// SetThreadObserver installs the observer of thread events; it must be
-// called before Start.
-func (s *Service) SetThreadObserver(o ThreadObserver) {
-	s.observer = o
 }
 
 // observed reports whether the thread observer wants a thread's events.

@@ -19,6 +19,7 @@ import (
 	"agentserver/internal/graph"
 	"agentserver/internal/graphs"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/lifecycle"
 	"agentserver/internal/metrics"
 	"agentserver/internal/storage"
 	"agentserver/internal/threads"
@@ -78,7 +79,15 @@ type Options struct {
 	// their requests): the async tasks a run of a user's starts in
 	// process are authorised and owned as that user's (authz.RunCallerFrom).
 	Authorizer authz.Authorizer
-	Log        *slog.Logger
+	// ThreadObserver is told of the events of the threads it observes
+	// (nil: none).
+	ThreadObserver ThreadObserver
+	// CreationObserver is told of every run this server creates (nil:
+	// none).
+	CreationObserver CreationObserver
+	// Clock tells the time (nil: the wall clock, in UTC).
+	Clock func() time.Time
+	Log   *slog.Logger
 }
 
 // Service is the run engine.
@@ -97,7 +106,7 @@ type Service struct {
 	shared   *sharedState // nil on an embedded database
 	watchers threadWatchers
 	relays   threadRelays
-	observer ThreadObserver // nil: none (SetThreadObserver)
+	observer ThreadObserver // nil: none
 	// creations is told of every created run (nil: none).
 	creations CreationObserver
 
@@ -156,12 +165,13 @@ func New(db *storage.DB, th *threads.Service, as *assistants.Service, reg *graph
 		}
 	}
 	if opts.Log == nil {
-		opts.Log = slog.Default()
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{
 		db: db, threads: th, assistants: as, graphs: reg, broker: broker,
+		observer: opts.ThreadObserver, creations: opts.CreationObserver,
 		exec: &graph.Executor{Reducers: reducers}, log: opts.Log, opts: opts,
-		now:  func() time.Time { return time.Now().UTC() },
+		now:  lifecycle.ClockOr(opts.Clock),
 		live: map[uuid.UUID]*liveRun{}, results: map[uuid.UUID]*outcome{},
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())

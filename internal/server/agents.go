@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"agentserver/internal/agent"
 	"agentserver/internal/asynctasks"
@@ -51,8 +52,8 @@ type agentRuntime struct {
 // loadGraphs reads langgraph.json, compiling agent specs (with their async
 // subagents) on the way and describing JavaScript graphs with code, and
 // checks that co-deployed subagent graphs exist.
-func loadGraphs(cfg config.Config, log *slog.Logger, reducers *channels.Registry, db *storage.DB, code graphs.CodeResolver) (*graphs.Registry, *agentRuntime, error) {
-	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log), localGraphs: map[string]graphNeed{}, supervisors: map[string]*supervisor.Supervisor{}, mcp: mcptools.NewPool(log)}
+func loadGraphs(cfg config.Config, log *slog.Logger, clock func() time.Time, reducers *channels.Registry, db *storage.DB, code graphs.CodeResolver) (*graphs.Registry, *agentRuntime, error) {
+	rt := &agentRuntime{local: &asynctasks.Local{}, notifier: supervisor.NewNotifier(log, clock), localGraphs: map[string]graphNeed{}, supervisors: map[string]*supervisor.Supervisor{}, mcp: mcptools.NewPool(log)}
 	workspaces := tools.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
 	models := agent.NewModelFactory(os.Getenv, log)
 	builtins := tools.Builtins(tools.Options{Shell: cfg.EnableShell, WorkspaceQuota: int64(cfg.WorkspaceQuota)})

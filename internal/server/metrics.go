@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"agentserver/internal/lifecycle"
 	"agentserver/internal/metrics"
 )
 
@@ -62,6 +63,18 @@ func (m *metricsListener) shutdown(ctx context.Context) error {
 		return fmt.Errorf("metrics shutdown: %w", err)
 	}
 	return nil
+}
+
+// service is the listener as a background service: Start serves, Stop
+// shuts it down.
+func (m *metricsListener) service() lifecycle.Service {
+	return lifecycle.Hooks{
+		OnStart: func(context.Context) error {
+			m.serve()
+			return nil
+		},
+		OnStop: m.shutdown,
+	}
 }
 
 // close releases a listener that was never served.

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"syscall"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"agentserver/internal/graphs"
 	"agentserver/internal/httpapi"
 	"agentserver/internal/jsworker"
+	"agentserver/internal/lifecycle"
 	"agentserver/internal/mcpserver"
 	"agentserver/internal/metrics"
 	"agentserver/internal/protostream"
@@ -42,9 +42,6 @@ type Server struct {
 	db   *storage.DB
 	http *http.Server
 	ln   net.Listener
-	// releaseReplica unlocks the data directory of a replica on
-	// PostgreSQL (nil on the embedded database, whose file is the lock).
-	releaseReplica func()
 
 	// Reducers is the channel reducer registry shared by every service.
 	Reducers   *channels.Registry
@@ -70,17 +67,10 @@ type Server struct {
 
 	// metrics serves GET /metrics on cfg.MetricsAddr (nil: not set).
 	metrics *metricsListener
-	// unregister removes this server's queue from the metrics.
-	unregister func()
 
-	shutdownOnce sync.Once
-	shutdownErr  error
-
-	bgCancel context.CancelFunc
-	// reqCancel ends long-lived requests (streams, waits) at shutdown.
-	reqCancel context.CancelFunc
-	bg        sync.WaitGroup
-	serveErr  chan error
+	// life holds every resource New opened and every service Start
+	// started, in order; Shutdown stops them in reverse (see doc.go).
+	life lifecycle.Group
 }
 
 // Options tune a server beyond its config; tests and benchmarks use them.
@@ -94,8 +84,11 @@ type Options struct {
 	// changes: 0 means DefaultReloadInterval, a negative value never
 	// (ReloadGraphs still reloads them).
 	ReloadInterval time.Duration
-	// CronClock is the clock of the cron scheduler (nil: the wall clock);
-	// tests move a fake one and call Crons.FireDue.
+	// Clock is the one clock handed to every service that reads the
+	// time (nil: the wall clock, in UTC).
+	Clock func() time.Time
+	// CronClock, when set, is the cron scheduler's clock instead of
+	// Clock; tests move a fake one and call Crons.FireDue.
 	CronClock func() time.Time
 }
 
@@ -104,30 +97,43 @@ type Options struct {
 const DefaultReloadInterval = time.Second
 
 // New builds a server from cfg. It binds cfg.Addr first (so a port in use
-// stops it before any file is created) but serves only after Start.
-func New(cfg config.Config, log *slog.Logger, opts Options) (*Server, error) {
+// stops it before any file is created) but serves only after Start. On an
+// error it releases everything it opened, in reverse order.
+func New(cfg config.Config, log *slog.Logger, opts Options) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	log = slog.New(tracing.LogHandler(log.Handler())) // trace_id and span_id on records logged within a span
-	ln, err := listen(cfg.Addr)
-	if err != nil {
+	s := &Server{cfg: cfg, log: log, reloadEvery: opts.ReloadInterval}
+	if s.reloadEvery == 0 {
+		s.reloadEvery = DefaultReloadInterval
+	}
+	defer func() {
+		if err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+			defer cancel()
+			err = errors.Join(err, s.life.Stop(ctx))
+		}
+	}()
+	if s.ln, err = listen(cfg.Addr); err != nil {
 		return nil, err
 	}
-	var ml *metricsListener
+	s.life.Opened("listener", func(context.Context) error {
+		s.ln.Close() // already closed once served; the error says only that
+		return nil
+	})
 	if cfg.MetricsAddr != "" {
-		if ml, err = listenMetrics(cfg.MetricsAddr, log); err != nil {
-			ln.Close()
+		if s.metrics, err = listenMetrics(cfg.MetricsAddr, log); err != nil {
 			return nil, err
 		}
+		s.life.Opened("metrics listener", func(context.Context) error {
+			s.metrics.close()
+			return nil
+		})
 	}
-	s, err := build(cfg, log, opts, ln)
-	if err != nil {
-		ln.Close()
-		ml.close()
+	if err := s.build(opts); err != nil {
 		return nil, err
 	}
-	s.metrics = ml
 	return s, nil
 }
 
@@ -146,113 +152,127 @@ func listen(addr string) (net.Listener, error) {
 
 // openDatabase opens PostgreSQL when the configuration names one, else the
 // embedded database in the data directory.
-func openDatabase(cfg config.Config, opts Options) (*storage.DB, error) {
+func openDatabase(cfg config.Config, opts Options, log *slog.Logger) (*storage.DB, error) {
 	if cfg.DatabaseURL != "" {
-		return storage.OpenPostgres(cfg.DatabaseURL, storage.Options{NoSync: opts.NoSync, Lease: cfg.RunLease})
+		return storage.OpenPostgres(cfg.DatabaseURL, storage.Options{NoSync: opts.NoSync, Lease: cfg.RunLease, Log: log})
 	}
-	return storage.Open(cfg.DataDir, storage.Options{NoSync: opts.NoSync})
+	return storage.Open(cfg.DataDir, storage.Options{NoSync: opts.NoSync, Log: log})
 }
 
-// build assembles the services over the data directory; ln is bound but
-// not yet served.
-func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (_ *Server, err error) {
+// build assembles the services over the data directory; s.ln is bound but
+// not yet served. Every resource it opens is added to s.life as soon as it
+// is open, so that New's one cleanup path releases it on an error.
+func (s *Server) build(opts Options) error {
+	cfg, log, clock := s.cfg, s.log, lifecycle.ClockOr(opts.Clock)
 	var replicaID string
-	var releaseReplica func()
 	if cfg.DatabaseURL != "" {
-		var err error
-		if replicaID, releaseReplica, err = replicaIdentity(cfg.DataDir); err != nil {
-			return nil, err
+		id, release, err := replicaIdentity(cfg.DataDir)
+		if err != nil {
+			return err
 		}
+		replicaID = id
+		s.life.Opened("replica lock", func(context.Context) error {
+			release()
+			return nil
+		})
 	}
-	db, err := openDatabase(cfg, opts)
+	db, err := openDatabase(cfg, opts, log)
 	if err != nil {
-		if releaseReplica != nil {
-			releaseReplica()
+		return err
+	}
+	s.db = db
+	s.life.Opened("storage", func(context.Context) error {
+		if err := db.Close(); err != nil {
+			return fmt.Errorf("close storage: %w", err)
 		}
-		return nil, err
-	}
-	if releaseReplica != nil {
-		db.AfterClose(releaseReplica)
-	}
-	reducers := channels.NewRegistry()
-	st := store.New(db, log)
+		return nil
+	})
+	s.Reducers = channels.NewRegistry()
 	authConfig, err := config.LoadAuth(cfg.GraphsFile)
 	if err != nil {
-		db.Close()
-		return nil, err
+		return err
 	}
 	httpConfig, err := config.LoadHTTP(cfg.GraphsFile)
 	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	pool, err := startJSGraphs(cfg, log, st, baseURL(ln.Addr()), authConfig.Module, httpConfig.App)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	defer func() {
-		if err != nil && pool != nil {
-			pool.Close(context.Background())
-		}
-	}()
-	reg, agents, err := loadGraphs(cfg, log, reducers, db, codeResolver(pool))
-	if err != nil {
-		db.Close()
-		return nil, err
+		return err
 	}
 	ttls, err := config.LoadTTLs(cfg.GraphsFile)
 	if err != nil {
-		db.Close()
-		return nil, err
+		return err
 	}
+	st, err := store.New(db, store.Options{Log: log, Clock: clock, TTL: &store.TTLConfig{DefaultTTL: ttls.Store.DefaultTTL, RefreshOnRead: ttls.Store.RefreshOnRead, SweepInterval: ttls.Store.SweepInterval}})
+	if err != nil {
+		return fmt.Errorf("store ttl: %w", err)
+	}
+	s.Store = st
+	pool, err := startJSGraphs(cfg, log, st, baseURL(s.ln.Addr()), authConfig.Module, httpConfig.App)
+	if err != nil {
+		return err
+	}
+	if pool != nil {
+		s.jsGraphs = pool
+		// Drained after the run engine: each stopped run has been
+		// requeued before its worker goes.
+		s.life.OpenedDrain("graph workers", func(ctx context.Context) error {
+			if err := pool.Close(ctx); err != nil {
+				return fmt.Errorf("graph workers: %w", err)
+			}
+			return nil
+		})
+	}
+	reg, agents, err := loadGraphs(cfg, log, clock, s.Reducers, db, codeResolver(pool))
+	if err != nil {
+		return err
+	}
+	s.Graphs, s.agents = reg, agents
+	s.life.OpenedDrain("MCP sessions", func(context.Context) error {
+		if err := agents.mcp.Close(); err != nil {
+			log.Warn("closing MCP sessions", "err", err)
+		}
+		return nil
+	})
 	auth, verifier, err := buildAuth(cfg, authConfig, pool)
 	if err != nil {
-		db.Close()
-		return nil, err
+		return err
 	}
+	s.verifier = verifier
 	webhooks, err := webhookPolicy(cfg, auth)
 	if err != nil {
-		db.Close()
-		return nil, err
+		return err
 	}
-	s := &Server{cfg: cfg, log: log, db: db, ln: ln, Graphs: reg, Reducers: reducers, reloadEvery: opts.ReloadInterval, jsGraphs: pool, verifier: verifier}
-	if s.reloadEvery == 0 {
-		s.reloadEvery = DefaultReloadInterval
-	}
-	s.Threads = threads.New(db, s.Reducers)
-	s.Threads.SetStateUpdaters(graphUpdaters(reg))
-	s.Threads.Configure(threads.TTLConfig{Strategy: ttls.Threads.Strategy, DefaultTTL: ttls.Threads.DefaultTTL, SweepInterval: ttls.Threads.SweepInterval, SweepLimit: ttls.Threads.SweepLimit}, log, agents.threadDeleted)
+	s.Threads = threads.New(db, s.Reducers, threads.Options{
+		TTL: threads.TTLConfig{Strategy: ttls.Threads.Strategy, DefaultTTL: ttls.Threads.DefaultTTL, SweepInterval: ttls.Threads.SweepInterval, SweepLimit: ttls.Threads.SweepLimit},
+		Log: log, Clock: clock, Deleted: agents.threadDeleted, StateUpdaters: graphUpdaters(reg),
+	})
 	s.Assistants = assistants.New(db, reg)
-	s.Store = st
 	db.OnNotice(s.Store.Notice)
-	if err := s.Store.Configure(store.TTLConfig{DefaultTTL: ttls.Store.DefaultTTL, RefreshOnRead: ttls.Store.RefreshOnRead, SweepInterval: ttls.Store.SweepInterval}); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store ttl: %w", err)
-	}
 	if err := configureStoreIndex(s.Store, cfg.GraphsFile, log); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store index: %w", err)
+		return fmt.Errorf("store index: %w", err)
 	}
 	s.Broker = events.NewBroker(events.StorageAdapter{DB: db}, events.BrokerOptions{Log: log, Retention: cfg.StreamRetention, MemoryRetention: 5 * time.Second})
-	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace,
-		ReplicaID: replicaID, AdvertiseURL: advertiseURL(cfg.AdvertiseURL, ln), PeerAPIKey: cfg.APIKey, Webhooks: webhooks, Authorizer: auth.Authorizer})
 	s.Stream = protostream.NewHub(db, protostream.Options{Retention: cfg.StreamRetention, Log: log})
-	s.Runs.SetThreadObserver(s.Stream)
-	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: opts.CronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Authorizer: auth.Authorizer, Log: log})
+	// One wiring step stays after construction: the run engine and the
+	// async-task notifier need each other (runs report creations to the
+	// notifier, the notifier creates runs), so the notifier and the
+	// in-process transport are bound once the engine exists.
+	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace,
+		ReplicaID: replicaID, AdvertiseURL: advertiseURL(cfg.AdvertiseURL, s.ln), PeerAPIKey: cfg.APIKey, Webhooks: webhooks, Authorizer: auth.Authorizer,
+		ThreadObserver: s.Stream, CreationObserver: agents.notifier, Clock: clock})
+	cronClock := clock
+	if opts.CronClock != nil {
+		cronClock = opts.CronClock
+	}
+	s.Crons = crons.New(db, s.Runs, s.Assistants, crons.Options{Now: cronClock, Seconds: cfg.CronSeconds, MaxPerOwner: cfg.MaxCrons, Authorizer: auth.Authorizer, Log: log})
 	agents.local.Bind(s.Threads, s.Runs)
 	agents.notifier.Bind(s.Threads, s.Runs)
 	if pool != nil {
 		agents.notifier.FollowStoredCallbacks()
 	}
-	s.Runs.SetCreationObserver(agents.notifier)
-	s.agents = agents
 	s.reloader = graphs.NewReloader(reg, agents.resolve, log)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.Assistants.EnsureSystemAssistants(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("create system assistants: %w", err)
+		return fmt.Errorf("create system assistants: %w", err)
 	}
 	e, err := httpapi.New(httpapi.Deps{
 		DB: db, Graphs: reg, Threads: s.Threads, Assistants: s.Assistants, Store: s.Store, Runs: s.Runs, Crons: s.Crons,
@@ -263,11 +283,14 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		Custom:    customRoutes(httpConfig, pool),
 	})
 	if err != nil {
-		db.Close()
-		return nil, err
+		return err
 	}
+	// Long-lived requests (streams, waits) end when the group drains.
 	reqCtx, reqCancel := context.WithCancel(context.Background())
-	s.reqCancel = reqCancel
+	s.life.OpenedDrain("long requests", func(context.Context) error {
+		reqCancel()
+		return nil
+	})
 	s.http = &http.Server{
 		Handler:           e,
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
@@ -277,7 +300,7 @@ func build(cfg config.Config, log *slog.Logger, opts Options, ln net.Listener) (
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	return s, nil
+	return nil
 }
 
 // UnlistedRoutes returns the served routes that httpapi's route table
@@ -300,81 +323,142 @@ func (s *Server) protocolMounts() map[string]http.Handler {
 	}
 }
 
-// Start starts background workers and begins serving on cfg.Addr. When it
-// fails, the caller still calls Shutdown to release what was started.
+// Start starts the background services in order and begins serving on
+// cfg.Addr. When one fails to start, Start stops the ones it started and
+// releases what New opened, and returns the error; Shutdown then does
+// nothing more.
 func (s *Server) Start() error {
-	ln := s.ln
-	bgCtx, cancel := context.WithCancel(context.Background())
-	s.bgCancel = cancel
-	s.bg.Add(2)
-	go func() {
-		defer s.bg.Done()
-		s.Store.Run(bgCtx)
-	}()
-	go func() {
-		defer s.bg.Done()
-		s.Broker.Run(bgCtx)
-	}()
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		s.Stream.Run(bgCtx)
-	}()
-	if s.verifier != nil {
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			s.verifier.Run(bgCtx)
-		}()
-	}
-	if s.reloadEvery > 0 {
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			s.reloader.Run(bgCtx, s.reloadEvery)
-		}()
-	}
-	if s.cfg.Watch && s.jsGraphs != nil && s.reloadEvery > 0 {
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			s.watchJSGraphs(bgCtx)
-		}()
-	}
-	if n, err := subagents.RecoverInterrupted(bgCtx, s.db); err != nil {
-		return fmt.Errorf("recover subagents: %w", err)
-	} else if n > 0 {
-		s.log.Warn("subagents cut off by a restart are reported as interrupted", "count", n)
-	}
-	if err := s.Runs.Start(bgCtx); err != nil {
-		return fmt.Errorf("recover runs: %w", err)
-	}
-	s.bg.Add(2)
-	go func() {
-		defer s.bg.Done()
-		s.Threads.RunSweeper(bgCtx)
-	}()
-	go func() {
-		defer s.bg.Done()
-		s.Crons.Run(bgCtx)
-	}()
-	s.unregister = metrics.AddQueueSource(s.Runs)
-	s.metrics.serve()
-	s.serveErr = make(chan error, 1)
-	go func() {
-		err := s.http.Serve(httpapi.JSONFramingErrors(ln))
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
+	for _, svc := range s.services() {
+		if err := s.startService(svc); err != nil {
+			return err
 		}
-		s.serveErr <- err
-	}()
-	base := baseURL(ln.Addr())
-	attrs := []any{"addr", ln.Addr().String(), "api", base, "docs", base + "/docs", "console", base + console.Prefix + "/", "data_dir", s.cfg.DataDir}
+	}
+	base := baseURL(s.ln.Addr())
+	attrs := []any{"addr", s.ln.Addr().String(), "api", base, "docs", base + "/docs", "console", base + console.Prefix + "/", "data_dir", s.cfg.DataDir}
 	if s.cfg.DatabaseURL != "" {
 		attrs = append(attrs, "database", s.db.Describe()) // without the password
 	}
 	s.log.Info("serving", append(attrs, "graphs", s.Graphs.IDs())...)
 	return nil
+}
+
+// service is one background service in the start order.
+type service struct {
+	name string
+	svc  lifecycle.Service
+}
+
+// services lists the background services in start order; they stop in the
+// reverse order (see doc.go). Services a configuration leaves out are not
+// listed.
+func (s *Server) services() []service {
+	out := []service{
+		{"store ttl sweeper", lifecycle.Loop(s.Store.Run)},
+		{"event broker", lifecycle.Loop(s.Broker.Run)},
+		{"protocol stream hub", lifecycle.Loop(s.Stream.Run)},
+	}
+	if s.verifier != nil {
+		out = append(out, service{"jwt key refresh", lifecycle.Loop(s.verifier.Run)})
+	}
+	if s.reloadEvery > 0 {
+		out = append(out, service{"agent spec reloader", lifecycle.Loop(func(ctx context.Context) { s.reloader.Run(ctx, s.reloadEvery) })})
+	}
+	if s.cfg.Watch && s.jsGraphs != nil && s.reloadEvery > 0 {
+		out = append(out, service{"graph watcher", lifecycle.Loop(s.watchJSGraphs)})
+	}
+	return append(out,
+		service{"subagent recovery", lifecycle.Hooks{OnStart: func(ctx context.Context) error {
+			if n, err := subagents.RecoverInterrupted(ctx, s.db); err != nil {
+				return fmt.Errorf("recover subagents: %w", err)
+			} else if n > 0 {
+				s.log.Warn("subagents cut off by a restart are reported as interrupted", "count", n)
+			}
+			return nil
+		}}},
+		// Drained before the graph workers, requests and MCP sessions:
+		// every run goes back to pending, to resume at the next start.
+		service{"run engine", lifecycle.Hooks{
+			OnStart: func(ctx context.Context) error {
+				if err := s.Runs.Start(ctx); err != nil {
+					return fmt.Errorf("recover runs: %w", err)
+				}
+				return nil
+			},
+			OnDrain: s.Runs.Shutdown,
+		}},
+		// After the runs are recovered.
+		service{"thread ttl sweeper", lifecycle.Loop(s.Threads.RunSweeper)},
+		service{"cron scheduler", lifecycle.Loop(s.Crons.Run)},
+		// Drained first of the services that take work: no completion
+		// starts a run while the engine stops.
+		service{"async task notifier", lifecycle.Hooks{OnDrain: func(context.Context) error {
+			s.agents.notifier.Close()
+			return nil
+		}}},
+		service{"queue metrics", queueMetrics(s.Runs)},
+		service{"metrics listener", s.metrics.service()},
+		service{"http", s.httpService()},
+	)
+}
+
+// startService starts one service of the group; a failure stops the group
+// within the shutdown timeout.
+func (s *Server) startService(svc service) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	return s.life.Start(context.Background(), ctx, svc.name, svc.svc)
+}
+
+// queueMetrics reports the run queue in the metrics while it runs.
+func queueMetrics(src metrics.QueueSource) lifecycle.Service {
+	var unregister func()
+	return lifecycle.Hooks{
+		OnStart: func(context.Context) error {
+			unregister = metrics.AddQueueSource(src)
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			if unregister != nil {
+				unregister()
+			}
+			return nil
+		},
+	}
+}
+
+// httpService serves the API on the listener New bound. Draining turns
+// keep-alives off (connections close after their current request);
+// stopping stops accepting, finishes in-flight requests and waits for
+// Serve to return.
+func (s *Server) httpService() lifecycle.Service {
+	var serveErr chan error
+	return lifecycle.Hooks{
+		OnStart: func(context.Context) error {
+			serveErr = make(chan error, 1)
+			go func() {
+				err := s.http.Serve(httpapi.JSONFramingErrors(s.ln))
+				if errors.Is(err, http.ErrServerClosed) {
+					err = nil
+				}
+				serveErr <- err
+			}()
+			return nil
+		},
+		OnDrain: func(context.Context) error {
+			s.http.SetKeepAlivesEnabled(false)
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			var errs []error
+			if err := s.http.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+			}
+			if err := <-serveErr; err != nil {
+				errs = append(errs, fmt.Errorf("serve: %w", err))
+			}
+			return errors.Join(errs...)
+		},
+	}
 }
 
 // ReloadGraphs recompiles every graph served from an agent spec file now,
@@ -403,56 +487,14 @@ func (s *Server) URL() string {
 	return "http://" + s.Addr()
 }
 
-// Shutdown stops the server in order: runs (each goes back to pending, to
-// resume at the next start), long-lived requests, HTTP, background workers,
-// storage.
+// Shutdown stops the server: the background services in the reverse
+// order of their start, draining first (HTTP keep-alives off, the async
+// task notifier, the run engine, whose runs resume at the next start, the
+// graph workers, long-lived requests, MCP sessions), then stopping (HTTP,
+// metrics, the background loops), then storage and the listeners.
 // It is safe to call more than once; later calls return the first result.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
-	return s.shutdownErr
-}
-
-func (s *Server) shutdown(ctx context.Context) error {
-	var errs []error
-	s.http.SetKeepAlivesEnabled(false)
-	s.agents.notifier.Close()
-	if err := s.Runs.Shutdown(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	if s.jsGraphs != nil {
-		// After the runs: each stopped run has been requeued.
-		if err := s.jsGraphs.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("graph workers: %w", err))
-		}
-	}
-	s.reqCancel()
-	if err := s.agents.mcp.Close(); err != nil {
-		s.log.Warn("closing MCP sessions", "err", err)
-	}
-	if s.serveErr != nil { // serving: stop it and wait for Serve to return
-		if err := s.http.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
-		}
-		if err := <-s.serveErr; err != nil {
-			errs = append(errs, fmt.Errorf("serve: %w", err))
-		}
-	} else {
-		s.ln.Close() // bound by New, never served (Start failed or was not called)
-	}
-	if err := s.metrics.shutdown(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	if s.unregister != nil {
-		s.unregister()
-	}
-	if s.bgCancel != nil {
-		s.bgCancel()
-	}
-	s.bg.Wait()
-	if err := s.db.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("close storage: %w", err))
-	}
-	return errors.Join(errs...)
+	return s.life.Stop(ctx)
 }
 
 // Handler is the server's HTTP handler, for in-process use without a listener.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"syscall"
@@ -94,6 +95,9 @@ type Options struct {
 	// Lease is how long a replica's hold on a running run lasts without
 	// renewal, on a shared (PostgreSQL) database. Default DefaultLease.
 	Lease time.Duration
+	// Log receives what the database reports in the background (a
+	// PostgreSQL notice listener that reconnects); nil: discarded.
+	Log *slog.Logger
 }
 
 // DB is the database, embedded (bbolt) or PostgreSQL. It is safe for

@@ -71,6 +71,7 @@ type pgBackend struct {
 	name string          // the URL without its password
 	// lease is how long a replica's hold on a running run lasts.
 	lease time.Duration
+	log   *slog.Logger
 	// channel is the NOTIFY channel of the schema; origin tells this
 	// process's notices from the others'.
 	channel, origin string
@@ -119,7 +120,11 @@ func openPostgres(databaseURL string, opts Options) (*pgBackend, error) {
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	be := &pgBackend{pool: pool, cfg: cfg.ConnConfig, name: name, lease: lease,
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	be := &pgBackend{pool: pool, cfg: cfg.ConnConfig, name: name, lease: lease, log: log,
 		channel: noticeChannel(schema), origin: uuid.NewString(), listened: make(chan struct{})}
 	close(be.listened) // until listen starts one
 	return be, nil
@@ -338,7 +343,7 @@ func (be *pgBackend) listen(fn func(Notice)) {
 			if ctx.Err() != nil {
 				return
 			}
-			slog.Warn("database notices: listener failed, reconnecting", "err", err)
+			be.log.Warn("database notices: listener failed, reconnecting", "err", err)
 			_ = retry.Wait(ctx, pgListenRetry) // the loop ends with ctx
 		}
 	}()

@@ -42,7 +42,7 @@ func (e denseEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 // -benchtime=200x.
 func BenchmarkSemanticSearch100k(b *testing.B) {
 	const items, dims = 100_000, 1536
-	s := New(testdb.Open(b), nil)
+	s := mustNew(b, testdb.Open(b), Options{})
 	s.ConfigureIndex(IndexConfig{Dims: dims, Fields: []string{"text"}, Embedder: denseEmbedder{dims}})
 	putItems(b, s, items)
 

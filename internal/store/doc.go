@@ -46,7 +46,7 @@
 //   - Delete of a missing item is not an error (the route answers 204 either
 //     way), so deletes are idempotent.
 //   - TTLs are minutes (float). A positive TTL sets expires_at = now + ttl;
-//     nil means the configured default TTL (Configure; none unless set),
+//     nil means the configured default TTL (Options.TTL; none unless set),
 //     and without one no expiry. refresh_ttl on Get or Search moves
 //     expires_at of each returned item that has a TTL to now + ttl, without
 //     touching updated_at; the HTTP layer passes RefreshOnRead (default

@@ -15,6 +15,7 @@ import (
 	"agentserver/internal/authz"
 	"agentserver/internal/errdefs"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/lifecycle"
 	"agentserver/internal/storage"
 )
 
@@ -86,20 +87,14 @@ func DefaultTTLConfig() TTLConfig {
 	return TTLConfig{RefreshOnRead: true, SweepInterval: DefaultSweepInterval}
 }
 
-// Configure sets the TTL policy. It must be called before the service is
-// used.
-func (s *Service) Configure(c TTLConfig) error {
-	if c.DefaultTTL != 0 {
-		if err := validateTTL(&c.DefaultTTL); err != nil {
-			return fmt.Errorf("default ttl: %w", err)
-		}
-	}
-	s.defaultTTL, s.refreshOnRead = c.DefaultTTL, c.RefreshOnRead
-	s.sweepEvery = c.SweepInterval
-	if s.sweepEvery <= 0 {
-		s.sweepEvery = DefaultSweepInterval
-	}
-	return nil
+// Options are what a store service is built with beside its database.
+type Options struct {
+	// Log receives the sweeper's failures (nil: discarded).
+	Log *slog.Logger
+	// TTL is the TTL policy (nil: DefaultTTLConfig).
+	TTL *TTLConfig
+	// Clock tells the time (nil: the wall clock, in UTC).
+	Clock func() time.Time
 }
 
 // RefreshOnRead reports whether reads that do not say refresh_ttl refresh
@@ -108,19 +103,33 @@ func (s *Service) RefreshOnRead() bool {
 	return s.refreshOnRead
 }
 
-// New returns a store service over db that logs sweeper failures to log
-// (slog.Default() when nil).
-func New(db *storage.DB, log *slog.Logger) *Service {
+// New returns a store service over db. It fails when the TTL policy's
+// default TTL is out of range.
+func New(db *storage.DB, opts Options) (*Service, error) {
+	c := DefaultTTLConfig()
+	if opts.TTL != nil {
+		c = *opts.TTL
+	}
+	if c.DefaultTTL != 0 {
+		if err := validateTTL(&c.DefaultTTL); err != nil {
+			return nil, fmt.Errorf("default ttl: %w", err)
+		}
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = DefaultSweepInterval
+	}
+	log := opts.Log
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{
 		db:            db,
 		log:           log,
-		now:           func() time.Time { return time.Now().UTC() },
-		sweepEvery:    DefaultSweepInterval,
-		refreshOnRead: true,
-	}
+		now:           lifecycle.ClockOr(opts.Clock),
+		sweepEvery:    c.SweepInterval,
+		defaultTTL:    c.DefaultTTL,
+		refreshOnRead: c.RefreshOnRead,
+	}, nil
 }
 
 func invalidf(format string, args ...any) error {

@@ -18,11 +18,27 @@ import (
 
 func newTest(t *testing.T) (*Service, *fakeclock.Clock, *storage.DB) {
 	t.Helper()
+	return newTestWith(t, Options{})
+}
+
+// newTestWith is newTest with options.
+func newTestWith(t *testing.T, opts Options) (*Service, *fakeclock.Clock, *storage.DB) {
+	t.Helper()
 	db := testdb.Open(t)
 	c := fakeclock.New(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
-	s := New(db, nil)
+	s := mustNew(t, db, opts)
 	s.now = c.Now
 	return s, c, db
+}
+
+// mustNew builds a service over db.
+func mustNew(t testing.TB, db *storage.DB, opts Options) *Service {
+	t.Helper()
+	s, err := New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -437,7 +453,7 @@ func TestRunSweepsAndStopsOnCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		s := New(db, nil)
+		s := mustNew(t, db, Options{})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		live := func() int {
@@ -523,13 +539,10 @@ func TestSearchSetOperators(t *testing.T) {
 	}
 }
 
-// Configure's default TTL applies to items put without one; an item's own
-// TTL wins.
+// The configured default TTL applies to items put without one; an item's
+// own TTL wins.
 func TestDefaultTTL(t *testing.T) {
-	s, c, db := newTest(t)
-	if err := s.Configure(TTLConfig{DefaultTTL: 2, RefreshOnRead: false}); err != nil {
-		t.Fatal(err)
-	}
+	s, c, db := newTestWith(t, Options{TTL: &TTLConfig{DefaultTTL: 2, RefreshOnRead: false}})
 	if s.RefreshOnRead() {
 		t.Fatal("RefreshOnRead ignores the configuration")
 	}
@@ -543,10 +556,10 @@ func TestDefaultTTL(t *testing.T) {
 	if mustGet(t, s, []string{"d"}, "own", false) == nil {
 		t.Fatal("an item with its own ttl expired at the default one")
 	}
-	if err := s.Configure(TTLConfig{DefaultTTL: -1}); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := New(db, Options{TTL: &TTLConfig{DefaultTTL: -1}}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Fatalf("negative default ttl: %v", err)
 	}
-	if New(db, nil).RefreshOnRead() != true {
+	if mustNew(t, db, Options{}).RefreshOnRead() != true {
 		t.Fatal("reads must refresh by default, as LangGraph's stores do")
 	}
 }

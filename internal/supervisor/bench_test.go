@@ -128,7 +128,7 @@ func newBenchEnv(b *testing.B, jobs, tasks int) *benchEnv {
 	}})
 	local := &asynctasks.Local{}
 	local.Bind(srv.Threads, srv.Runs)
-	n := supervisor.NewNotifier(quietLog())
+	n := supervisor.NewNotifier(quietLog(), nil)
 	n.Bind(srv.Threads, srv.Runs)
 	b.Cleanup(n.Close) // registered after the server's, so it runs first
 	subs := []supervisor.Subagent{

@@ -36,7 +36,7 @@ func TestJSTaskCallbackSurvivesInThreadMetadata(t *testing.T) {
 	// that knows nothing of it: the task's update run is pushed.
 	task := newThread()
 	srv.Must(200, "PATCH", "/threads/"+task, map[string]any{"metadata": map[string]any{"callback_thread_id": sup}})
-	fresh := supervisor.NewNotifier(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	fresh := supervisor.NewNotifier(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	fresh.Bind(srv.Threads, srv.Runs)
 	fresh.FollowStoredCallbacks()
 	t.Cleanup(fresh.Close)

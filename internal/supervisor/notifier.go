@@ -13,6 +13,7 @@ import (
 
 	"agentserver/internal/asynctasks"
 	"agentserver/internal/errdefs"
+	"agentserver/internal/lifecycle"
 	"agentserver/internal/metrics"
 	"agentserver/internal/runs"
 	"agentserver/internal/storage"
@@ -57,10 +58,12 @@ type Notifier struct {
 	lookupStored atomic.Bool
 }
 
-// NewNotifier returns a notifier; Bind connects it to the services.
-func NewNotifier(log *slog.Logger) *Notifier {
+// NewNotifier returns a notifier that logs to log and stamps completions
+// with clock (nil: the wall clock, in UTC); Bind connects it to the
+// services.
+func NewNotifier(log *slog.Logger, clock func() time.Time) *Notifier {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Notifier{log: log, now: func() time.Time { return time.Now().UTC() }, ctx: ctx, cancel: cancel}
+	return &Notifier{log: log, now: lifecycle.ClockOr(clock), ctx: ctx, cancel: cancel}
 }
 
 // Bind connects the notifier to the server's services.

@@ -245,7 +245,7 @@ func TestRenamedSubagentGivesAClearMessage(t *testing.T) {
 }
 
 func TestPushUpdatesTheSupervisorThread(t *testing.T) {
-	n := supervisor.NewNotifier(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	n := supervisor.NewNotifier(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	h := newHarness(t, n)
 	gate := "push-" + h.thread
 	id := h.start("waiter", gate)

@@ -15,13 +15,6 @@ import (
 // the server applies that graph's updates itself (or does not serve it).
 type StateUpdaters func(graphID string) graph.StateUpdater
 
-// SetStateUpdaters tells the service which graphs apply state updates
-// themselves (JavaScript graphs, whose channels live in their worker).
-// Call it before the service is used.
-func (s *Service) SetStateUpdaters(f StateUpdaters) {
-	s.updaters = f
-}
-
 // graphOwned stops a state update inside its transaction when the
 // checkpoint it starts from was written by a graph worker (it has a
 // native form): the update is then the graph's to apply. head is the

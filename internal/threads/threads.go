@@ -14,6 +14,7 @@ import (
 	"agentserver/internal/errdefs"
 	"agentserver/internal/graph"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/lifecycle"
 	"agentserver/internal/storage"
 )
 
@@ -30,18 +31,36 @@ type Service struct {
 	db       *storage.DB
 	reducers *channels.Registry
 	now      func() time.Time
-	// ttl, log and deleted are set by Configure.
-	ttl     TTLConfig
-	log     *slog.Logger
-	deleted DeleteHook
-	// updaters applies the updates of graphs that keep their own
-	// channels (SetStateUpdaters); nil: none.
+	ttl      TTLConfig
+	log      *slog.Logger
+	deleted  DeleteHook
 	updaters StateUpdaters
 }
 
+// Options are what a thread service is built with beside its database and
+// reducers; every field may be left zero.
+type Options struct {
+	// TTL is the deployment's thread TTL policy.
+	TTL TTLConfig
+	// Log receives the sweeper's failures (nil: discarded).
+	Log *slog.Logger
+	// Deleted is told of threads a TTL sweep or a prune deleted.
+	Deleted DeleteHook
+	// Clock tells the time (nil: the wall clock, in UTC).
+	Clock func() time.Time
+	// StateUpdaters names the graphs that apply state updates themselves
+	// (JavaScript graphs, whose channels live in their worker); nil: none.
+	StateUpdaters StateUpdaters
+}
+
 // New returns a thread service over db whose state updates use reducers.
-func New(db *storage.DB, reducers *channels.Registry) *Service {
-	return &Service{db: db, reducers: reducers, now: func() time.Time { return time.Now().UTC() }}
+func New(db *storage.DB, reducers *channels.Registry, opts Options) *Service {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{db: db, reducers: reducers, now: lifecycle.ClockOr(opts.Clock),
+		ttl: opts.TTL, log: log, deleted: opts.Deleted, updaters: opts.StateUpdaters}
 }
 
 // Thread is a thread as clients see it: the stored record plus the values

@@ -3,7 +3,6 @@ package threads
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math"
 	"time"
 
@@ -50,13 +49,6 @@ type TTLConfig struct {
 // DeleteHook is told about a thread (its graph and last values) after a
 // TTL sweep or a prune deleted it.
 type DeleteHook func(ctx context.Context, graphID string, values map[string]any)
-
-// Configure sets the deployment's TTL policy, the logger of the sweeper
-// and the hook told of deleted threads. It must be called before the
-// service is used.
-func (s *Service) Configure(ttl TTLConfig, log *slog.Logger, deleted DeleteHook) {
-	s.ttl, s.log, s.deleted = ttl, log, deleted
-}
 
 // ParseTTL checks a client's thread ttl: minutes as a number (strategy
 // delete), or an object {ttl, strategy?} with strategy delete or
@@ -113,9 +105,9 @@ func (s *Service) RunSweeper(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if n, err := s.SweepExpired(ctx); err != nil && ctx.Err() == nil {
-			s.logger().Warn("thread ttl sweep failed", "err", err)
+			s.log.Warn("thread ttl sweep failed", "err", err)
 		} else if n > 0 {
-			s.logger().Debug("thread ttl sweep", "threads", n)
+			s.log.Debug("thread ttl sweep", "threads", n)
 		}
 		select {
 		case <-ctx.Done():
@@ -123,13 +115,6 @@ func (s *Service) RunSweeper(ctx context.Context) {
 		case <-t.C:
 		}
 	}
-}
-
-func (s *Service) logger() *slog.Logger {
-	if s.log == nil {
-		return slog.Default()
-	}
-	return s.log
 }
 
 // SweepExpired applies its TTL strategy to the threads whose TTL has run

@@ -17,9 +17,15 @@ import (
 
 func newTestService(t *testing.T) (*Service, *fakeclock.Clock, *storage.DB) {
 	t.Helper()
+	return newTestServiceWith(t, Options{})
+}
+
+// newTestServiceWith is newTestService with options.
+func newTestServiceWith(t *testing.T, opts Options) (*Service, *fakeclock.Clock, *storage.DB) {
+	t.Helper()
 	db := testdb.Open(t)
 	c := fakeclock.New(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
-	s := New(db, channels.NewRegistry())
+	s := New(db, channels.NewRegistry(), opts)
 	s.now = c.Now
 	return s, c, db
 }
@@ -142,8 +148,7 @@ func TestThreadTTLCountsFromLastUpdate(t *testing.T) {
 
 // The deployment's default TTL is given to threads created without one.
 func TestDefaultThreadTTL(t *testing.T) {
-	s, c, _ := newTestService(t)
-	s.Configure(TTLConfig{Strategy: storage.TTLKeepLatest, DefaultTTL: 2}, nil, nil)
+	s, c, _ := newTestServiceWith(t, Options{TTL: TTLConfig{Strategy: storage.TTLKeepLatest, DefaultTTL: 2}})
 	id := mustCreate(t, s, nil, threeCheckpoints())
 	own := mustCreate(t, s, 100.0, threeCheckpoints())
 	th, _ := s.Get(context.Background(), id)
@@ -162,12 +167,11 @@ func TestDefaultThreadTTL(t *testing.T) {
 // Prune acts on idle threads only and counts what it pruned; the delete
 // hook hears of each deleted thread.
 func TestPruneThreads(t *testing.T) {
-	s, _, db := newTestService(t)
-	ctx := context.Background()
 	var deleted []string
-	s.Configure(TTLConfig{}, nil, func(_ context.Context, graph string, values map[string]any) {
+	s, _, db := newTestServiceWith(t, Options{Deleted: func(_ context.Context, graph string, values map[string]any) {
 		deleted = append(deleted, graph+":"+values["v"].(string))
-	})
+	}})
+	ctx := context.Background()
 	idle := mustCreate(t, s, nil, threeCheckpoints())
 	busy := mustCreate(t, s, nil, threeCheckpoints())
 	setRun(t, db, uuid.Must(uuid.NewV7()), busy, storage.RunRunning)
@@ -250,8 +254,7 @@ func TestPatchStateMetadata(t *testing.T) {
 // A sweep handles at most the sweep limit of threads, earliest deadline
 // first; the rest wait for the next sweep.
 func TestSweepLimit(t *testing.T) {
-	s, c, _ := newTestService(t)
-	s.Configure(TTLConfig{SweepLimit: 2}, nil, nil)
+	s, c, _ := newTestServiceWith(t, Options{TTL: TTLConfig{SweepLimit: 2}})
 	var ids []uuid.UUID
 	for range 3 {
 		ids = append(ids, mustCreate(t, s, 1.0, nil))

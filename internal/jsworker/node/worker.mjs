@@ -331,7 +331,7 @@ function stateKeys(g) {
  * does first: from its zod or StateSchema state, input, output and config
  * definitions (@langchain/langgraph/zod/schema). A graph built on
  * Annotation has none of those (the JS server then reads the TypeScript
- * types of its source); its schemas stay unset here.
+ * types of its source: graphSchemas); its schemas stay unset here.
  */
 async function schemasOf(graph) {
   const out = {};
@@ -351,6 +351,18 @@ async function schemasOf(graph) {
     }
   }
   return out;
+}
+
+/**
+ * graphSchemas is schemasOf, completed for a TypeScript graph whose state
+ * has no runtime types (an Annotation) by the schemas its types give
+ * (tsschema.mjs, with the project's typescript), derived once at load.
+ */
+async function graphSchemas(graph, id, file, exportName) {
+  const out = await schemasOf(graph);
+  if (out.state !== undefined || !tsExt.test(file)) return out;
+  const { schemasFromTypes } = await import("./tsschema.mjs");
+  return { ...schemasFromTypes(id, file, exportName), ...out };
 }
 
 /** subgraphsOf maps the namespaces of a graph's subgraphs ("node", "node|inner") to their state channels. */
@@ -405,7 +417,7 @@ async function loadGraph(id, spec) {
     if (kind !== "factory") throw new Error(`cannot draw the graph of ${file}: ${oneLine(err)}`);
   }
   graphs.set(id, entry);
-  return { kind, drawable: drawing, state_keys: stateKeys(drawn ?? value), subgraphs: await subgraphsOf(drawn), schemas: await schemasOf(drawn) };
+  return { kind, drawable: drawing, state_keys: stateKeys(drawn ?? value), subgraphs: await subgraphsOf(drawn), schemas: await graphSchemas(drawn, id, file, name) };
 }
 
 const handlers = {
