@@ -81,6 +81,10 @@ type Config struct {
 	JSWorkers int
 	// JSWorkerConcurrency bounds the runs one graph worker runs at once.
 	JSWorkerConcurrency int
+	// JSNodeArgs are extra node options given to every graph worker
+	// before its script, separated by spaces (--cpu-prof,
+	// --max-old-space-size=4096): those NODE_OPTIONS refuses too.
+	JSNodeArgs string
 	// Watch reloads the JavaScript graphs when a file of their project
 	// changes (new graph workers replace the old ones), as langgraphjs dev
 	// does.
@@ -150,6 +154,7 @@ const (
 	EnvAdvertiseURL    = "AGENTSERVER_ADVERTISE_URL"
 	EnvJSWorkers       = "AGENTSERVER_JS_WORKERS"
 	EnvJSConcurrency   = "AGENTSERVER_JS_WORKER_CONCURRENCY"
+	EnvJSNodeArgs      = "AGENTSERVER_JS_NODE_ARGS"
 	EnvWatch           = "AGENTSERVER_WATCH"
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
@@ -203,6 +208,7 @@ var options = []option{
 	{"max-body-size", EnvMaxBody, "bytes", "largest request body in bytes; larger ones get 413", func(c *Config) flag.Value { return (*intValue)(&c.MaxBodyBytes) }},
 	{"js-workers", EnvJSWorkers, "n", "Node graph worker processes for langgraph.json's JavaScript graphs", func(c *Config) flag.Value { return (*intValue)(&c.JSWorkers) }},
 	{"js-worker-concurrency", EnvJSConcurrency, "n", "runs one Node graph worker runs at once; more wait for a free one", func(c *Config) flag.Value { return (*intValue)(&c.JSWorkerConcurrency) }},
+	{"js-node-args", EnvJSNodeArgs, "options", "extra node options for every graph worker, separated by spaces (--cpu-prof --cpu-prof-dir=prof; NODE_OPTIONS is passed on too)", func(c *Config) flag.Value { return (*stringValue)(&c.JSNodeArgs) }},
 	{"watch", EnvWatch, "", "reload the JavaScript graphs when a file of their project changes (new graph workers replace the old ones once their runs end)", func(c *Config) flag.Value { return (*boolValue)(&c.Watch) }},
 	{"workspace-quota", EnvQuota, "bytes", "bytes of files the file tools may keep in one thread's workspace", func(c *Config) flag.Value { return (*intValue)(&c.WorkspaceQuota) }},
 }

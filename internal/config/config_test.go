@@ -147,6 +147,19 @@ func TestParseMetricsAddr(t *testing.T) {
 	}
 }
 
+// --js-node-args (or its environment variable) keeps the node options as
+// written; the server splits them at spaces.
+func TestParseJSNodeArgs(t *testing.T) {
+	c, err := Parse(nil, func(k string) string { return map[string]string{EnvJSNodeArgs: "--cpu-prof --cpu-prof-dir=prof"}[k] })
+	if err != nil || c.JSNodeArgs != "--cpu-prof --cpu-prof-dir=prof" {
+		t.Fatalf("from the environment: %q, %v", c.JSNodeArgs, err)
+	}
+	c, err = Parse([]string{"--js-node-args", "--max-semi-space-size=64"}, func(k string) string { return map[string]string{EnvJSNodeArgs: "--cpu-prof"}[k] })
+	if err != nil || c.JSNodeArgs != "--max-semi-space-size=64" {
+		t.Fatalf("the flag over the environment: %q, %v", c.JSNodeArgs, err)
+	}
+}
+
 // --database-url (or its environment variable) selects PostgreSQL; a value
 // that is not a postgres URL is refused without echoing it (it may hold a
 // password).

@@ -1,3 +1,5 @@
+//go:build unix
+
 package jsworker_test
 
 import (
@@ -8,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,14 +34,30 @@ import (
 // It reports the wall time from the first run's creation to the last run's
 // end (target: all done within 5 s), the runs' p50 and slowest time to
 // their end, the graph workers' CPU time per run (user plus system, over
-// the batch) and their peak memory (VmHWM, summed).
+// the batch), the server's (this process's, with the clients') and the
+// workers' peak memory (VmHWM, summed). AGENTSERVER_JS_NODE_ARGS
+// gives the workers node options, as it does the server's.
 func BenchmarkJSAgentConcurrentRuns(b *testing.B) {
 	for _, workers := range []int{1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchJSAgentConcurrentRuns(b, workers) })
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchJSConcurrentRuns(b, "js_agent", "done", workers) })
 	}
 }
 
-func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
+// BenchmarkJSChatConcurrentRuns is BenchmarkJSAgentConcurrentRuns with the
+// fixture's one-node graph (js_chat, which echoes the human message
+// without a model): the cost of a run through the server and its worker
+// when the graph itself does next to nothing.
+func BenchmarkJSChatConcurrentRuns(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			benchJSConcurrentRuns(b, "js_chat", "you said: wait for the model", workers)
+		})
+	}
+}
+
+// benchJSConcurrentRuns runs the batches of graph, whose last message
+// must be answer.
+func benchJSConcurrentRuns(b *testing.B, graph, answer string, workers int) {
 	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("JS_AGENT_BENCH_RUNS")); err == nil && v > 0 {
 		n = v
@@ -62,6 +81,7 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 	s := testutil.StartServer(b, testutil.Options{GraphsFile: file, Jobs: n + 100, Log: logw, Configure: func(c *config.Config) {
 		c.JSWorkers = workers
 		c.JSWorkerConcurrency = n
+		c.JSNodeArgs = os.Getenv(config.EnvJSNodeArgs) // --cpu-prof --cpu-prof-dir=dir profiles the workers
 	}})
 	ctx := context.Background()
 	input := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "wait for the model"}}}
@@ -71,7 +91,7 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := jsAgentRun(ctx, s, warm.ThreadID, input); err != nil {
+	if err := jsAgentRun(ctx, s, graph, answer, warm.ThreadID, input); err != nil {
 		b.Fatal(err)
 	}
 	for range b.N {
@@ -84,11 +104,11 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 			}
 			tids[i] = th.ThreadID
 		}
-		cpu0 := workerCPU(b)
+		cpu0, self0 := workerCPU(b), selfCPU(b)
 		b.StartTimer()
-		took, errs, wall := testutil.Concurrently(n, func(i int) error { return jsAgentRun(ctx, s, tids[i], input) })
+		took, errs, wall := testutil.Concurrently(n, func(i int) error { return jsAgentRun(ctx, s, graph, answer, tids[i], input) })
 		b.StopTimer()
-		cpu := workerCPU(b) - cpu0
+		cpu, self := workerCPU(b)-cpu0, selfCPU(b)-self0
 		for i, err := range errs {
 			if err != nil {
 				b.Fatalf("run %d of %d: %v", i, n, err)
@@ -99,6 +119,7 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 		b.ReportMetric(took[n/2].Seconds(), "p50-s")
 		b.ReportMetric(took[n-1].Seconds(), "slowest-s")
 		b.ReportMetric(cpu.Seconds()*1000/float64(n), "workers-cpu-ms/run")
+		b.ReportMetric(self.Seconds()*1000/float64(n), "server-cpu-ms/run")
 		var hwm float64
 		for _, p := range childNodes(b) {
 			hwm += p.hwmMiB
@@ -110,9 +131,9 @@ func benchJSAgentConcurrentRuns(b *testing.B, workers int) {
 	}
 }
 
-// jsAgentRun runs js_agent on thread to its end and checks its answer.
-func jsAgentRun(ctx context.Context, s *testutil.Server, thread uuid.UUID, input map[string]any) error {
-	run, err := s.Runs.Create(ctx, runs.CreateParams{ThreadID: &thread, Assistant: "js_agent", Input: input})
+// jsAgentRun runs graph on thread to its end and checks its answer.
+func jsAgentRun(ctx context.Context, s *testutil.Server, graph, answer string, thread uuid.UUID, input map[string]any) error {
+	run, err := s.Runs.Create(ctx, runs.CreateParams{ThreadID: &thread, Assistant: graph, Input: input})
 	if err != nil {
 		return err
 	}
@@ -124,7 +145,7 @@ func jsAgentRun(ctx context.Context, s *testutil.Server, thread uuid.UUID, input
 		return fmt.Errorf("run %s: %s", ended.Status, ended.Error)
 	}
 	msgs, _ := values["messages"].([]any)
-	if len(msgs) != 2 || msgs[1].(map[string]any)["content"] != "done" {
+	if len(msgs) != 2 || msgs[1].(map[string]any)["content"] != answer {
 		return fmt.Errorf("final messages %v", msgs)
 	}
 	return nil
@@ -179,6 +200,16 @@ func childNodes(b *testing.B) []nodeProc {
 		out = append(out, p)
 	}
 	return out
+}
+
+// selfCPU is this process's CPU time (user plus system): the server's,
+// with the benchmark's own clients.
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // workerCPU sums the graph workers' CPU time.

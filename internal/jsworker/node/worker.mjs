@@ -23,33 +23,68 @@ const nonce = randomUUID();
 let nextID = 1;
 const waiting = new Map(); // id -> {resolve, reject}
 
+// The raws of the message being encoded: a Raw's toJSON stands it in as a
+// placeholder that encode swaps for its text.
+let encoding = [];
+
 /** Raw is JSON text sent as it is inside a message (no second encoding). */
 class Raw {
   constructor(text) {
     this.text = text;
   }
+
+  toJSON() {
+    encoding.push(this.text);
+    return `${nonce}:${encoding.length - 1}`;
+  }
 }
 
 function encode(msg) {
-  const raws = [];
-  const text = JSON.stringify(msg, (_k, v) => {
-    if (v instanceof Raw) {
-      raws.push(v.text);
-      return `${nonce}:${raws.length - 1}`;
-    }
-    return v;
-  });
+  encoding = [];
+  const text = JSON.stringify(msg);
+  const raws = encoding;
+  encoding = [];
   if (raws.length === 0) return text;
-  let out = text;
+  // Placeholders come in the order their raws were pushed.
+  const parts = [];
+  let from = 0;
   raws.forEach((raw, i) => {
-    out = out.replace(`"${nonce}:${i}"`, () => raw);
+    const mark = `"${nonce}:${i}"`;
+    const at = text.indexOf(mark, from);
+    parts.push(text.slice(from, at), raw);
+    from = at + mark.length;
   });
-  return out;
+  parts.push(text.slice(from));
+  return parts.join("");
 }
 
+// Messages sent in one turn of the event loop go out in one write: a run
+// sends several at once (a checkpoint, its snapshot, its writes), and each
+// write is a system call.
+let outbox = [];
+
 function send(msg) {
-  conn.write(encode(msg) + "\n");
+  const line = encode(msg);
+  if (outbox.length === 0) setImmediate(flush);
+  outbox.push(line);
 }
+
+function flush() {
+  const lines = outbox;
+  outbox = [];
+  conn.write(lines.join("\n") + "\n");
+}
+
+// A worker that exits (a graph called process.exit) still sends what it
+// queued, unless the socket holds earlier data that would then come after.
+process.on("exit", () => {
+  if (outbox.length === 0 || conn.writableLength > 0) return;
+  try {
+    fs.writeSync(3, outbox.join("\n") + "\n");
+  } catch {
+    // the server is gone
+  }
+});
 
 /** call sends a request to the server and resolves with its result. */
 function call(method, params) {
@@ -123,19 +158,62 @@ function errorOf(err) {
 // chunk's type is its class ("AIMessageChunk"), as the Python server and
 // the Go executor write it.
 
+function isMessage(v) {
+  return typeof v.toDict === "function" && typeof v._getType === "function";
+}
+
+function messageDict(raw) {
+  const { type, data } = raw.toDict();
+  const chunk = typeof raw.concat === "function" && raw.constructor?.lc_name?.();
+  return { ...data, type: typeof chunk === "string" && chunk.endsWith("MessageChunk") ? chunk : type };
+}
+
 function plainReplacer(key, value) {
   const raw = this[key];
-  if (raw != null && typeof raw === "object" && typeof raw.toDict === "function" && typeof raw._getType === "function") {
-    const { type, data } = raw.toDict();
-    const chunk = typeof raw.concat === "function" && raw.constructor?.lc_name?.();
-    return { ...data, type: typeof chunk === "string" && chunk.endsWith("MessageChunk") ? chunk : type };
-  }
+  if (raw != null && typeof raw === "object" && isMessage(raw)) return messageDict(raw);
   return value;
+}
+
+// Set by plainValue when it left an object of a class (not a message) as
+// it is: its JSON may hold messages only the replacer reaches.
+let opaque = false;
+
+/**
+ * plainValue is value with the messages among its arrays and plain
+ * objects turned into dicts, copying only what changes: JSON.stringify
+ * then needs no replacer, and calls no message's toJSON (LangChain's
+ * serialization, a costly one).
+ */
+function plainValue(v) {
+  if (v === null || typeof v !== "object") return v;
+  if (isMessage(v)) return plainValue(messageDict(v));
+  if (Array.isArray(v)) {
+    let out;
+    for (let i = 0; i < v.length; i++) {
+      const x = plainValue(v[i]);
+      if (x !== v[i]) (out ??= v.slice())[i] = x;
+    }
+    return out ?? v;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) {
+    opaque = true;
+    return v;
+  }
+  let out;
+  for (const k in v) {
+    if (!Object.hasOwn(v, k)) continue;
+    const x = plainValue(v[k]);
+    if (x !== v[k]) (out ??= { ...v })[k] = x;
+  }
+  return out ?? v;
 }
 
 /** plainJSON is the JSON text of value with messages as dicts. */
 function plainJSON(value) {
-  return JSON.stringify(value ?? null, plainReplacer) ?? "null";
+  opaque = false;
+  const v = plainValue(value ?? null);
+  return (opaque ? JSON.stringify(v, plainReplacer) : JSON.stringify(v)) ?? "null";
 }
 
 function plain(value) {
@@ -618,10 +696,15 @@ async function runGraph(entry, p, signal) {
     interruptBefore: p.interrupt_before?.length ? p.interrupt_before : undefined,
     interruptAfter: p.interrupt_after?.length ? p.interrupt_after : undefined,
   };
+  // The graph's newest checkpoint as sent: a run that ends there (nothing
+  // next) ends in that state, which then needs no getState.
+  let last = null;
   const onChunk = ([namespace, mode, chunk]) => {
     const ns = namespace.join("|");
     if (mode === "checkpoints") {
-      notify("snapshot", snapshotOf(p.run_id, chunk, writes.get(ns) ?? {}));
+      const snapshot = snapshotOf(p.run_id, chunk, writes.get(ns) ?? {});
+      notify("snapshot", snapshot);
+      if (ns === "") last = snapshot;
       writes.delete(ns);
       if (!wanted.has("checkpoints")) return;
     }
@@ -657,6 +740,7 @@ async function runGraph(entry, p, signal) {
     }
     throw err;
   }
+  if (last !== null && last.next.length === 0) return { checkpoint_id: last.checkpoint_id, values: last.values, next: [], tasks: last.tasks };
   return finalState(graph, p);
 }
 
@@ -765,8 +849,10 @@ function snapshotOf(runID, cp, writes) {
 // ---------------------------------------------------------------------------
 // The checkpointer and the store: both call back into the server.
 
+const utf8 = new TextDecoder();
+
 function typed(type, bytes) {
-  if (type === "json") return { type, value: new Raw(new TextDecoder().decode(bytes)) };
+  if (type === "json") return { type, value: new Raw(utf8.decode(bytes)) };
   return { type, base64: Buffer.from(bytes).toString("base64") };
 }
 
@@ -829,8 +915,8 @@ function saverClass() {
         checkpoint_ns: c.checkpoint_ns ?? "",
         checkpoint_id: checkpoint.id,
         parent_id: c.checkpoint_id ?? "",
-        checkpoint: new Raw(new TextDecoder().decode(cp)),
-        metadata: new Raw(new TextDecoder().decode(md)),
+        checkpoint: new Raw(utf8.decode(cp)),
+        metadata: new Raw(utf8.decode(md)),
       });
       return { configurable: { thread_id: c.thread_id, checkpoint_ns: c.checkpoint_ns ?? "", checkpoint_id: checkpoint.id } };
     }
