@@ -122,14 +122,14 @@ func (h *Handler) startStream(ctx context.Context, b *api.RunCreate, threadID *u
 // cancelInBackground returns a function that interrupts a run after its
 // client went away; the request context is gone by then.
 func (h *Handler) cancelInBackground(r storage.Run) func() {
+	tid, runID := r.ThreadID, r.RunID // not the whole record: it outlives the request
 	return func() {
 		if h.runs.Stopped() {
 			return // shutting down: the run is kept for the next start
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		tid := r.ThreadID
-		_ = h.runs.Cancel(ctx, &tid, r.RunID, runs.ActionInterrupt, false)
+		_ = h.runs.Cancel(ctx, &tid, runID, runs.ActionInterrupt, false)
 	}
 }
 
@@ -195,31 +195,43 @@ func (h *Handler) JoinRunStream(ctx context.Context, req api.JoinRunStreamReques
 // {run, values, messages} (Agent Protocol). While waiting it writes a newline
 // every second so proxies and clients keep the connection.
 type waitResponse struct {
-	ctx          context.Context
-	runs         *runs.Service
-	run          storage.Run
-	headers      map[string]string
-	apShape      bool
-	onDisconnect func()
+	ctx  context.Context
+	runs *runs.Service
+	// The run waited for: its ids, and whether it is stateless.
+	runID, threadID uuid.UUID
+	stateless       bool
+	// contentLocation and location, when set, are the answer's headers of
+	// those names.
+	contentLocation, location string
+	apShape                   bool
+	onDisconnect              func()
+}
+
+// newWaitResponse waits for r.
+func newWaitResponse(ctx context.Context, service *runs.Service, r storage.Run, apShape bool) *waitResponse {
+	return &waitResponse{ctx: ctx, runs: service, runID: r.RunID, threadID: r.ThreadID, stateless: r.Stateless, apShape: apShape}
 }
 
 func (wr *waitResponse) write(w http.ResponseWriter) error {
-	for k, v := range wr.headers {
-		w.Header().Set(k, v)
+	if wr.contentLocation != "" {
+		w.Header().Set("Content-Location", wr.contentLocation)
+	}
+	if wr.location != "" {
+		w.Header().Set("Location", wr.location)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	rc := http.NewResponseController(w)
 	started := false
 	tick := time.NewTicker(keepAliveEvery)
 	defer tick.Stop()
-	done := wr.runs.Done(wr.run.RunID)
+	done := wr.runs.Done(wr.runID)
 	for done != nil {
 		select {
 		case <-done:
 			// On a shared database the run may have moved to another
 			// replica: keep waiting (and keeping the connection) until
 			// it has ended.
-			done = wr.runs.Done(wr.run.RunID)
+			done = wr.runs.Done(wr.runID)
 		case <-tick.C:
 			if !started {
 				w.WriteHeader(http.StatusOK)
@@ -237,12 +249,11 @@ func (wr *waitResponse) write(w http.ResponseWriter) error {
 			return nil
 		}
 	}
-	tid := wr.run.ThreadID
 	var threadID *uuid.UUID
-	if !wr.run.Stateless {
-		threadID = &tid
+	if !wr.stateless {
+		threadID = &wr.threadID
 	}
-	run, values, err := wr.runs.Wait(wr.ctx, threadID, wr.run.RunID)
+	run, values, err := wr.runs.Wait(wr.ctx, threadID, wr.runID)
 	if err != nil {
 		return err
 	}
@@ -292,8 +303,9 @@ func (h *Handler) startWait(ctx context.Context, b *api.RunCreate, threadID *uui
 	if err != nil {
 		return nil, err
 	}
-	wr := &waitResponse{ctx: ctx, runs: h.runs, run: r, apShape: apShape, headers: map[string]string{"Content-Location": runLocation(r)}}
-	wr.headers["Location"] = joinLocation(r) // where a client reconnects to wait
+	wr := newWaitResponse(ctx, h.runs, r, apShape)
+	wr.contentLocation = runLocation(r)
+	wr.location = joinLocation(r) // where a client reconnects to wait
 	if onDisconnectCancel(b) {
 		wr.onDisconnect = h.cancelInBackground(r)
 	}
@@ -328,7 +340,7 @@ func (h *Handler) joinWait(ctx context.Context, threadID *uuid.UUID, runID uuid.
 	if err != nil {
 		return nil, err
 	}
-	wr := &waitResponse{ctx: ctx, runs: h.runs, run: r, apShape: apShape}
+	wr := newWaitResponse(ctx, h.runs, r, apShape)
 	if cancelOnDisconnect {
 		wr.onDisconnect = h.cancelInBackground(r)
 	}

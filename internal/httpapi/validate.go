@@ -51,8 +51,8 @@ func newRequestValidator(doc *openapi3.T) (*requestValidator, error) {
 	}, nil
 }
 
-// contractRouteKey marks, in the echo context, a request that a route of
-// the contract (a generated handler) serves.
+// contractRouteKey marks, in the echo context of a request with a large
+// body, that a route of the contract (a generated handler) serves it.
 const contractRouteKey = "httpapi.contractRoute"
 
 // uuidRE is the compiled uuidPattern, for handlers that check ids themselves.
@@ -69,7 +69,9 @@ func (v *requestValidator) middleware() echo.MiddlewareFunc {
 			}
 			dropEmptyOptionalQuery(r, route)
 			in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: v.options}
-			c.Set(contractRouteKey, true)
+			if c.Get(largeSlotKey) != nil {
+				c.Set(contractRouteKey, true) // the slot is given back after decoding
+			}
 			// A large body is checked in a lighter copy when the route
 			// has opaque fields; its handler then decodes the body as sent.
 			body, _ := c.Get(largeBodyKey).([]byte)

@@ -419,6 +419,12 @@ func (s *Service) prepare(ctx context.Context, p CreateParams) (*creation, error
 // its thread, to create that thread. It returns the filter the thread must
 // satisfy and the metadata of a thread to create.
 func authorizeRun(ctx context.Context, p CreateParams, asst assistants.Assistant) (map[string]any, map[string]any, error) {
+	if !authz.Restricted(ctx) {
+		if p.IfNotExists != "create" {
+			return nil, nil, nil
+		}
+		return nil, jsonx.CloneMap(p.Metadata), nil
+	}
 	restrict, err := threads.Restriction(ctx, authz.CreateRun, map[string]any{
 		"thread_id": p.ThreadID.String(), "assistant_id": asst.AssistantID.String(), "metadata": jsonx.CloneMap(p.Metadata),
 	})

@@ -51,6 +51,13 @@ func (n *Notifier) RunCreated(run storage.Run) {
 			return
 		}
 	}
+	n.followInBackground(run, sup, named)
+}
+
+// followInBackground runs follow on its own goroutine. It is a function of
+// its own so that only the runs followed are copied to the heap, not every
+// run RunCreated sees.
+func (n *Notifier) followInBackground(run storage.Run, sup uuid.UUID, named bool) {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
