@@ -82,21 +82,6 @@ func newHTTP(t *testing.T, cfg asynctasks.HTTPConfig) *asynctasks.HTTP {
 	return h
 }
 
-// normalize round-trips v through JSON so values from bbolt and from the
-// wire compare alike.
-func normalize(t *testing.T, v any) any {
-	t.Helper()
-	raw, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // contractCase is one behaviour both transports must show. gate prefixes
 // gate names so that no two runs of a case share a gate (gates stay open).
 type contractCase struct {
@@ -269,7 +254,7 @@ var contractCases = []contractCase{
 			if info.Status != asynctasks.StatusInterrupted || len(info.Interrupts) != 1 {
 				t.Fatalf("info = %+v; want interrupted with one interrupt", info)
 			}
-			item, _ := normalize(t, info.Interrupts[0]).(map[string]any)
+			item, _ := testutil.JSONRoundTrip(t, info.Interrupts[0]).(map[string]any)
 			if want := map[string]any{"question": "what now?"}; !reflect.DeepEqual(item["value"], want) {
 				t.Fatalf("interrupt = %#v; want value %v", item, want)
 			}

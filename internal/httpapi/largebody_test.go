@@ -43,7 +43,7 @@ func TestLargeStoreValueRoundTrips(t *testing.T) {
 		}
 		s.Must(204, "PUT", "/store/items", string(raw))
 		got := s.Must(200, "GET", "/store/items?namespace=docs.big&key="+url.QueryEscape(key), nil).Object(t)
-		if !reflect.DeepEqual(got["value"], roundTrip(t, value)) {
+		if !reflect.DeepEqual(got["value"], testutil.JSONRoundTrip(t, value)) {
 			t.Fatalf("%d bytes: the value read back differs from the value put", size)
 		}
 	}
@@ -81,18 +81,4 @@ func TestLargeStoreBodyRefusedAsSmallOne(t *testing.T) {
 	if items := s.Must(200, "POST", "/store/items/search", map[string]any{"namespace_prefix": []string{"n"}}).Object(t)["items"].([]any); len(items) != 0 {
 		t.Fatalf("refused bodies stored %d items", len(items))
 	}
-}
-
-// roundTrip returns v as it reads back from JSON.
-func roundTrip(t *testing.T, v any) any {
-	t.Helper()
-	raw, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -346,3 +346,19 @@ func (s *Server) Must(want int, method, path string, body any) Response {
 	}
 	return r
 }
+
+// JSONRoundTrip returns v as it reads back from JSON (maps, []any,
+// float64), so that values built in Go compare alike with values read from
+// the wire or from storage.
+func JSONRoundTrip(t testing.TB, v any) any {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
