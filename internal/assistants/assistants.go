@@ -17,6 +17,7 @@ import (
 	"agentserver/internal/errdefs"
 	"agentserver/internal/graphs"
 	"agentserver/internal/jsonx"
+	"agentserver/internal/lifecycle"
 	"agentserver/internal/storage"
 )
 
@@ -67,7 +68,7 @@ type Service struct {
 
 // New returns an assistant service over db serving the graphs of reg.
 func New(db *storage.DB, reg *graphs.Registry) *Service {
-	return &Service{db: db, graphs: reg, now: func() time.Time { return time.Now().UTC() }}
+	return &Service{db: db, graphs: reg, now: lifecycle.WallClock}
 }
 
 // Resolve maps an assistant reference to an assistant id: a UUID is returned

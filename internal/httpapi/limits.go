@@ -127,26 +127,12 @@ const largeSlotKey = "httpapi.largeSlot"
 // copy of it, validate.go).
 const largeBodyKey = "httpapi.largeBody"
 
-// releaseLargeBody gives back the slot of a large body once the request
-// validator has checked it, unless the request is a route of the contract:
-// the generated handler decodes the body once more, and the slot is given
-// back after that (releaseAfterDecode). The slot bounds the work a large
-// body costs before its handler runs, not the handler, which may wait for
-// a run for minutes.
-func releaseLargeBody() echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if c.Get(contractRouteKey) == nil {
-				releaseSlot(c)
-			}
-			return next(c)
-		}
-	}
-}
-
 // releaseAfterDecode is the generated handlers' middleware that gives back
 // a large body's slot: it runs once the body is decoded into the
-// operation's request object.
+// operation's request object. The slot bounds the work a large body costs
+// before its handler runs, not the handler, which may wait for a run for
+// minutes. (A request no route of the contract serves gets its slot back
+// from the request validator.)
 func releaseAfterDecode(f api.StrictHandlerFunc, _ string) api.StrictHandlerFunc {
 	return func(c echo.Context, req any) (any, error) {
 		releaseSlot(c)

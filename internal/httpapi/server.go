@@ -101,7 +101,7 @@ func New(d Deps) (*echo.Echo, error) {
 	// The custom routes are known once every route of the server is
 	// registered (below); the middlewares find them through cu.
 	var cu *custom
-	e.Use(observe(), accessLog(d.Log), cors(), authenticate(d.Auth, routes, &cu), customRoutes(&cu), markPeers(), lenientJSON(), bodyGuard(d.Limits), validator.middleware(), releaseLargeBody())
+	e.Use(observe(), accessLog(d.Log), cors(), authenticate(d.Auth, routes, &cu), customRoutes(&cu), markPeers(), lenientJSON(), bodyGuard(d.Limits), validator.middleware())
 	h := &Handler{db: d.DB, graphs: d.Graphs, threads: d.Threads, assistants: d.Assistants, store: d.Store, runs: d.Runs, crons: d.Crons, onDelete: d.ThreadDeleted, cancelSub: d.CancelSubagent, stream: d.Stream, validator: validator}
 	api.RegisterHandlers(e, api.NewStrictHandler(h, []api.StrictMiddlewareFunc{withRequestHeaders, releaseAfterDecode}))
 	console.Register(e)

@@ -51,10 +51,6 @@ func newRequestValidator(doc *openapi3.T) (*requestValidator, error) {
 	}, nil
 }
 
-// contractRouteKey marks, in the echo context of a request with a large
-// body, that a route of the contract (a generated handler) serves it.
-const contractRouteKey = "httpapi.contractRoute"
-
 // uuidRE is the compiled uuidPattern, for handlers that check ids themselves.
 var uuidRE = regexp.MustCompile(uuidPattern)
 
@@ -64,14 +60,14 @@ func (v *requestValidator) middleware() echo.MiddlewareFunc {
 			r := c.Request()
 			route, params, err := v.router.FindRoute(r)
 			if err != nil {
-				// Unknown paths and methods are echo's to answer (404/405).
+				// Unknown paths and methods are echo's to answer (404/405);
+				// routes outside the contract (MCP, A2A, the protocol
+				// stream) decode their bodies themselves, unbounded.
+				releaseSlot(c)
 				return next(c)
 			}
 			dropEmptyOptionalQuery(r, route)
 			in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: v.options}
-			if c.Get(largeSlotKey) != nil {
-				c.Set(contractRouteKey, true) // the slot is given back after decoding
-			}
 			// A large body is checked in a lighter copy when the route
 			// has opaque fields; its handler then decodes the body as sent.
 			body, _ := c.Get(largeBodyKey).([]byte)

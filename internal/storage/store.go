@@ -73,15 +73,14 @@ func PrepareStoreItem(it StoreItem) (StoreItem, error) {
 }
 
 // PrepareEncodedStoreItem is PrepareStoreItem for a value that arrives
-// already encoded: raw, a JSON object in valid UTF-8, is stored as it is
-// (it.Value is ignored), so a large value is never decoded and re-encoded
-// on its way in. Reading the item back decodes it like any other.
-func PrepareEncodedStoreItem(it StoreItem, raw []byte) (StoreItem, error) {
-	if !IsEncodedObject(raw) {
-		return it, fmt.Errorf("encode store value: not a JSON object in UTF-8")
-	}
+// already encoded: raw, which the caller has found to be what
+// IsEncodedObject accepts (a scan of it is not repeated here), is stored
+// as it is (it.Value is ignored), so a large value is never decoded and
+// re-encoded on its way in. Reading the item back decodes it like any
+// other.
+func PrepareEncodedStoreItem(it StoreItem, raw []byte) StoreItem {
 	it.encodedValue, it.blob = raw, nil
-	return it, nil
+	return it
 }
 
 // IsEncodedObject reports whether raw, a well-formed JSON value, is an

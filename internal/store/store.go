@@ -293,14 +293,10 @@ func (s *Service) put(ctx context.Context, namespace []string, key string, value
 	if err != nil {
 		return err
 	}
-	prepare := storage.PrepareStoreItem
+	var prepared storage.StoreItem
 	if encoded != nil {
-		prepare = func(it storage.StoreItem) (storage.StoreItem, error) {
-			return storage.PrepareEncodedStoreItem(it, encoded)
-		}
-	}
-	prepared, err := prepare(it)
-	if err != nil {
+		prepared = storage.PrepareEncodedStoreItem(it, encoded)
+	} else if prepared, err = storage.PrepareStoreItem(it); err != nil {
 		return err
 	}
 	// A large value is written ahead, in pieces that do not hold up the

@@ -10,6 +10,7 @@ import (
 
 	"agentserver/internal/asynctasks"
 	"agentserver/internal/channels"
+	"agentserver/internal/lifecycle"
 	"agentserver/internal/tools"
 )
 
@@ -116,7 +117,7 @@ func New(cfg Config, transportFor TransportFor, notifier *Notifier) (*Supervisor
 		return nil, err
 	}
 	s := &Supervisor{cfg: cfg, subagents: map[string]Subagent{}, transports: map[string]asynctasks.Transport{}, notifier: notifier,
-		now: func() time.Time { return time.Now().UTC() }}
+		now: lifecycle.WallClock}
 	for _, sub := range cfg.Subagents {
 		t, err := transportFor(sub)
 		if err != nil {
