@@ -86,8 +86,10 @@ func TestConfigErrorsOneLine(t *testing.T) {
 			resp.Body.Close()
 			return resp.StatusCode == http.StatusOK
 		})
-		if !strings.Contains(logs.String(), `"addr":"127.0.0.1:`+port+`"`) {
-			t.Errorf("the serving line does not name 127.0.0.1:%s:\n%s", port, logs)
-		}
+		// The listener answers before the last service has started, and
+		// the serving line comes after that one.
+		testutil.Eventually(t, 20*time.Second, "the serving line names 127.0.0.1:"+port, func() bool {
+			return strings.Contains(logs.String(), `"addr":"127.0.0.1:`+port+`"`)
+		})
 	})
 }
