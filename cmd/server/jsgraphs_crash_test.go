@@ -46,7 +46,7 @@ func storeCount(t *testing.T, client *http.Client, url, thread, key string) floa
 
 // pollUntil polls cond every 20 ms until it holds, failing the test after
 // limit.
-func pollUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+func pollUntil(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
