@@ -358,3 +358,31 @@ func TestReplicaPausedUnderLoad(t *testing.T) {
 		t.Errorf("p99 of POST /threads on the other replicas during the pause: %v, want ≤ 1s", p99)
 	}
 }
+
+// BenchmarkReplicaPause runs pauseRound with the chaos campaign's figures:
+// a 40 s SIGSTOP of one of three replicas (lease 3 s) under load, each
+// round (b.N) on a fresh cluster, checking what TestReplicaPausedUnderLoad
+// checks. Reported: the p99 and max of POST /threads on the other replicas
+// during the pauses, and the worst takeover (stop to every run of the
+// victim requeued or ended elsewhere). A round lasts about a minute: run it
+// with -benchtime=Nx.
+func BenchmarkReplicaPause(b *testing.B) {
+	if !pgtest.Enabled() {
+		b.Skip("replicas need PostgreSQL: set " + pgtest.EnvURL)
+	}
+	bin := buildServer(b)
+	var all pauseFigures
+	for range b.N {
+		fig := pauseRound(b, bin, pauseOptions{lease: "3s", pause: 40 * time.Second, runs: 30})
+		b.Logf("victim held the writer lock when stopped: %v; %d runs on it; taken over after %v; %d writes on the others during the pause, p99 %v, %d failed",
+			fig.heldLock, fig.onVictim, fig.takeover.Round(time.Millisecond), len(fig.writes), fig.p99().Round(time.Millisecond), fig.failed)
+		all.writes = append(all.writes, fig.writes...)
+		all.failed += fig.failed
+		all.takeover = max(all.takeover, fig.takeover)
+	}
+	b.ReportMetric(float64(all.p99().Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(slices.Max(all.writes).Microseconds())/1000, "max-ms")
+	b.ReportMetric(float64(all.takeover.Milliseconds()), "takeover-ms")
+	b.ReportMetric(float64(len(all.writes)), "writes")
+	b.ReportMetric(float64(all.failed), "failed")
+}

@@ -285,6 +285,20 @@ func TestPostgresInterruptedMigrationLeavesNothing(t *testing.T) {
 				t.Fatal("a broken migration was applied")
 			}
 			conn.Close(ctx)
+			// Asked on a new session: the broken migration may have ended
+			// its own.
+			if conn, err = pgx.Connect(ctx, url); err != nil {
+				t.Fatal(err)
+			}
+			var left int
+			err = conn.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()`).Scan(&left)
+			conn.Close(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left != 0 {
+				t.Fatalf("%d tables left by the interrupted open, want none (not even the migrations before the broken one)", left)
+			}
 			be, err := openPostgres(url, Options{})
 			if err != nil {
 				t.Fatalf("open after the interrupted migration: %v", err)
