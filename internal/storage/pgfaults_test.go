@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,6 +65,24 @@ func metaValues(t *testing.T, db *DB, keys ...string) []string {
 	return out
 }
 
+// wantRetriedOnce fails t unless a write that was aborted once succeeded
+// (err nil) after two runs — the aborted try and one more — leaving the
+// meta keys as want says.
+func wantRetriedOnce(t *testing.T, db *DB, what string, err error, runs int, want map[string]string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("a write %s failed: %v", what, err)
+	}
+	if runs != 2 {
+		t.Fatalf("a write %s ran %d times, want 2 (the aborted try and one more)", what, runs)
+	}
+	for k, v := range want {
+		if got := metaValues(t, db, k); got[0] != v {
+			t.Errorf("a write %s: %s = %q, want %q", what, k, got[0], v)
+		}
+	}
+}
+
 // A write transaction whose session is terminated half way (after its
 // first writes went to the server, before the rest and COMMIT) leaves
 // nothing of that try, and is tried again on a new connection: the write
@@ -81,15 +100,8 @@ func TestPostgresWriterSessionKilledMidTransaction(t *testing.T) {
 			t.Errorf("terminate the writer's session %d: %v %v", pid, ok, err)
 		}
 	}))
-	if err != nil {
-		t.Fatalf("a write whose session was terminated mid-transaction failed: %v", err)
-	}
-	if runs != 2 {
-		t.Fatalf("the write ran %d times, want 2 (the terminated try and one more)", runs)
-	}
-	if got := metaValues(t, db, "a", "b", "counter"); got[0] != "written" || got[1] != "written" || got[2] != "1" {
-		t.Fatalf("a, b, counter = %q, want both written and the counter 1 (one commit)", got)
-	}
+	// Both writes and the counter once: one commit, nothing of the first try.
+	wantRetriedOnce(t, db, "whose session was terminated mid-transaction", err, runs, map[string]string{"a": "written", "b": "written", "counter": "1"})
 }
 
 // A write transaction that PostgreSQL aborts for a reason a new try
@@ -119,10 +131,12 @@ func TestPostgresWriterRetriesAbortedTransactions(t *testing.T) {
 			}
 		}
 		runs := 0
+		var writer atomic.Uint32 // the writer's session
 		done := make(chan error, 1)
 		go func() {
 			done <- db.Update(ctx, func(tx *Tx) error {
 				runs++
+				writer.Store(tx.kv.(*pgTxn).conn.PgConn().PID())
 				meta := tx.bucket(bucketMeta)
 				if err := meta.Put([]byte("counter"), []byte("written")); err != nil {
 					return err
@@ -136,7 +150,7 @@ func TestPostgresWriterRetriesAbortedTransactions(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			var waiting bool
-			if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> $1)`, other.Conn().PgConn().PID()).Scan(&waiting); err != nil {
+			if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid = $1)`, writer.Load()).Scan(&waiting); err != nil {
 				t.Fatal(err)
 			}
 			if waiting {
@@ -153,15 +167,7 @@ func TestPostgresWriterRetriesAbortedTransactions(t *testing.T) {
 		if _, err := other.Exec(ctx, `COMMIT`); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-done; err != nil {
-			t.Fatalf("a write aborted by a deadlock failed: %v", err)
-		}
-		if runs != 2 {
-			t.Fatalf("the write ran %d times, want 2", runs)
-		}
-		if got := metaValues(t, db, "counter"); got[0] != "written" {
-			t.Fatalf("counter = %q, want the retried write's", got[0])
-		}
+		wantRetriedOnce(t, db, "aborted by a deadlock", <-done, runs, map[string]string{"counter": "written"})
 	})
 	t.Run("serialization failure", func(t *testing.T) {
 		db := openPostgresOrSkip(t)
@@ -180,15 +186,8 @@ func TestPostgresWriterRetriesAbortedTransactions(t *testing.T) {
 			}
 			return countingWrite(new(int), func(int, uint32) {})(tx)
 		})
-		if err != nil {
-			t.Fatalf("a write aborted by a serialization failure failed: %v", err)
-		}
-		if runs != 2 {
-			t.Fatalf("the write ran %d times, want 2", runs)
-		}
-		if got := metaValues(t, db, "counter"); got[0] != "2" {
-			t.Fatalf("counter = %q, want 2 (the first write and the retried one, once each)", got[0])
-		}
+		// The counter: the first write and the retried one, once each.
+		wantRetriedOnce(t, db, "aborted by a serialization failure", err, runs, map[string]string{"counter": "2"})
 	})
 	t.Run("other errors are not retried", func(t *testing.T) {
 		db := openPostgresOrSkip(t)
