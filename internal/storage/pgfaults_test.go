@@ -236,19 +236,22 @@ func TestPostgresLostCommitIsDecidedByTheServer(t *testing.T) {
 	}
 	closed.Close(ctx)
 	lost := fmt.Errorf("postgres: %w", io.ErrUnexpectedEOF)
+	_, unsent := closed.Exec(ctx, `COMMIT`) // refused before anything is sent
 	for _, c := range []struct {
 		name             string
+		err              error
 		xid              int64
 		commitSent       bool
 		committed, retry bool
 	}{
-		{"committed", xact("COMMIT"), true, true, false},
-		{"aborted", xact("ROLLBACK"), true, false, true},
-		{"lost before COMMIT was sent", xact("COMMIT"), false, false, true},
-		{"no transaction id", 0, true, false, false},
+		{"committed", lost, xact("COMMIT"), true, true, false},
+		{"aborted", lost, xact("ROLLBACK"), true, false, true},
+		{"lost before COMMIT was sent", lost, xact("COMMIT"), false, false, true},
+		{"no transaction id", lost, 0, true, false, false},
+		{"nothing of the round trip sent", fmt.Errorf("postgres: %w", unsent), 0, true, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			committed, again := be.outcome(&pgTxn{conn: closed, err: lost, xid: c.xid, commitSent: c.commitSent})
+			committed, again := be.outcome(&pgTxn{conn: closed, err: c.err, xid: c.xid, commitSent: c.commitSent})
 			if committed != c.committed || again != c.retry {
 				t.Fatalf("outcome: committed %v, try again %v; want %v, %v", committed, again, c.committed, c.retry)
 			}

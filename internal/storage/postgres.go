@@ -380,8 +380,10 @@ func (be *pgBackend) outcome(t *pgTxn) (committed, again bool) {
 	if !t.conn.IsClosed() && !isConnLoss(t.err) {
 		return false, false
 	}
-	if !t.commitSent {
-		return false, true // lost before COMMIT was sent: nothing committed
+	if !t.commitSent || pgconn.SafeToRetry(t.err) {
+		// Lost before COMMIT was sent (or before anything of the round
+		// trip was): nothing committed.
+		return false, true
 	}
 	if t.xid == 0 {
 		return false, false // no id to ask about: the outcome is unknown
