@@ -104,6 +104,51 @@ func TestPostgresWriterSessionKilledMidTransaction(t *testing.T) {
 	wantRetriedOnce(t, db, "whose session was terminated mid-transaction", err, runs, map[string]string{"a": "written", "b": "written", "counter": "1"})
 }
 
+// A process frozen in the middle of a write transaction (here: a write
+// that stalls between two round trips, as under SIGSTOP) holds the writer
+// lock only until PostgreSQL's idle timeout ends its session: another
+// server's write on the schema commits meanwhile, and the stalled write,
+// once it goes on, is tried again and commits once.
+func TestPostgresFrozenWriterLosesTheLock(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip(pgtest.EnvURL + " is not set")
+	}
+	url := pgtest.FreshSchema(t)
+	frozen, err := OpenPostgres(url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer frozen.Close()
+	other, err := OpenPostgres(url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	otherDone := make(chan error, 1)
+	runs := 0
+	err = frozen.Update(context.Background(), countingWrite(&runs, func(attempt int, _ uint32) {
+		if attempt > 1 {
+			return
+		}
+		// Holding the lock, stalled: the other server's write can only
+		// commit once PostgreSQL has ended this session.
+		go func() {
+			otherDone <- other.Update(context.Background(), func(tx *Tx) error {
+				return tx.bucket(bucketMeta).Put([]byte("other"), []byte("written"))
+			})
+		}()
+		select {
+		case err := <-otherDone:
+			if err != nil {
+				t.Errorf("the other server's write: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("the other server's write did not commit while this one held the lock, stalled")
+		}
+	}))
+	wantRetriedOnce(t, frozen, "stalled past the idle timeout", err, runs, map[string]string{"a": "written", "b": "written", "counter": "1", "other": "written"})
+}
+
 // A write transaction that PostgreSQL aborts for a reason a new try
 // removes — a deadlock, a serialization failure — is tried again and
 // succeeds: the caller (an HTTP request) never sees the error.

@@ -27,7 +27,10 @@ import (
 // the same schema: each one takes this transaction-scoped advisory lock
 // first. The key is derived from the schema name, so deployments (or tests)
 // in different schemas of one database do not wait for each other.
-const writerLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('agentserver writer ' || current_schema(), 0))`
+const writerLockSQL = `SELECT pg_advisory_xact_lock(` + writerLockKey + `)`
+
+// writerLockKey is the writer lock's advisory lock key.
+const writerLockKey = `hashtextextended('agentserver writer ' || current_schema(), 0)`
 
 // writerIdleTimeout is how long a write transaction's session may sit
 // idle between its round trips before PostgreSQL ends it, releasing the
@@ -228,24 +231,25 @@ const (
 	pgBeginWriteSQL = `BEGIN`
 	pgCommitSQL     = `COMMIT`
 	pgRollbackSQL   = `ROLLBACK`
-	// pgXactIDSQL ends the statements that open a write transaction: its
-	// id tells, should the session be lost while COMMIT is in flight,
-	// whether the transaction committed (pgXactStatusSQL).
+	// pgXactIDSQL starts the statement that opens a write transaction
+	// after BEGIN (writerOpenSQL): the transaction's id tells, should the
+	// session be lost while COMMIT is in flight, whether it committed
+	// (pgXactStatusSQL).
 	pgXactIDSQL     = `SELECT pg_current_xact_id()::text::bigint`
 	pgXactStatusSQL = `SELECT pg_xact_status($1::text::xid8)`
 )
 
 // writerOpenSQL are the statements that open a write transaction on try
-// attempt (0 first): BEGIN, the idle timeout, the writer lock, the
-// transaction's id.
+// attempt (0 first): BEGIN, then one statement that reads the
+// transaction's id, sets its idle timeout and takes the writer lock.
 func writerOpenSQL(attempt int) []string {
 	idle := writerIdleTimeout
 	for range attempt {
 		idle *= writerIdleGrowth
 	}
-	return []string{pgBeginWriteSQL,
-		fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", idle.Milliseconds()),
-		writerLockSQL, pgXactIDSQL}
+	return []string{pgBeginWriteSQL, fmt.Sprintf(
+		"%s, set_config('idle_in_transaction_session_timeout', '%d', true), pg_advisory_xact_lock(%s) IS NULL",
+		pgXactIDSQL, idle.Milliseconds(), writerLockKey)}
 }
 
 // acquire takes a connection of the pool for one transaction; release
@@ -865,8 +869,8 @@ func (t *pgTxn) send(batch *pgx.Batch, sql string, args []any, read func(pgx.Row
 	results := t.conn.SendBatch(t.ctx, full)
 	var err error
 	for i := range len(open) + n {
-		if i < len(open) && open[i] == pgXactIDSQL {
-			err = results.QueryRow().Scan(&t.xid)
+		if i < len(open) && strings.HasPrefix(open[i], pgXactIDSQL) {
+			err = results.QueryRow().Scan(&t.xid, nil, nil)
 		} else {
 			_, err = results.Exec()
 		}
