@@ -91,7 +91,7 @@ func TestPostgresWriterSessionKilledMidTransaction(t *testing.T) {
 	db := openPostgresOrSkip(t)
 	pool := db.be.(*pgBackend).pool
 	runs := 0
-	err := db.Update(context.Background(), countingWrite(&runs, func(attempt int, pid uint32) {
+	write := countingWrite(&runs, func(attempt int, pid uint32) {
 		if attempt > 1 {
 			return
 		}
@@ -99,9 +99,20 @@ func TestPostgresWriterSessionKilledMidTransaction(t *testing.T) {
 		if err := pool.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, pid).Scan(&ok); err != nil || !ok {
 			t.Errorf("terminate the writer's session %d: %v %v", pid, ok, err)
 		}
-	}))
-	// Both writes and the counter once: one commit, nothing of the first try.
-	wantRetriedOnce(t, db, "whose session was terminated mid-transaction", err, runs, map[string]string{"a": "written", "b": "written", "counter": "1"})
+	})
+	err := db.Update(context.Background(), func(tx *Tx) error {
+		if runs == 0 {
+			// Sent to the server before the session is terminated; the
+			// next try does not write it.
+			if err := tx.bucket(bucketMeta).Put([]byte("first try"), []byte("written")); err != nil {
+				return err
+			}
+		}
+		return write(tx)
+	})
+	// Both writes and the counter once, and nothing of the first try: one
+	// commit.
+	wantRetriedOnce(t, db, "whose session was terminated mid-transaction", err, runs, map[string]string{"a": "written", "b": "written", "counter": "1", "first try": ""})
 }
 
 // A process frozen in the middle of a write transaction (here: a write
