@@ -34,6 +34,18 @@ type replicaCluster struct {
 	db *storage.DB
 }
 
+// skipWithoutReplicas skips a test of server binaries sharing PostgreSQL
+// when no test database is configured or under -short.
+func skipWithoutReplicas(t *testing.T) {
+	t.Helper()
+	if !pgtest.Enabled() {
+		t.Skip("replicas need PostgreSQL: set " + pgtest.EnvURL)
+	}
+	if testing.Short() {
+		t.Skip("builds and runs the server binary")
+	}
+}
+
 // replica is one server binary of a cluster.
 type replica struct {
 	*serverProcess

@@ -338,12 +338,7 @@ func pauseRound(tb testing.TB, bin string, o pauseOptions) pauseFigures {
 // its runs to be taken over during the pause, the database to count it as
 // not live, and, once resumed, every run to end success with one webhook.
 func TestReplicaPausedUnderLoad(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip("replicas need PostgreSQL: set " + pgtest.EnvURL)
-	}
-	if testing.Short() {
-		t.Skip("builds and runs the server binary")
-	}
+	skipWithoutReplicas(t)
 	bin := buildServer(t)
 	fig := pauseRound(t, bin, pauseOptions{lease: "2s", pause: 6 * time.Second, runs: 18})
 	t.Logf("victim held the writer lock when stopped: %v; %d runs on it; taken over after %v; %d writes on the others during the pause, p99 %v, %d failed",

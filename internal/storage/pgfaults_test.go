@@ -121,23 +121,11 @@ func TestPostgresWriterSessionKilledMidTransaction(t *testing.T) {
 // server's write on the schema commits meanwhile, and the stalled write,
 // once it goes on, is tried again and commits once.
 func TestPostgresFrozenWriterLosesTheLock(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip(pgtest.EnvURL + " is not set")
-	}
-	url := pgtest.FreshSchema(t)
-	frozen, err := OpenPostgres(url, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer frozen.Close()
-	other, err := OpenPostgres(url, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	dbs := openReplicasOrSkip(t, 2)
+	frozen, other := dbs[0], dbs[1]
 	otherDone := make(chan error, 1)
 	runs := 0
-	err = frozen.Update(context.Background(), countingWrite(&runs, func(attempt int, _ uint32) {
+	err := frozen.Update(context.Background(), countingWrite(&runs, func(attempt int, _ uint32) {
 		if attempt > 1 {
 			return
 		}
