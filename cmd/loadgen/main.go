@@ -115,7 +115,9 @@ type options struct {
 	serverEnv   []string
 	databaseURL string
 	replicas    int
-	crossN      int
+	// lockWaits samples the PostgreSQL lock waits of the measured loops.
+	lockWaits bool
+	crossN    int
 	// jsDevDir holds jsSideBySide's graph, its langgraph.json and the JS
 	// server installed from npm; jsGraph is the graph both servers run.
 	jsDevDir string
@@ -165,6 +167,7 @@ func parseFlags() (options, error) {
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile here after the scenarios, before the servers stop (with -inprocess it covers the server)")
 	fs.BoolVar(&o.otlpSink, "otlp-sink", false, "turn the servers' tracing on: export spans over OTLP/HTTP to a sink in loadgen that discards them (sets OTEL_EXPORTER_OTLP_ENDPOINT)")
 	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL URL: each group of servers gets a fresh schema with a random name in this database (dropped when its servers stop); empty: the embedded bbolt file")
+	fs.BoolVar(&o.lockWaits, "lock-waits", false, "with -database-url: sample the servers' PostgreSQL sessions waiting on locks (pg_stat_activity) during each measured loop and report the wait per run or request, by kind of lock")
 	fs.IntVar(&o.replicas, "replicas", 1, "server processes per group on the same database (needs -database-url when above 1): each with its own data dir and port; requests go round-robin over them")
 	fs.IntVar(&o.crossN, "cross-n", 300, "runs of "+crossReplicaScenario+" (sequential)")
 	fs.StringVar(&o.jsDevDir, "js-dev-dir", filepath.Join("tests", "langgraphjs-dev"), jsSideBySide+": the folder with the graph's langgraph.json and `langgraphjs dev` installed (npm ci there)")
@@ -215,6 +218,9 @@ func parseFlags() (options, error) {
 	}
 	if o.duration <= 0 || o.readyTO <= 0 || o.idleSettle < 0 || o.idleWindow <= 0 || o.idleSettle+o.idleWindow > 10*time.Minute {
 		return o, errors.New("durations must be positive (idle settle and window at most 10m together)")
+	}
+	if o.lockWaits && o.databaseURL == "" {
+		return o, errors.New("-lock-waits needs -database-url (bbolt has no lock waits to sample)")
 	}
 	if o.replicas > 1 && o.databaseURL == "" {
 		return o, errors.New("-replicas above 1 needs -database-url (bbolt serves one process)")

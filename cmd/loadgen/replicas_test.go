@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"agentserver/internal/testutil"
 	"agentserver/internal/testutil/pgtest"
 )
 
@@ -57,5 +59,57 @@ func TestPGSchemaCreateDrop(t *testing.T) {
 	var n int
 	if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname = $1", s.name).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("after drop: %d schemas named %s (%v)", n, s.name, err)
+	}
+}
+
+// TestLockWaitSampler holds an advisory lock in one session of a group
+// and has a second session of the group wait for it: the sampler reports
+// the wait as an advisory-lock wait.
+func TestLockWaitSampler(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip(pgtest.EnvURL + " is not set")
+	}
+	ctx := context.Background()
+	s, err := newPGSchema(ctx, pgtest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.drop() })
+	holder, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(4242)"); err != nil {
+		t.Fatal(err)
+	}
+	waiter, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close(ctx)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := waiter.Exec(ctx, "SELECT pg_advisory_lock(4242)")
+		waited <- err
+	}()
+	r := &runner{ctx: ctx, opts: options{lockWaits: true}}
+	sampler := r.startLockWaits(&target{schema: s})
+	testutil.Eventually(t, 10*time.Second, "the sampler sees the advisory-lock wait", func() bool {
+		return sampler.waitedOn("advisory") > 0
+	})
+	line, err := sampler.stop(1)
+	if err != nil || !strings.Contains(line, "(advisory ") || strings.HasPrefix(line, "0.000") {
+		t.Fatalf("stop: %q, %v; want a non-zero wait on the advisory lock", line, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("the waiting session: %v", err)
 	}
 }

@@ -312,7 +312,7 @@ func (r *runner) runsC50(s string, fn func(ctx context.Context, base string) err
 		return nil, loopResult{}, err
 	}
 	o := r.opts
-	cost0 := r.readCost(t)
+	cost := r.meterCost(t)
 	res := loop(r.ctx, o.concurrency, o.runsC50N, o.duration, func(ctx context.Context, i int) error {
 		err := fn(ctx, t.base(i))
 		r.runs.allRuns.Add(1)
@@ -326,7 +326,7 @@ func (r *runner) runsC50(s string, fn func(ctx context.Context, base string) err
 	r.report.addDur(s, "p50", res.p50, 0)
 	r.report.addDur(s, "p99", res.p99, targetRunC50P99)
 	r.report.addDur(s, "max", res.pmax, 0)
-	r.reportCost(s, "run", res.n, cost0, r.readCost(t))
+	cost.report(s, "run", res.n)
 	if res.capped {
 		r.report.add(s, "note", fmt.Sprintf("stopped at the time cap after %d runs", res.n), "", "")
 	}

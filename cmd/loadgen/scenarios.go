@@ -220,7 +220,7 @@ func (r *runner) createThreadsC50() error {
 	}
 	o := r.opts
 	tag := fmt.Sprintf("c%d", o.concurrency)
-	cost0 := r.readCost(t)
+	cost := r.meterCost(t)
 	res := loop(r.ctx, o.concurrency, o.c50N, o.duration, func(ctx context.Context, i int) error {
 		body := fmt.Appendf(nil, `{"metadata":{"bench":"%s","i":%d}}`, tag, i)
 		_, err := do(ctx, r.client, http.MethodPost, t.base(i)+"/threads", body, false)
@@ -236,7 +236,7 @@ func (r *runner) createThreadsC50() error {
 	r.report.addDur(s, "p50", res.p50, 0)
 	r.report.addDur(s, "p99", res.p99, 0)
 	r.report.addDur(s, "max", res.pmax, 0)
-	r.reportCost(s, "request", res.n, cost0, r.readCost(t))
+	cost.report(s, "request", res.n)
 	if err := res.err(o.c50N); err != nil {
 		return err
 	}

@@ -122,6 +122,37 @@ func (r *runner) readCost(t *target) serverCost {
 	return c
 }
 
+// costMeter measures what a loop costs the servers of a group: the
+// counters read before and after it, and (-lock-waits) the lock waits
+// sampled while it runs.
+type costMeter struct {
+	r      *runner
+	t      *target
+	before serverCost
+	locks  *lockWaitSampler
+}
+
+// meterCost starts measuring a loop on t.
+func (r *runner) meterCost(t *target) *costMeter {
+	m := &costMeter{r: r, t: t, before: r.readCost(t)}
+	if r.opts.lockWaits {
+		m.locks = r.startLockWaits(t)
+	}
+	return m
+}
+
+// report adds the cost of the loop, n operations, under scenario s.
+func (m *costMeter) report(s, per string, n int) {
+	if m.locks != nil {
+		line, err := m.locks.stop(n)
+		if err != nil {
+			line = "not sampled: " + err.Error()
+		}
+		m.r.report.add(s, "PostgreSQL lock wait ms per "+per+" (sampled every "+lockSampleEvery.String()+")", line, "", "")
+	}
+	m.r.reportCost(s, per, n, m.before, m.r.readCost(m.t))
+}
+
 // reportCost adds what a loop of n operations cost the servers between two
 // readings: server CPU, database backend CPU and storage commits per
 // operation.
