@@ -245,14 +245,7 @@ func TestJSGraphCustomStoreFactory(t *testing.T) {
 func TestJSGraphNodeError(t *testing.T) {
 	s := startFixture(t, testutil.Options{})
 	thread := testutil.NewThread(t, s)
-	run := s.Do("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "js_fail", "input": map[string]any{}}).Object(t)
-	runID := run["run_id"].(string)
-	s.Do("GET", "/threads/"+thread+"/runs/"+runID+"/join", nil)
-	got := s.Do("GET", "/threads/"+thread+"/runs/"+runID, nil).Object(t)
-	if got["status"] != "error" {
-		t.Fatalf("run = %v, want status error", got)
-	}
-	th := s.Do("GET", "/threads/"+thread, nil).Object(t)
+	th := failedRun(t, s, thread, map[string]any{"assistant_id": "js_fail", "input": map[string]any{}})
 	if th["status"] != "error" || !strings.Contains(fmt.Sprint(th["error"]), "the explode node failed on purpose") {
 		t.Errorf("thread = status %v error %v", th["status"], th["error"])
 	}
@@ -263,6 +256,18 @@ func TestJSGraphNodeError(t *testing.T) {
 	if next := state["next"].([]any); len(next) != 1 || next[0] != "explode" {
 		t.Errorf("next after the failure = %v, want [explode]", next)
 	}
+}
+
+// failedRun runs body on thread, wants the run to end in error, and
+// returns the thread after it.
+func failedRun(t *testing.T, s *testutil.Server, thread string, body map[string]any) map[string]any {
+	t.Helper()
+	runID := s.Do("POST", "/threads/"+thread+"/runs", body).Object(t)["run_id"].(string)
+	s.Do("GET", "/threads/"+thread+"/runs/"+runID+"/join", nil)
+	if got := s.Do("GET", "/threads/"+thread+"/runs/"+runID, nil).Object(t); got["status"] != "error" {
+		t.Fatalf("run = %v, want status error", got)
+	}
+	return s.Do("GET", "/threads/"+thread, nil).Object(t)
 }
 
 // storageCommits is the number of storage commits of this process so far.
@@ -322,14 +327,7 @@ func TestJSGraphRefusedWrite(t *testing.T) {
 	thread := testutil.NewThread(t, s)
 	stray := testutil.NewThread(t, s)
 	config := map[string]any{"configurable": map[string]any{"stray_thread": stray}}
-	run := s.Do("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "js_fail", "input": map[string]any{}, "config": config}).Object(t)
-	runID := run["run_id"].(string)
-	s.Do("GET", "/threads/"+thread+"/runs/"+runID+"/join", nil)
-	got := s.Do("GET", "/threads/"+thread+"/runs/"+runID, nil).Object(t)
-	if got["status"] != "error" {
-		t.Fatalf("run = %v, want status error", got)
-	}
-	th := s.Do("GET", "/threads/"+thread, nil).Object(t)
+	th := failedRun(t, s, thread, map[string]any{"assistant_id": "js_fail", "input": map[string]any{}, "config": config})
 	if errText := fmt.Sprint(th["error"]); !strings.Contains(errText, "cannot reach the checkpoints of thread "+stray) {
 		t.Errorf("thread error = %v, want the refusal of the write to thread %s", th["error"], stray)
 	}
