@@ -256,17 +256,22 @@ func (s *Service) finish(ctx context.Context, run storage.Run, sink *runSink, re
 	if sink.final != nil {
 		unwritten = append(unwritten, *sink.final)
 	}
-	// Encoded here, outside the transaction; the final checkpoint is the
-	// last one.
-	encoded, err := sink.checkpoints.encode(unwritten)
-	if err != nil && runErr == nil {
-		runErr = fmt.Errorf("encode checkpoints: %w", err)
-	}
-	var encodedFinal []storage.EncodedCheckpoint
-	if sink.final != nil && len(encoded) > 0 {
-		encoded, encodedFinal = encoded[:len(encoded)-1], encoded[len(encoded)-1:]
-	}
 	cause := context.Cause(ctx)
+	// Encoded here, outside the transaction; the final checkpoint is the
+	// last one. A temporary run's end writes no checkpoint (its thread goes
+	// with it), so its checkpoints are encoded only for the paths that keep
+	// them: a requeue at shutdown, a retry after a lost executor.
+	var encoded, encodedFinal []storage.EncodedCheckpoint
+	if !run.Temporary || errors.Is(cause, errShutdown) || errors.Is(runErr, graph.ErrExecutorLost) {
+		var err error
+		encoded, err = sink.checkpoints.encode(unwritten)
+		if err != nil && runErr == nil {
+			runErr = fmt.Errorf("encode checkpoints: %w", err)
+		}
+		if sink.final != nil && len(encoded) > 0 {
+			encoded, encodedFinal = encoded[:len(encoded)-1], encoded[len(encoded)-1:]
+		}
+	}
 	if errors.Is(cause, errLeaseLost) {
 		s.dropTakenOver(run, sink)
 		return

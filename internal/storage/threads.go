@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -166,21 +167,36 @@ func (t *Tx) DeleteThread(id uuid.UUID) error {
 	return t.deleteThreadRuns(id)
 }
 
-// threadIndexKeys lists a thread's index entries by bucket.
-func threadIndexKeys(th *Thread) map[string][]string {
-	keys := map[string][]string{
-		string(bucketThreadsByCreated): {string(timeIDKey(nil, th.CreatedAt, th.ThreadID))},
-		string(bucketThreadsByStatus):  {string(timeIDKey(statusPrefix(th.Status), th.CreatedAt, th.ThreadID))},
+// indexEntry is one index entry of a thread: the index's bucket and the
+// entry's key.
+type indexEntry struct {
+	bucket, key []byte
+}
+
+func compareIndexEntries(a, b indexEntry) int {
+	if c := bytes.Compare(a.bucket, b.bucket); c != 0 {
+		return c
 	}
+	return bytes.Compare(a.key, b.key)
+}
+
+// threadIndexEntries lists a thread's index entries, sorted by bucket and
+// key.
+func threadIndexEntries(th *Thread) []indexEntry {
+	out := make([]indexEntry, 0, 3+len(th.Metadata))
+	out = append(out,
+		indexEntry{bucketThreadsByCreated, timeIDKey(nil, th.CreatedAt, th.ThreadID)},
+		indexEntry{bucketThreadsByStatus, timeIDKey(statusPrefix(th.Status), th.CreatedAt, th.ThreadID)})
 	if k := expiryIndexKey(th); k != nil {
-		keys[string(bucketThreadsByExpiry)] = []string{string(k)}
+		out = append(out, indexEntry{bucketThreadsByExpiry, k})
 	}
 	for k, v := range th.Metadata {
 		if p, ok := indexedValue(k, v); ok {
-			keys[string(bucketThreadsByMeta)] = append(keys[string(bucketThreadsByMeta)], string(timeIDKey(p, th.CreatedAt, th.ThreadID)))
+			out = append(out, indexEntry{bucketThreadsByMeta, timeIDKey(p, th.CreatedAt, th.ThreadID)})
 		}
 	}
-	return keys
+	slices.SortFunc(out, compareIndexEntries)
+	return out
 }
 
 // reindexThread moves a thread's index entries from old to cur (either may
@@ -188,47 +204,40 @@ func threadIndexKeys(th *Thread) map[string][]string {
 // only the status touches only the status index: every page a commit
 // dirties is written and synced.
 func (t *Tx) reindexThread(old, cur *Thread) error {
-	var before, after map[string][]string
+	var was, is []indexEntry
 	if old != nil {
-		before = threadIndexKeys(old)
+		was = threadIndexEntries(old)
 	}
 	if cur != nil {
-		after = threadIndexKeys(cur)
+		is = threadIndexEntries(cur)
 	}
-	for _, name := range [][]byte{bucketThreadsByCreated, bucketThreadsByStatus, bucketThreadsByMeta, bucketThreadsByExpiry} {
-		was, is := before[string(name)], after[string(name)]
-		b := t.bucket(name)
-		for _, k := range missingFrom(was, is) {
-			if err := b.Delete([]byte(k)); err != nil {
-				return err
-			}
+	// Both lists are sorted: one merge finds what only one of them has.
+	for len(was) > 0 || len(is) > 0 {
+		c := 0
+		switch {
+		case len(was) == 0:
+			c = 1
+		case len(is) == 0:
+			c = -1
+		default:
+			c = compareIndexEntries(was[0], is[0])
 		}
-		for _, k := range missingFrom(is, was) {
-			if err := b.Put([]byte(k), nil); err != nil {
+		switch {
+		case c < 0:
+			if err := t.bucket(was[0].bucket).Delete(was[0].key); err != nil {
 				return err
 			}
+			was = was[1:]
+		case c > 0:
+			if err := t.bucket(is[0].bucket).Put(is[0].key, nil); err != nil {
+				return err
+			}
+			is = is[1:]
+		default:
+			was, is = was[1:], is[1:]
 		}
 	}
 	return nil
-}
-
-// missingFrom returns the elements of a that are not in b, in time linear
-// in their lengths.
-func missingFrom(a, b []string) []string {
-	if len(b) == 0 {
-		return a
-	}
-	in := make(map[string]struct{}, len(b))
-	for _, k := range b {
-		in[k] = struct{}{}
-	}
-	var out []string
-	for _, k := range a {
-		if _, ok := in[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 func statusPrefix(status string) []byte {
