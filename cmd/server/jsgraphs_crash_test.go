@@ -13,7 +13,6 @@ import (
 
 	"agentserver/internal/storage"
 	"agentserver/internal/testutil"
-	"agentserver/internal/testutil/pgtest"
 )
 
 // jsFixture is the fixture LangGraph.js project's langgraph.json; the test
@@ -46,7 +45,7 @@ func storeCount(t *testing.T, client *http.Client, url, thread, key string) floa
 
 // pollUntil polls cond every 20 ms until it holds, failing the test after
 // limit.
-func pollUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+func pollUntil(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
@@ -169,12 +168,7 @@ func checkJSCrashRetried(t *testing.T, client *http.Client, p *serverProcess, th
 // run over once the dead one's lease lapses: attempt 2, owned by the
 // survivor, retried from the last committed checkpoint, completed once.
 func TestReplicaKilledMidJSRun(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip("replicas need PostgreSQL: set " + pgtest.EnvURL)
-	}
-	if testing.Short() {
-		t.Skip("builds and runs the server binary")
-	}
+	skipWithoutReplicas(t)
 	graphs := jsFixture(t)
 	bin := buildServer(t)
 	c := newReplicaCluster(t, bin, "3s", time.Second)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,18 @@ type replicaCluster struct {
 	// db reads the shared records directly (attempts and owners, which the
 	// HTTP API does not show).
 	db *storage.DB
+}
+
+// skipWithoutReplicas skips a test of server binaries sharing PostgreSQL
+// when no test database is configured or under -short.
+func skipWithoutReplicas(t *testing.T) {
+	t.Helper()
+	if !pgtest.Enabled() {
+		t.Skip("replicas need PostgreSQL: set " + pgtest.EnvURL)
+	}
+	if testing.Short() {
+		t.Skip("builds and runs the server binary")
+	}
 }
 
 // replica is one server binary of a cluster.
@@ -62,7 +75,11 @@ func newReplicaCluster(tb testing.TB, bin, lease string, modelDelay time.Duratio
 			tb.Fatal(err)
 		}
 	}
-	db, err := storage.OpenPostgres(c.dbURL, storage.Options{})
+	leaseDur, err := time.ParseDuration(lease)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db, err := storage.OpenPostgres(c.dbURL, storage.Options{Lease: leaseDur})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -74,9 +91,27 @@ func newReplicaCluster(tb testing.TB, bin, lease string, modelDelay time.Duratio
 // start starts one more replica on a data directory of its own.
 func (c *replicaCluster) start(tb testing.TB) *replica {
 	tb.Helper()
+	return c.startAs(tb, "")
+}
+
+// startAs starts one more replica whose database sessions carry app (when
+// not "") as their application_name, so that a test can find them.
+func (c *replicaCluster) startAs(tb testing.TB, app string) *replica {
+	tb.Helper()
 	dataDir := tb.TempDir()
+	dbURL := c.dbURL
+	if app != "" {
+		u, err := url.Parse(dbURL)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("application_name", app)
+		u.RawQuery = q.Encode()
+		dbURL = u.String()
+	}
 	p := startProcessWith(tb, c.bin, []string{"OPENAI_API_KEY=test"},
-		"--data-dir", dataDir, "--config", c.config, "--database-url", c.dbURL,
+		"--data-dir", dataDir, "--config", c.config, "--database-url", dbURL,
 		"--run-lease", c.lease, "--n-jobs", "16")
 	raw, err := os.ReadFile(filepath.Join(dataDir, "replica-id"))
 	if err != nil {

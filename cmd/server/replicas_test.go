@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"agentserver/internal/storage"
-	"agentserver/internal/testutil/pgtest"
 )
 
 // webhookCounter is a webhook receiver on 127.0.0.1 counting the
@@ -57,12 +56,7 @@ func (w *webhookCounter) deliveries(run string) (int, []string) {
 // exactly once on the survivors: the killed replica's runs on their second
 // attempt, each thread with one input and one reply, each webhook once.
 func TestThreeReplicasSurviveAKill9(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip("replicas need PostgreSQL: set " + pgtest.EnvURL)
-	}
-	if testing.Short() {
-		t.Skip("builds and runs the server binary")
-	}
+	skipWithoutReplicas(t)
 	bin := buildServer(t)
 	c := newReplicaCluster(t, bin, "3s", 3*time.Second)
 	hooks := newWebhookCounter(t)

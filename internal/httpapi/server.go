@@ -151,7 +151,7 @@ func (h *Handler) GetOk(ctx context.Context, req api.GetOkRequestObject) (api.Ge
 		return nil, err
 	}
 	if check {
-		if err := h.db.Ping(); err != nil {
+		if err := h.runs.CheckDB(); err != nil {
 			return api.GetOk500JSONResponse{InternalErrorJSONResponse: api.InternalErrorJSONResponse(errorBody("storage unavailable: "+err.Error(), "unavailable"))}, nil
 		}
 	}

@@ -106,6 +106,17 @@
 //     from the last checkpoint; a run being cancelled ends instead; a run
 //     out of attempts ends in error). A restarted replica (same data
 //     directory, same id) requeues its own runs at start.
+//   - A replica renews only the leases of the runs it executes: a run it
+//     holds in the queue but no longer executes (its end did not commit)
+//     lapses and is taken over instead of staying running for ever. A
+//     replica frozen past its lease (SIGSTOP) finds, when it resumes, that
+//     its runs were taken over: it stops them at its next renewal, and
+//     what they commit meanwhile is fenced.
+//   - A run's webhook is sent by whoever commits its end, and only then:
+//     an end that was fenced or failed to commit sends none, so a run
+//     taken over is announced once, by the replica that ended it.
+//   - /ok?check_db=true (CheckDB) fails on a replica the database does not
+//     count as live (its heartbeat is older than a lease).
 //   - Cancellation is recorded in the run's record (CancelAction) and
 //     announced; the executing replica cancels the run's context when it
 //     hears it. Waits and joins of runs executing elsewhere wait for the

@@ -701,6 +701,20 @@ func (s *Service) recoverable(ctx context.Context) ([]storage.Run, error) {
 // QueueStats reports the queue and the workers (metrics.QueueSource).
 func (s *Service) QueueStats() metrics.QueueStats { return s.sched.stats() }
 
+// CheckDB reports whether the database answers and, on a shared database,
+// whether the others count this replica as live (storage.CheckReplica): a
+// replica that was frozen longer than a lease has had its runs taken over
+// and is unhealthy until its next heartbeat.
+func (s *Service) CheckDB() error {
+	if err := s.db.Ping(); err != nil {
+		return err
+	}
+	if !s.db.Shared() {
+		return nil
+	}
+	return s.db.CheckReplica(s.opts.ReplicaID)
+}
+
 // Shutdown stops every run (they resume after the next start) and waits for
 // workers and webhooks.
 func (s *Service) Shutdown(ctx context.Context) error {

@@ -528,14 +528,24 @@ func (s *Service) startHere(r storage.Run, release func()) {
 
 // keepLeases renews the leases of the runs this replica executes and
 // stops those it no longer holds (another replica took them over while
-// this one could not renew).
+// this one could not renew, or was frozen). A run it holds in the queue
+// but no longer executes (its end did not commit) is not renewed: its
+// lease lapses and it is taken over, instead of staying running for ever.
 func (q *sharedScheduler) keepLeases() {
 	s := q.s
 	if err := s.db.Heartbeat(s.opts.ReplicaID, s.opts.AdvertiseURL); err != nil {
 		s.log.Warn("replica heartbeat", "err", err)
 	}
 	began := time.Now()
-	held, err := s.db.RenewLeases(s.opts.ReplicaID)
+	var executing []uuid.UUID
+	s.mu.Lock()
+	for id, lr := range s.live {
+		if lr.here {
+			executing = append(executing, id)
+		}
+	}
+	s.mu.Unlock()
+	held, err := s.db.RenewLeases(s.opts.ReplicaID, executing)
 	if err != nil {
 		s.log.Warn("renew run leases", "err", err)
 		return

@@ -384,7 +384,9 @@ func (s *Service) endRun(run storage.Run, sink *runSink, e ending) {
 	}
 	s.watchers.publish(run.ThreadID, "run_done", done)
 	s.settle(run, values)
-	if hook := run.Kwargs.Webhook; hook != "" && !e.rollback && !fenced {
+	// Only the replica that committed the end sends the webhook: an end
+	// that did not commit (fenced, or failed) is another's to announce.
+	if hook := run.Kwargs.Webhook; hook != "" && !e.rollback && !fenced && err == nil {
 		s.sendWebhook(hook, run, values)
 	}
 }

@@ -60,6 +60,27 @@ func (be testBackend) openNew(t *testing.T) *DB {
 
 // openPostgresOrSkip opens a PostgreSQL database in a fresh schema, closed
 // when the test ends, or skips the test when no test database is set.
+// openReplicasOrSkip opens n databases on one fresh PostgreSQL schema, as
+// n servers sharing it do (closed when the test ends), or skips the test
+// when no test database is configured.
+func openReplicasOrSkip(tb testing.TB, n int) []*DB {
+	tb.Helper()
+	if !pgtest.Enabled() {
+		tb.Skip(pgtest.EnvURL + " is not set")
+	}
+	url := pgtest.FreshSchema(tb)
+	dbs := make([]*DB, n)
+	for i := range dbs {
+		db, err := OpenPostgres(url, Options{})
+		if err != nil {
+			tb.Fatalf("server %d of %d on the schema: %v", i+1, n, err)
+		}
+		tb.Cleanup(func() { db.Close() })
+		dbs[i] = db
+	}
+	return dbs
+}
+
 func openPostgresOrSkip(tb testing.TB) *DB {
 	tb.Helper()
 	if !pgtest.Enabled() {

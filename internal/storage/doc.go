@@ -34,6 +34,25 @@
 // pg_notify in the same transaction, so listeners (OnNotice) hear of
 // committed changes only. The notice channel is named after the schema.
 //
+// Faults (PostgreSQL). Every write transaction sets, for itself,
+// idle_in_transaction_session_timeout (writerIdleTimeout, 500 ms): a
+// process frozen while it holds the writer lock (SIGSTOP, a VM pause, a
+// long stall) is cut off by PostgreSQL within that time and the lock
+// released, instead of every replica's writes waiting for the whole
+// freeze. The writer tries a transaction again on a new connection (up to
+// pgWriteAttempts, the idle timeout growing with each try) when it did not
+// commit for a reason a new try removes: its session was lost or ended
+// (that timeout, pg_terminate_backend), a serialization failure, a
+// deadlock. An error the server answered means the transaction did not
+// commit. A session lost while COMMIT is in flight is ambiguous: the
+// transaction's id, read in its first round trip, and pg_xact_status
+// decide — committed is a success, aborted is tried again, anything else
+// is an error. So a batch commits once or not at all, and success is
+// reported only for a commit. A replica whose heartbeat (replicas.seen_at)
+// is older than a lease is not live (CheckReplica): its runs are being
+// taken over, and its health check fails until it beats again. Leases are
+// renewed only for the runs the replica still executes (RenewLeases).
+//
 // One table rather than a table per bucket: the code above the seam creates
 // no bucket at run time, every bucket has the same shape (ordered bytes to
 // bytes), and a new bucket then needs no migration.

@@ -52,11 +52,23 @@ func loadMigrations() ([]migration, error) {
 // newest embedded migration in one transaction, under the writers' advisory
 // lock so that servers starting together apply each migration once. A
 // database that records a version this build does not know is refused.
+//
+// Since everything happens in tx, a migration interrupted half way (an
+// error, a lost connection, a killed process) leaves nothing: not the
+// tables it created, nor those of the migrations before it in the same
+// open, nor their rows in schema_migrations; the next open starts again
+// from the last migration an earlier open committed.
 func migrate(ctx context.Context, tx pgx.Tx) error {
 	all, err := loadMigrations()
 	if err != nil {
 		return err
 	}
+	return applyMigrations(ctx, tx, all)
+}
+
+// applyMigrations applies those of all (in version order) that the
+// schema lacks, in tx.
+func applyMigrations(ctx context.Context, tx pgx.Tx, all []migration) error {
 	if _, err := tx.Exec(ctx, writerLockSQL); err != nil {
 		return fmt.Errorf("take the writer lock: %w", err)
 	}

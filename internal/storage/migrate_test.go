@@ -84,20 +84,8 @@ func TestPostgresFailedReadFailsTheTransaction(t *testing.T) {
 // to every one of them (its sender told apart), and servers on another
 // schema hear nothing of it.
 func TestPostgresReplicasShareASchemaAndHearItsNotices(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip(pgtest.EnvURL + " is not set")
-	}
-	url := pgtest.FreshSchema(t)
-	first, err := OpenPostgres(url, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
-	second, err := OpenPostgres(url, Options{})
-	if err != nil {
-		t.Fatalf("a second server on the schema: %v", err)
-	}
-	defer second.Close()
+	dbs := openReplicasOrSkip(t, 2)
+	first, second := dbs[0], dbs[1]
 	other, err := OpenPostgres(pgtest.FreshSchema(t), Options{})
 	if err != nil {
 		t.Fatalf("a server on another schema: %v", err)

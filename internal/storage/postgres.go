@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +27,32 @@ import (
 // the same schema: each one takes this transaction-scoped advisory lock
 // first. The key is derived from the schema name, so deployments (or tests)
 // in different schemas of one database do not wait for each other.
-const writerLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('agentserver writer ' || current_schema(), 0))`
+const writerLockSQL = `SELECT pg_advisory_xact_lock(` + writerLockKey + `)`
+
+// writerLockKey is the writer lock's advisory lock key.
+const writerLockKey = `hashtextextended('agentserver writer ' || current_schema(), 0)`
+
+// writerIdleTimeout is how long a write transaction's session may sit
+// idle between its round trips before PostgreSQL ends it, releasing the
+// writer lock (idle_in_transaction_session_timeout, set for the
+// transaction only). A transaction that no network or model call
+// interrupts is never idle that long unless its process is frozen (a
+// SIGSTOP, a VM pause): the other replicas then wait for the lock at most
+// this long instead of for the whole freeze. A retried transaction gets
+// writerIdleGrowth times more, so that one which is merely slow (a large
+// batch on a loaded machine) is not cut off again and again.
+const (
+	writerIdleTimeout = 500 * time.Millisecond
+	writerIdleGrowth  = 4
+)
+
+// pgWriteAttempts bounds the tries of one write transaction whose
+// session was lost or which PostgreSQL aborted for a reason that a new try
+// removes (a serialization failure, a deadlock, the idle timeout).
+const pgWriteAttempts = 5
+
+// pgWriteRetry spaces the tries of a write transaction.
+var pgWriteRetry = retry.Policy{Base: 20 * time.Millisecond, Factor: 4, Max: time.Second, Jitter: 0.5}
 
 // Cursor page sizes: a cursor first fetches pgFirstPage rows from where it
 // is positioned, then pages grow fourfold up to pgMaxPage, so a point
@@ -204,7 +231,26 @@ const (
 	pgBeginWriteSQL = `BEGIN`
 	pgCommitSQL     = `COMMIT`
 	pgRollbackSQL   = `ROLLBACK`
+	// pgXactIDSQL starts the statement that opens a write transaction
+	// after BEGIN (writerOpenSQL): the transaction's id tells, should the
+	// session be lost while COMMIT is in flight, whether it committed
+	// (pgXactStatusSQL).
+	pgXactIDSQL     = `SELECT pg_current_xact_id()::text::bigint`
+	pgXactStatusSQL = `SELECT pg_xact_status($1::text::xid8)`
 )
+
+// writerOpenSQL are the statements that open a write transaction on try
+// attempt (0 first): BEGIN, then one statement that reads the
+// transaction's id, sets its idle timeout and takes the writer lock.
+func writerOpenSQL(attempt int) []string {
+	idle := writerIdleTimeout
+	for range attempt {
+		idle *= writerIdleGrowth
+	}
+	return []string{pgBeginWriteSQL, fmt.Sprintf(
+		"%s, set_config('idle_in_transaction_session_timeout', '%d', true), pg_advisory_xact_lock(%s) IS NULL",
+		pgXactIDSQL, idle.Milliseconds(), writerLockKey)}
+}
 
 // acquire takes a connection of the pool for one transaction; release
 // hands it back, rolling back whatever the transaction left open (a
@@ -255,31 +301,117 @@ func (be *pgBackend) read(ctx context.Context, fn func(kvTx) error, snapshot boo
 	return t.endWith(pgCommitSQL)
 }
 
+// update runs fn in a write transaction, trying again on a fresh
+// connection, up to pgWriteAttempts times, when the transaction did not
+// commit for a reason a new try removes: its session was lost or ended by
+// PostgreSQL (a frozen process cut off by the idle timeout, an
+// administrator's pg_terminate_backend), a serialization failure, a
+// deadlock. fn then runs again from the start; the batch commits once or
+// not at all: when the session is lost while COMMIT is in flight, the
+// transaction's status on the server decides between success and a new try,
+// and an outcome it cannot tell is an error, never a success.
 func (be *pgBackend) update(fn func(kvTx) error) error {
+	for attempt := 0; ; attempt++ {
+		t, err := be.updateOnce(fn, attempt)
+		if err == nil {
+			return nil
+		}
+		if t == nil || t.err == nil {
+			return err // fn's own error, or no connection at all
+		}
+		committed, again := be.outcome(t)
+		switch {
+		case committed:
+			return nil
+		case !again || attempt+1 >= pgWriteAttempts:
+			return err
+		}
+		be.log.Warn("database write did not commit; trying again on a new connection", "attempt", attempt+1, "err", oneLine{err})
+		_ = retry.Wait(context.Background(), pgWriteRetry.Delay(attempt, 0))
+	}
+}
+
+// updateOnce is one try of update. It returns the transaction (nil when
+// none began) with the error.
+func (be *pgBackend) updateOnce(fn func(kvTx) error, attempt int) (*pgTxn, error) {
 	ctx := context.Background()
 	t, release, err := be.acquire(ctx, false)
 	if err != nil {
-		return fmt.Errorf("begin write: %w", err)
+		return nil, fmt.Errorf("begin write: %w", err)
 	}
 	defer release()
 	// BEGIN and the writer lock go with the first round trip, before any
 	// statement of the transaction, and COMMIT with the last batch.
-	t.begin = []string{pgBeginWriteSQL, writerLockSQL}
+	t.begin = writerOpenSQL(attempt)
 	t.lease = be.lease
 	if err := fn(t); err != nil {
-		return t.failureOr(err)
+		return t, t.failureOr(err)
 	}
 	t.notice.Origin = be.origin
 	for _, payload := range t.notice.payloads() {
 		// Sent with the commit: listeners hear it only if it commits.
 		if err := t.queue(`SELECT pg_notify($1, $2)`, be.channel, payload); err != nil {
-			return err
+			return t, err
 		}
 	}
 	if err := t.endWith(pgCommitSQL); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return t, fmt.Errorf("commit: %w", err)
 	}
-	return nil
+	return t, nil
+}
+
+// retriedSQLStates are the errors after which a write transaction is tried
+// again: it did not commit, and a new try may.
+var retriedSQLStates = map[string]bool{
+	"40001": true, // serialization_failure
+	"40P01": true, // deadlock_detected
+	"25P03": true, // idle_in_transaction_session_timeout
+	"57P01": true, // admin_shutdown (pg_terminate_backend)
+	"57P05": true, // idle_session_timeout
+}
+
+// outcome tells what became of a write transaction that failed (t.err):
+// whether it committed after all (its session was lost while COMMIT was
+// in flight, and the server says it committed), and otherwise whether a
+// new try may succeed.
+func (be *pgBackend) outcome(t *pgTxn) (committed, again bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(t.err, &pgErr) {
+		// The server answered with an error: the transaction did not
+		// commit (an error ends it).
+		return false, retriedSQLStates[pgErr.Code]
+	}
+	if !t.conn.IsClosed() && !isConnLoss(t.err) {
+		return false, false
+	}
+	if !t.commitSent || pgconn.SafeToRetry(t.err) {
+		// Lost before COMMIT was sent (or before anything of the round
+		// trip was): nothing committed.
+		return false, true
+	}
+	if t.xid == 0 {
+		return false, false // no id to ask about: the outcome is unknown
+	}
+	ctx, cancel := be.opCtx()
+	defer cancel()
+	var status *string
+	if err := be.pool.QueryRow(ctx, pgXactStatusSQL, strconv.FormatInt(t.xid, 10)).Scan(&status); err != nil || status == nil {
+		return false, false
+	}
+	switch *status {
+	case "committed":
+		return true, false
+	case "aborted":
+		return false, true
+	}
+	return false, false // still in progress: unknown
+}
+
+// isConnLoss reports whether err is the loss of a connection (as opposed
+// to an error the server answered).
+func isConnLoss(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
 
 // endWith sends the pending writes and then sql (COMMIT) in one round
@@ -390,9 +522,13 @@ type pgTxn struct {
 	begin    []string
 	begun    bool
 	readOnly bool
-	// commit, when set, ends the next round trip (the last one).
-	commit string
-	lease  time.Duration
+	// commit, when set, ends the next round trip (the last one);
+	// commitSent is set once it is sent.
+	commit     string
+	commitSent bool
+	// xid is the id of a write transaction (pgXactIDSQL), once read.
+	xid   int64
+	lease time.Duration
 	// notice collects what the transaction tells the replicas at commit.
 	notice  Notice
 	pending pgx.Batch
@@ -729,10 +865,16 @@ func (t *pgTxn) send(batch *pgx.Batch, sql string, args []any, read func(pgx.Row
 	if t.commit != "" {
 		full.Queue(t.commit)
 	}
+	t.commitSent = t.commit != ""
 	results := t.conn.SendBatch(t.ctx, full)
 	var err error
-	for range len(open) + n {
-		if _, err = results.Exec(); err != nil {
+	for i := range len(open) + n {
+		if i < len(open) && strings.HasPrefix(open[i], pgXactIDSQL) {
+			err = results.QueryRow().Scan(&t.xid, nil, nil)
+		} else {
+			_, err = results.Exec()
+		}
+		if err != nil {
 			break
 		}
 	}

@@ -119,13 +119,17 @@ const (
 	pgNextDueSQL = `SELECT min(not_before) FROM run_queue WHERE status = 'pending' AND not_before > now()`
 	pgPendingSQL = `SELECT count(*) FROM run_queue WHERE status = 'pending'`
 	pgLapseSQL   = `SELECT min(lease_until) FROM run_queue WHERE status = 'running' AND owner <> $1`
-	// pgRenewSQL extends the leases of a replica's runs, skipping rows a
-	// writer transaction holds (a run of this replica being ended or
-	// updated: waiting for it would stall both), and returns every run
-	// the replica holds, renewed or not.
+	// pgRenewSQL extends the leases of the runs a replica holds and
+	// executes ($3), skipping rows a writer transaction holds (a run of
+	// this replica being ended or updated: waiting for it would stall
+	// both), and returns every run the replica holds, renewed or not. A
+	// run it holds but no longer executes (its end failed to commit) is
+	// not renewed, so that its lease lapses and another replica takes it
+	// over instead of it staying running for ever.
 	pgRenewSQL = `WITH held AS (SELECT run_id FROM run_queue WHERE status = 'running' AND owner = $1),
 		renewed AS (UPDATE run_queue SET lease_until = now() + $2::interval WHERE run_id IN (
-			SELECT run_id FROM run_queue WHERE status = 'running' AND owner = $1 FOR UPDATE SKIP LOCKED))
+			SELECT run_id FROM run_queue WHERE status = 'running' AND owner = $1 AND run_id = ANY($3::uuid[])
+			FOR UPDATE SKIP LOCKED))
 		SELECT run_id FROM held`
 	pgHeartbeatSQL = `INSERT INTO replicas (id, url) VALUES ($1, $2)
 		ON CONFLICT (id) DO UPDATE SET url = excluded.url, seen_at = now()`
@@ -133,6 +137,7 @@ const (
 	pgRunOwnerSQL       = `SELECT q.owner, coalesce(p.url, ''), coalesce(p.seen_at > now() - $2::interval, false)
 		FROM run_queue q LEFT JOIN replicas p ON p.id = q.owner WHERE q.run_id = $1`
 	pgLiveReplicasSQL = `SELECT id, url FROM replicas WHERE seen_at > now() - $1::interval ORDER BY id`
+	pgReplicaAgeSQL   = `SELECT extract(epoch FROM now() - seen_at) FROM replicas WHERE id = $1`
 )
 
 func (t *pgTxn) queueRun(r Run) error {
@@ -292,21 +297,56 @@ func (db *DB) NextLapse(replica string) (at time.Time, ok bool, err error) {
 	return *lapse, true, nil
 }
 
-// RenewLeases extends the lease of every run the replica holds and returns
-// those runs: a run it executes that is not among them was taken over.
-// It does not wait for the writer lock.
-func (db *DB) RenewLeases(replica string) ([]uuid.UUID, error) {
+// RenewLeases extends the lease of every run the replica holds among
+// executing (the runs it executes) and returns every run it holds: a run
+// it executes that is not among them was taken over, and one it holds but
+// does not execute is left to lapse. It does not wait for the writer lock.
+func (db *DB) RenewLeases(replica string, executing []uuid.UUID) ([]uuid.UUID, error) {
 	pg, ok := db.be.(*pgBackend)
 	if !ok {
 		return nil, ErrNotShared
 	}
 	ctx, cancel := pg.opCtx()
 	defer cancel()
-	rows, err := pg.pool.Query(ctx, pgRenewSQL, replica, pg.lease)
+	ids := make([]pgtype.UUID, len(executing))
+	for i, id := range executing {
+		ids[i] = pgUUID(id)
+	}
+	rows, err := pg.pool.Query(ctx, pgRenewSQL, replica, pg.lease, ids)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+}
+
+// ErrReplicaStale reports a replica that the others no longer count as
+// live: its heartbeat is older than a lease (its process was frozen, or
+// could not reach the database), or it is not registered at all.
+var ErrReplicaStale = errors.New("the replica is not live in the database")
+
+// CheckReplica reports, reading the database, whether the replica counts
+// as live for the others (ErrReplicaStale when not): its runs are then
+// being taken over, and it should not be sent work until its next
+// heartbeat.
+func (db *DB) CheckReplica(replica string) error {
+	pg, ok := db.be.(*pgBackend)
+	if !ok {
+		return ErrNotShared
+	}
+	ctx, cancel := pg.opCtx()
+	defer cancel()
+	var age float64
+	err := pg.pool.QueryRow(ctx, pgReplicaAgeSQL, replica).Scan(&age)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: replica %s is not registered", ErrReplicaStale, replica)
+	case err != nil:
+		return err
+	}
+	if seen := time.Duration(age * float64(time.Second)); seen >= pg.lease {
+		return fmt.Errorf("%w: replica %s was last seen %s ago (the lease is %s)", ErrReplicaStale, replica, seen.Round(time.Millisecond), pg.lease)
+	}
+	return nil
 }
 
 // Heartbeat records that a replica is alive and reachable at url, and
