@@ -86,6 +86,15 @@ type EventsDeriver interface {
 	OwnEvents()
 }
 
+// EndWriter is implemented by sinks that can write intermediate
+// checkpoints with the run's last commit instead of a commit of their own.
+// A runner hands over with CheckpointAtEnd, in order and before the final
+// checkpoint, the intermediate ones it still holds when its executor has
+// returned (a graph worker's checkpoints that came with the run's answer).
+type EndWriter interface {
+	CheckpointAtEnd(cp Checkpoint)
+}
+
 // Usage is the token usage of one model call.
 type Usage struct {
 	Model        string

@@ -11,6 +11,11 @@ import (
 	"sync"
 )
 
+// protocolVersion is the version of the worker protocol
+// (docs/js-graphs.md, "Worker protocol") this server speaks; a worker that
+// answers init with another is refused.
+const protocolVersion = 2
+
 // message is one line of the worker protocol: a request (ID and Method),
 // a notification (Method without ID) or a response (ID with Result or
 // Error). Each side numbers its own requests; a response never has a
@@ -149,9 +154,11 @@ func (c *conn) reply(id int64, result any, err error) {
 }
 
 // readLoop reads messages until the connection ends, passing requests and
-// notifications to handle and responses to the calls waiting for them.
-// When it returns every pending call has failed with errConnClosed.
-func (c *conn) readLoop(handle func(message)) error {
+// notifications to handle and responses to the calls waiting for them,
+// and calls idle whenever it has handled every message read so far (before
+// it waits for more). When it returns every pending call has failed with
+// errConnClosed.
+func (c *conn) readLoop(handle func(message), idle func()) error {
 	defer c.close()
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
@@ -166,6 +173,9 @@ func (c *conn) readLoop(handle func(message)) error {
 			} else {
 				handle(m)
 			}
+		}
+		if r.Buffered() == 0 {
+			idle()
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {

@@ -33,8 +33,11 @@
 //     and only after every new one loaded the project without error; a
 //     retired worker takes no new run and stops when its last run ends.
 //   - Checkpoints of every namespace (the graph's own and its subgraphs')
-//     go to the run's sink once their put and their snapshot arrived;
-//     storage keeps nested ones apart from the thread's own.
+//     go to the run's sink once their put and their snapshot arrived and
+//     the connection's reader has handled all the worker sent; those of a
+//     run whose newest checkpoint has nothing next (done: its answer
+//     follows) go with the run's end (graph.EndWriter), in its last commit.
+//     Storage keeps nested ones apart from the thread's own.
 //   - A client's state update of a JS thread is applied by the graph in a
 //     worker (update_state, graph.StateUpdater), in a session of its own
 //     whose checkpoints name no run; the caller stores them.
@@ -42,15 +45,16 @@
 //     session is open: once Run returns, they fail, so nothing a run does
 //     afterwards reaches its sink.
 //   - Calls that change a run's state (put, putWrites, snapshot, event)
-//     are handled in the order the worker sent them, on the connection's
-//     reader; reads of storage and store calls run on goroutines of their
-//     own.
+//     are notifications, handled in the order the worker sent them, on the
+//     connection's reader; a put or putWrites the session refuses fails
+//     the run. Reads of storage and store calls are requests and run on
+//     goroutines of their own.
 //   - A worker that exits or stops answering pings is replaced; its
 //     in-flight runs fail with an error wrapping graph.ErrExecutorLost,
 //     which the run engine retries from their last checkpoint. Before a
 //     run returns, whatever ended it, every root checkpoint whose pending
 //     writes arrived after it was handed to the sink is handed again, so
-//     no write the worker was answered for is lost. Close stops every
+//     no write that arrived before the run's end is lost. Close stops every
 //     worker; Pdeathsig (Linux) and the closed socket end a worker whose
 //     server died.
 //   - The project's Auth module (auth.path) and Hono app (http.app) load

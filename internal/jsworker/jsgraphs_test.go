@@ -18,6 +18,7 @@ import (
 
 	"agentserver/internal/config"
 	"agentserver/internal/llm/scripted"
+	"agentserver/internal/metrics"
 	"agentserver/internal/runs"
 	"agentserver/internal/server"
 	"agentserver/internal/testutil"
@@ -244,14 +245,7 @@ func TestJSGraphCustomStoreFactory(t *testing.T) {
 func TestJSGraphNodeError(t *testing.T) {
 	s := startFixture(t, testutil.Options{})
 	thread := testutil.NewThread(t, s)
-	run := s.Do("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "js_fail", "input": map[string]any{}}).Object(t)
-	runID := run["run_id"].(string)
-	s.Do("GET", "/threads/"+thread+"/runs/"+runID+"/join", nil)
-	got := s.Do("GET", "/threads/"+thread+"/runs/"+runID, nil).Object(t)
-	if got["status"] != "error" {
-		t.Fatalf("run = %v, want status error", got)
-	}
-	th := s.Do("GET", "/threads/"+thread, nil).Object(t)
+	th := failedRun(t, s, thread, map[string]any{"assistant_id": "js_fail", "input": map[string]any{}})
 	if th["status"] != "error" || !strings.Contains(fmt.Sprint(th["error"]), "the explode node failed on purpose") {
 		t.Errorf("thread = status %v error %v", th["status"], th["error"])
 	}
@@ -261,6 +255,84 @@ func TestJSGraphNodeError(t *testing.T) {
 	}
 	if next := state["next"].([]any); len(next) != 1 || next[0] != "explode" {
 		t.Errorf("next after the failure = %v, want [explode]", next)
+	}
+}
+
+// failedRun runs body on thread, wants the run to end in error, and
+// returns the thread after it.
+func failedRun(t *testing.T, s *testutil.Server, thread string, body map[string]any) map[string]any {
+	t.Helper()
+	runID := s.Do("POST", "/threads/"+thread+"/runs", body).Object(t)["run_id"].(string)
+	s.Do("GET", "/threads/"+thread+"/runs/"+runID+"/join", nil)
+	if got := s.Do("GET", "/threads/"+thread+"/runs/"+runID, nil).Object(t); got["status"] != "error" {
+		t.Fatalf("run = %v, want status error", got)
+	}
+	return s.Do("GET", "/threads/"+thread, nil).Object(t)
+}
+
+// storageCommits is the number of storage commits of this process so far.
+func storageCommits(t *testing.T) uint64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "agentserver_storage_commit_duration_seconds" {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatal("no storage commit metric")
+	return 0
+}
+
+// TestJSGraphShortRunCommits runs a one-node graph to its end: its
+// checkpoints come with the worker's answer, and go in the run's last
+// commit rather than in a background commit the last one would wait
+// behind, so a run costs two commits (its creation, its end) as a Go
+// graph's does; its history still holds all three checkpoints.
+func TestJSGraphShortRunCommits(t *testing.T) {
+	s := startFixture(t, testutil.Options{})
+	const n = 5
+	threads := make([]string, n)
+	for i := range threads {
+		threads[i] = testutil.NewThread(t, s)
+	}
+	before := storageCommits(t)
+	for _, thread := range threads {
+		wait(t, s, thread, map[string]any{"assistant_id": "js_chat", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}})
+	}
+	if commits := storageCommits(t) - before; commits > 2*n {
+		t.Errorf("%d runs made %d storage commits, want at most %d (creation and end)", n, commits, 2*n)
+	}
+	for _, thread := range threads {
+		history := s.Do("GET", "/threads/"+thread+"/history", nil).List(t)
+		var sources []any
+		for _, h := range history {
+			sources = append(sources, h.(map[string]any)["metadata"].(map[string]any)["source"])
+		}
+		if !reflect.DeepEqual(sources, []any{"loop", "loop", "input"}) {
+			t.Errorf("thread %s: history sources %v, want [loop loop input]", thread, sources)
+		}
+	}
+}
+
+// TestJSGraphRefusedWrite has a node write a checkpoint of another thread
+// through its run's checkpointer. The worker sends checkpoint writes as
+// notifications, without waiting for an answer; the server refuses this
+// one, and the run fails with that refusal rather than with what the
+// graph did next (its second node throws).
+func TestJSGraphRefusedWrite(t *testing.T) {
+	s := startFixture(t, testutil.Options{})
+	thread := testutil.NewThread(t, s)
+	stray := testutil.NewThread(t, s)
+	config := map[string]any{"configurable": map[string]any{"stray_thread": stray}}
+	th := failedRun(t, s, thread, map[string]any{"assistant_id": "js_fail", "input": map[string]any{}, "config": config})
+	if errText := fmt.Sprint(th["error"]); !strings.Contains(errText, "cannot reach the checkpoints of thread "+stray) {
+		t.Errorf("thread error = %v, want the refusal of the write to thread %s", th["error"], stray)
+	}
+	if history := s.Do("GET", "/threads/"+stray+"/history", nil).JSON.([]any); len(history) != 0 {
+		t.Errorf("the stray thread has %d checkpoints, want none", len(history))
 	}
 }
 

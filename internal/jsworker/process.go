@@ -29,6 +29,9 @@ type process struct {
 
 	mu       sync.Mutex
 	sessions map[uuid.UUID]*session
+	// ready are the sessions that were sent checkpoints since the reader
+	// last paused (touched by the reader only).
+	ready    map[*session]struct{}
 	load     int  // runs assigned to it (guarded by the pool's mu)
 	retired  bool // replaced by a reload (guarded by the pool's mu)
 	stopping bool // stopped on purpose: its exit is not a crash
@@ -102,7 +105,7 @@ func (p *Pool) startProcess(ctx context.Context, id int) (*process, *initResult,
 	cmd.Env = append(os.Environ(), p.opts.Env...)
 	cmd.ExtraFiles = []*os.File{child} // fd 3
 	cmd.SysProcAttr = childAttr()
-	w := &process{id: id, pool: p, cmd: cmd, c: newConn(nc), sessions: map[uuid.UUID]*session{}, exited: make(chan struct{}),
+	w := &process{id: id, pool: p, cmd: cmd, c: newConn(nc), sessions: map[uuid.UUID]*session{}, ready: map[*session]struct{}{}, exited: make(chan struct{}),
 		log: p.log.With("worker", id)}
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
@@ -131,6 +134,11 @@ func (p *Pool) startProcess(ctx context.Context, id int) (*process, *initResult,
 		}
 		return nil, nil, fmt.Errorf("graph worker did not start: %w", err)
 	}
+	if res.Protocol != protocolVersion {
+		w.kill()
+		<-w.exited
+		return nil, nil, fmt.Errorf("graph worker speaks protocol %d, not %d", res.Protocol, protocolVersion)
+	}
 	return w, &res, nil
 }
 
@@ -152,7 +160,7 @@ func (w *process) pipeLog(r io.Reader, stream string) {
 // serve reads the worker's messages until its connection ends, then waits
 // for the process and tells the pool.
 func (w *process) serve() {
-	err := w.c.readLoop(w.handle)
+	err := w.c.readLoop(w.handle, w.handReady)
 	if err != nil {
 		w.log.Error("graph worker connection", "err", err)
 		w.kill()
@@ -239,10 +247,12 @@ func (w *process) handle(m message) {
 		s.event(m.Params)
 	case "snapshot":
 		s.snapshot(m.Params)
+		w.ready[s] = struct{}{}
 	case "checkpoint.put":
-		w.c.reply(m.ID, struct{}{}, s.put(m.Params))
+		w.refuse(s, s.put(m.Params))
+		w.ready[s] = struct{}{}
 	case "checkpoint.putWrites":
-		w.c.reply(m.ID, struct{}{}, s.putWrites(m.Params))
+		w.refuse(s, s.putWrites(m.Params))
 	case "checkpoint.get":
 		go func() { r, err := s.getTuple(m.Params); w.c.reply(m.ID, r, err) }()
 	case "checkpoint.list":
@@ -254,6 +264,27 @@ func (w *process) handle(m message) {
 			w.c.reply(m.ID, nil, &WireError{Name: "MethodNotFound", Message: "unknown method " + m.Method})
 		}
 	}
+}
+
+// handReady hands the sinks the checkpoints that arrived since the reader
+// last paused: the checkpoints of one write of the worker (a burst of
+// steps, and often the run's end with them) are handed together, so that
+// those a run's end follows go with its last commit (session.handReady).
+func (w *process) handReady() {
+	for s := range w.ready {
+		s.handReady()
+		delete(w.ready, s)
+	}
+}
+
+// refuse records the refusal of a write the worker sent as a
+// notification (nil: none) and cancels the run in the worker, which then
+// fails with it (runner.Run).
+func (w *process) refuse(s *session, err error) {
+	if err == nil || !s.refuse(err) {
+		return
+	}
+	_ = w.c.notify("cancel", map[string]string{"run_id": s.in.RunID.String()})
 }
 
 func (w *process) session(runID uuid.UUID) *session {

@@ -35,6 +35,10 @@ type runParams struct {
 	// CheckpointID is the checkpoint the run named (a replay or fork of
 	// an older checkpoint); empty when it starts from the thread's newest.
 	CheckpointID string `json:"checkpoint_id,omitempty"`
+	// Start is the tuple the run starts from (null: the thread has none),
+	// which the worker's first checkpoint.get of it answers without a
+	// round trip.
+	Start json.RawMessage `json:"start,omitempty"`
 	// StreamModes are the modes someone wants when the run starts; the
 	// worker sends events of those only.
 	StreamModes []string `json:"stream_modes"`
@@ -90,6 +94,9 @@ func (r *runner) Run(ctx context.Context, in graph.Input, sink graph.Sink) (grap
 	if in.Addressed && in.From != nil {
 		params.CheckpointID = in.From.CheckpointID.String()
 	}
+	if params.Start, err = s.startTuple(); err != nil {
+		return graph.Result{}, err
+	}
 	var res runResult
 	done := make(chan error, 1)
 	go func() { done <- w.c.call(context.Background(), "run", params, &res) }()
@@ -107,6 +114,12 @@ func (r *runner) Run(ctx context.Context, in graph.Input, sink graph.Sink) (grap
 		// with the last checkpoint, as LangGraph's savers keep them.
 		s.closeWith(nil, false)
 		return graph.Result{}, context.Cause(ctx)
+	}
+	if refused := s.refusal(); refused != nil && !errors.Is(err, errConnClosed) {
+		// The worker's writes are notifications: one the session refused
+		// fails the run, whatever the worker answered.
+		s.closeWith(nil, false)
+		return graph.Result{}, refused
 	}
 	if errors.Is(err, errConnClosed) {
 		// The connection failed under the run (closed, or a write to a
@@ -174,6 +187,9 @@ func (r *runner) UpdateState(ctx context.Context, u graph.StateUpdate) (graph.St
 		CheckpointID string `json:"checkpoint_id"`
 	}
 	err = r.pool.call(ctx, s, "update_state", params, &res)
+	if refused := s.refusal(); refused != nil {
+		err = refused
+	}
 	if _, cerr := s.closeWith(nil, false); err == nil {
 		err = cerr
 	}

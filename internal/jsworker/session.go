@@ -42,6 +42,13 @@ type session struct {
 	// run.
 	update bool
 	closed bool
+	// ready are the complete checkpoints not yet handed to the sink, in
+	// the order they became complete (handReady).
+	ready []*jsCheckpoint
+	// refused is the first write of the worker the session refused (a
+	// put or putWrites naming another thread or an unknown checkpoint);
+	// the run fails with it.
+	refused error
 }
 
 type cpKey struct{ ns, id string }
@@ -168,6 +175,39 @@ func (s *session) checkThread(thread string) error {
 	return nil
 }
 
+// refuse records err as the session's refusal of a write unless one is
+// recorded already or the session is closed (calls after the run's end
+// are dropped); it reports whether it did.
+func (s *session) refuse(err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.refused != nil {
+		return false
+	}
+	s.refused = err
+	return true
+}
+
+// refusal is the write the session refused (nil: none).
+func (s *session) refusal() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// startTuple is the JSON of the tuple the run starts from, null when it
+// starts from an empty thread; nil when the worker is to ask for it (a
+// run that named a checkpoint the thread does not have).
+func (s *session) startTuple() (json.RawMessage, error) {
+	if s.in.Addressed && s.from == nil {
+		return nil, nil
+	}
+	if s.from == nil {
+		return json.RawMessage("null"), nil
+	}
+	return json.Marshal(s.from.tuple(s.in.ThreadID))
+}
+
 // put stores a checkpoint of the run (checkpoint.put).
 func (s *session) put(raw json.RawMessage) error {
 	var p struct {
@@ -239,14 +279,46 @@ func (s *session) snapshot(raw json.RawMessage) {
 	s.hand(cp)
 }
 
-// hand gives a checkpoint (of any namespace) to the sink once both halves
-// of it are there; s.mu is held.
+// hand readies a checkpoint (of any namespace) for the sink once both
+// halves of it are there; s.mu is held. handReady, or the run's end, hands
+// it over.
 func (s *session) hand(cp *jsCheckpoint) {
 	if cp.handed || cp.checkpoint == nil || cp.snap == nil {
 		return
 	}
-	cp.handed, cp.dirty = true, false
-	_ = s.sink.Checkpoint(context.Background(), s.graphCheckpoint(cp), false) // intermediate: never fails
+	cp.handed = true
+	s.ready = append(s.ready, cp)
+}
+
+// handReady hands the sink the ready checkpoints, unless the run's newest
+// checkpoint has nothing next: the graph is done, its run ends as soon as
+// the worker answers, and its last commit takes them all (closeWith), so
+// that a short run's checkpoints cost no commit of their own. It is called
+// when the connection's reader has handled all the worker sent.
+func (s *session) handReady() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || len(s.ready) == 0 {
+		return
+	}
+	if last := s.latest[""]; last != nil && last.snap != nil && len(last.snap.Next) == 0 && !s.update {
+		return
+	}
+	for _, cp := range s.ready {
+		cp.dirty = false
+		_ = s.sink.Checkpoint(context.Background(), s.graphCheckpoint(cp), false) // intermediate: never fails
+	}
+	s.ready = nil
+}
+
+// handAtEnd hands the sink an intermediate checkpoint when the run is
+// over: one that its last commit may write (graph.EndWriter).
+func (s *session) handAtEnd(cp graph.Checkpoint) {
+	if ew, ok := s.sink.(graph.EndWriter); ok {
+		ew.CheckpointAtEnd(cp)
+		return
+	}
+	_ = s.sink.Checkpoint(context.Background(), cp, false) // intermediate: never fails
 }
 
 // putWrites records a task's writes against a checkpoint
@@ -550,6 +622,11 @@ func (s *session) closeWith(res *runResult, ok bool) (graph.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	// The checkpoints not handed yet go with the others handed again.
+	for _, cp := range s.ready {
+		cp.dirty = true
+	}
+	s.ready = nil
 	last := s.latest[""]
 	if last == nil {
 		last = s.from
@@ -572,7 +649,7 @@ func (s *session) closeWith(res *runResult, ok bool) (graph.Result, error) {
 	for _, cp := range s.checkpointsByID() {
 		if cp != last && cp.handed && cp.dirty {
 			cp.dirty = false
-			_ = s.sink.Checkpoint(context.Background(), s.graphCheckpoint(cp), false) // intermediate: never fails
+			s.handAtEnd(s.graphCheckpoint(cp))
 		}
 	}
 	if last == nil || last.checkpoint == nil || !last.dirty && last.handed && !ok {
@@ -583,7 +660,11 @@ func (s *session) closeWith(res *runResult, ok bool) (graph.Result, error) {
 	}
 	cp := s.graphCheckpoint(last)
 	last.handed, last.dirty = true, false
-	return out, s.sink.Checkpoint(context.Background(), cp, ok)
+	if !ok {
+		s.handAtEnd(cp)
+		return out, nil
+	}
+	return out, s.sink.Checkpoint(context.Background(), cp, true)
 }
 
 // checkpointsByID lists the session's checkpoints of every namespace,

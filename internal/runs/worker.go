@@ -722,7 +722,9 @@ type runSink struct {
 	// node (the input checkpoint and the __start__ step) until the next
 	// write, so that a run whose start was not written with its start
 	// (a temporary run) pays no commit for them (a crash before that write
-	// loses nothing: the retry applies the input again).
+	// loses nothing: the retry applies the input again); and those handed
+	// over with the run's end (CheckpointAtEnd), which its last commit
+	// writes.
 	pending []storage.Checkpoint
 	legacy  map[string]map[string]any // legacy "messages" mode: accumulated message per id
 	// streamed is set when the creating request streams the run.
@@ -847,6 +849,14 @@ func (k *runSink) Checkpoint(ctx context.Context, executed graph.Checkpoint, fin
 	k.checkpoints.add(append(k.pending, cp)...)
 	k.pending = nil
 	return nil
+}
+
+// CheckpointAtEnd keeps an intermediate checkpoint handed over once the
+// executor is done, to be written with the run's end (graph.EndWriter).
+func (k *runSink) CheckpointAtEnd(executed graph.Checkpoint) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.pending = append(k.pending, threads.StoredCheckpoint(executed))
 }
 
 // beforeFirstNode reports whether a checkpoint is one a run writes before

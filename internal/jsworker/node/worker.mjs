@@ -13,7 +13,7 @@ import { register } from "node:module";
 import { pathToFileURL } from "node:url";
 import { randomUUID } from "node:crypto";
 
-const PROTOCOL_VERSION = 1;
+const PROTOCOL_VERSION = 2;
 
 // ---------------------------------------------------------------------------
 // Transport: one JSON message per line on fd 3, both directions.
@@ -664,9 +664,9 @@ function runConfig(p, signal) {
 }
 
 /** withCheckpointer returns a copy of graph that keeps its state in the server. */
-function withCheckpointer(graph, runID) {
+function withCheckpointer(graph, runID, start, startID) {
   const g = Object.assign(Object.create(Object.getPrototypeOf(graph)), graph);
-  g.checkpointer = serverSaver(runID);
+  g.checkpointer = serverSaver(runID, start, startID);
   g.store = serverStore(runID);
   return g;
 }
@@ -675,7 +675,7 @@ const streamable = new Set(["values", "updates", "messages", "custom", "tasks", 
 
 async function runGraph(entry, p, signal) {
   const config = runConfig(p, signal);
-  const graph = withCheckpointer(await graphFor(entry, config), p.run_id);
+  const graph = withCheckpointer(await graphFor(entry, config), p.run_id, p.start, p.checkpoint_id);
   let input = p.input ?? null;
   if (p.command != null) input = new lg.Command(p.command);
   // The writes since each namespace's last checkpoint ("": the graph's
@@ -862,9 +862,28 @@ function untypedText(t) {
 
 function saverClass() {
   return class ServerSaver extends lg.BaseCheckpointSaver {
-    constructor(runID) {
+    /**
+     * start is the tuple the run starts from (null: the thread has none),
+     * sent with the run: the run's first read of it needs no round trip.
+     * startID is the id that read names ("" : the newest).
+     */
+    constructor(runID, start, startID) {
       super();
       this.runID = runID;
+      this.start = start;
+      this.startID = startID ?? "";
+    }
+
+    /**
+     * takeStart answers, once, the read of the checkpoint the run starts
+     * from with the tuple sent with the run; undefined for any other read,
+     * and once the run has written a checkpoint (the newest is then its).
+     */
+    takeStart(c) {
+      const start = this.start;
+      if (start === undefined || (c.checkpoint_ns ?? "") !== "" || (c.checkpoint_id ?? "") !== this.startID) return undefined;
+      this.start = undefined;
+      return start;
     }
 
     async revive(t) {
@@ -883,6 +902,8 @@ function saverClass() {
 
     async getTuple(config) {
       const c = config.configurable ?? {};
+      const start = this.takeStart(c);
+      if (start !== undefined) return start === null ? undefined : this.revive(start);
       const r = await call("checkpoint.get", {
         run_id: this.runID,
         thread_id: c.thread_id,
@@ -909,7 +930,13 @@ function saverClass() {
       const c = config.configurable ?? {};
       const [, cp] = await this.serde.dumpsTyped(checkpoint);
       const [, md] = await this.serde.dumpsTyped(metadata);
-      await call("checkpoint.put", {
+      this.start = undefined;
+      // A notification: the server applies the run's writes in the order
+      // they come and fails the run when one is refused, so LangGraph's
+      // next step (and its next put, chained after this one) need not wait
+      // for a round trip. Nothing here is durable either way: the server
+      // commits checkpoints in the background.
+      notify("checkpoint.put", {
         run_id: this.runID,
         thread_id: c.thread_id,
         checkpoint_ns: c.checkpoint_ns ?? "",
@@ -929,7 +956,7 @@ function saverClass() {
           return { channel, idx: writesIdx[channel] ?? i, value: typed(type, bytes) };
         }),
       );
-      await call("checkpoint.putWrites", {
+      notify("checkpoint.putWrites", {
         run_id: this.runID,
         thread_id: c.thread_id,
         checkpoint_ns: c.checkpoint_ns ?? "",
@@ -1003,9 +1030,9 @@ function resultOf(op, res) {
 // are made once that package is imported.
 let ServerSaverClass;
 let ServerStoreClass;
-function serverSaver(runID) {
+function serverSaver(runID, start, startID) {
   ServerSaverClass ??= saverClass();
-  return new ServerSaverClass(runID);
+  return new ServerSaverClass(runID, start, startID);
 }
 function serverStore(runID) {
   ServerStoreClass ??= storeClass();
