@@ -74,6 +74,10 @@
 //     start and committed on their own, fenced by the run's token. A
 //     temporary run, and a graph whose runner cannot tell them ahead, hand
 //     them over with the first step instead.
+//   - A temporary run's end deletes its thread with the checkpoints in the
+//     same commit, so the checkpoints it still holds are not encoded; they
+//     are for the two ends that keep them (a requeue at shutdown, a retry
+//     after a lost graph worker).
 //   - A run's record keeps the W3C traceparent of the request that created
 //     it, so its execution span (package tracing) is that request's child
 //     whenever, and after however many restarts, it runs.
