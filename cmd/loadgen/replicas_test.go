@@ -30,14 +30,8 @@ func TestTargetBaseRoundRobin(t *testing.T) {
 // TestPGSchemaCreateDrop checks that a group's schema exists, is the one its
 // URL's connections use, and is gone after drop.
 func TestPGSchemaCreateDrop(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip(pgtest.EnvURL + " is not set")
-	}
 	ctx := context.Background()
-	s, err := newPGSchema(ctx, pgtest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestSchema(t)
 	conn, err := pgx.Connect(ctx, s.url)
 	if err != nil {
 		t.Fatal(errors.Join(err, s.drop()))
@@ -66,14 +60,8 @@ func TestPGSchemaCreateDrop(t *testing.T) {
 // and has a second session of the group wait for it: the sampler reports
 // the wait as an advisory-lock wait.
 func TestLockWaitSampler(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip(pgtest.EnvURL + " is not set")
-	}
 	ctx := context.Background()
-	s, err := newPGSchema(ctx, pgtest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestSchema(t)
 	t.Cleanup(func() { s.drop() })
 	holder, err := pgx.Connect(ctx, s.url)
 	if err != nil {
@@ -112,4 +100,18 @@ func TestLockWaitSampler(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Fatalf("the waiting session: %v", err)
 	}
+}
+
+// newTestSchema creates a group's schema in the test database; without
+// one it skips the test.
+func newTestSchema(t *testing.T) *pgSchema {
+	t.Helper()
+	if !pgtest.Enabled() {
+		t.Skip(pgtest.EnvURL + " is not set")
+	}
+	s, err := newPGSchema(context.Background(), pgtest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
