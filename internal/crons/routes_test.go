@@ -152,7 +152,9 @@ func TestCronCapAnswers429(t *testing.T) {
 // Search filters by assistant, thread, enabled and metadata, sorts,
 // pages and selects; count uses the same filters.
 func TestCronSearchAndCount(t *testing.T) {
-	s := startCronServer(t, fakeclock.New(time.Now()), testutil.Options{})
+	// Midnight, so that the schedules at 1, 2 and 3 o'clock come due in
+	// that order whatever the time the test runs.
+	s := startCronServer(t, fakeclock.New(time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)), testutil.Options{})
 	tid := testutil.NewThread(t, s)
 	a := s.Must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "0 1 * * *", "metadata": map[string]any{"k": "a"}}).Object(t)
 	b := s.Must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "other", "schedule": "0 2 * * *", "metadata": map[string]any{"k": "b"}, "enabled": false}).Object(t)
