@@ -339,7 +339,12 @@ func (be *pgBackend) updateOnce(fn func(kvTx) error, attempt int) (*pgTxn, error
 	if err != nil {
 		return nil, fmt.Errorf("begin write: %w", err)
 	}
-	defer release()
+	defer func() {
+		// Read before the connection goes back to the pool, where another
+		// transaction may take it.
+		t.connClosed = t.conn.IsClosed()
+		release()
+	}()
 	// BEGIN and the writer lock go with the first round trip, before any
 	// statement of the transaction, and COMMIT with the last batch.
 	t.begin = writerOpenSQL(attempt)
@@ -381,7 +386,7 @@ func (be *pgBackend) outcome(t *pgTxn) (committed, again bool) {
 		// commit (an error ends it).
 		return false, retriedSQLStates[pgErr.Code]
 	}
-	if !t.conn.IsClosed() && !isConnLoss(t.err) {
+	if !t.connClosed && !isConnLoss(t.err) {
 		return false, false
 	}
 	if !t.commitSent || pgconn.SafeToRetry(t.err) {
@@ -527,8 +532,11 @@ type pgTxn struct {
 	commit     string
 	commitSent bool
 	// xid is the id of a write transaction (pgXactIDSQL), once read.
-	xid   int64
-	lease time.Duration
+	xid int64
+	// connClosed is whether the connection was closed when a write
+	// transaction's try ended (update reads it after the release).
+	connClosed bool
+	lease      time.Duration
 	// notice collects what the transaction tells the replicas at commit.
 	notice  Notice
 	pending pgx.Batch
