@@ -69,8 +69,8 @@ func migrate(ctx context.Context, tx pgx.Tx) error {
 // applyMigrations applies those of all (in version order) that the
 // schema lacks, in tx.
 func applyMigrations(ctx context.Context, tx pgx.Tx, all []migration) error {
-	if _, err := tx.Exec(ctx, writerLockSQL); err != nil {
-		return fmt.Errorf("take the writer lock: %w", err)
+	if _, err := tx.Exec(ctx, migrationLockSQL); err != nil {
+		return fmt.Errorf("take the migration lock: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version integer PRIMARY KEY,

@@ -116,36 +116,100 @@ func TestPostgresWriterSessionKilledMidTransaction(t *testing.T) {
 }
 
 // A process frozen in the middle of a write transaction (here: a write
-// that stalls between two round trips, as under SIGSTOP) holds the writer
-// lock only until PostgreSQL's idle timeout ends its session: another
-// server's write on the schema commits meanwhile, and the stalled write,
-// once it goes on, is tried again and commits once.
-func TestPostgresFrozenWriterLosesTheLock(t *testing.T) {
+// that stalls between two round trips, as under SIGSTOP) holds the rows it
+// wrote only until PostgreSQL's idle timeout ends its session: another
+// server's write of one of those rows commits meanwhile, and the stalled
+// write, once it goes on, is tried again and commits once.
+func TestPostgresFrozenWriterReleasesItsRows(t *testing.T) {
 	dbs := openReplicasOrSkip(t, 2)
 	frozen, other := dbs[0], dbs[1]
-	otherDone := make(chan error, 1)
 	runs := 0
 	err := frozen.Update(context.Background(), countingWrite(&runs, func(attempt int, _ uint32) {
 		if attempt > 1 {
 			return
 		}
-		// Holding the lock, stalled: the other server's write can only
-		// commit once PostgreSQL has ended this session.
-		go func() {
-			otherDone <- other.Update(context.Background(), func(tx *Tx) error {
-				return tx.bucket(bucketMeta).Put([]byte("other"), []byte("written"))
-			})
-		}()
-		select {
-		case err := <-otherDone:
-			if err != nil {
-				t.Errorf("the other server's write: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("the other server's write did not commit while this one held the lock, stalled")
-		}
+		// Holding row "a", stalled: the other server's write of it can
+		// only commit once PostgreSQL has ended this session.
+		waitForWrite(t, other, "a", "other")
 	}))
 	wantRetriedOnce(t, frozen, "stalled past the idle timeout", err, runs, map[string]string{"a": "written", "b": "written", "counter": "1", "other": "written"})
+}
+
+// waitForWrite writes key k (and "other") of the meta bucket on db and
+// waits for the write to commit.
+func waitForWrite(t *testing.T, db *DB, k, v string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		done <- db.Update(context.Background(), func(tx *Tx) error {
+			meta := tx.bucket(bucketMeta)
+			if err := meta.Put([]byte(k), []byte(v)); err != nil {
+				return err
+			}
+			return meta.Put([]byte("other"), []byte("written"))
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the other server's write: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the other server's write did not commit while this one stalled")
+	}
+}
+
+// Writers of different rows never wait for each other: with one server's
+// write transaction stalled while it holds rows, another server's write
+// of other rows commits, and the stalled one then commits on its first
+// try (had the other waited, the idle timeout would have ended the stalled
+// session and forced a second).
+func TestPostgresWritersOfDifferentRowsDoNotWait(t *testing.T) {
+	dbs := openReplicasOrSkip(t, 2)
+	stalled, other := dbs[0], dbs[1]
+	runs := 0
+	err := stalled.Update(context.Background(), countingWrite(&runs, func(attempt int, _ uint32) {
+		waitForWrite(t, other, "elsewhere", "written")
+	}))
+	if err != nil || runs != 1 {
+		t.Fatalf("the stalled write: %v after %d tries, want success on the first", err, runs)
+	}
+	for k, want := range map[string]string{"a": "written", "b": "written", "counter": "1", "elsewhere": "written", "other": "written"} {
+		if got := metaValues(t, stalled, k); got[0] != want {
+			t.Errorf("%s = %q, want %q", k, got[0], want)
+		}
+	}
+}
+
+// A write transaction that read a key as absent and then writes it does
+// not overwrite a row another server inserted in between (as a thread
+// created with if_exists "raise" must not replace one created meanwhile):
+// its insert fails, and the new try reads the row as present.
+func TestPostgresInsertAfterAbsentReadSeesARacingInsert(t *testing.T) {
+	dbs := openReplicasOrSkip(t, 2)
+	first, racer := dbs[0], dbs[1]
+	var seen []string
+	err := first.Update(context.Background(), func(tx *Tx) error {
+		meta := tx.bucket(bucketMeta)
+		cur := meta.Get([]byte("claimed"))
+		seen = append(seen, string(cur))
+		if cur != nil {
+			return nil // taken: leave it
+		}
+		if len(seen) == 1 {
+			waitForWrite(t, racer, "claimed", "by the racer")
+		}
+		return meta.Put([]byte("claimed"), []byte("by the first"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0] != "" || seen[1] != "by the racer" {
+		t.Fatalf("the tries read %q, want absent, then the racer's row", seen)
+	}
+	if got := metaValues(t, first, "claimed"); got[0] != "by the racer" {
+		t.Fatalf("claimed = %q, want the racer's value kept", got[0])
+	}
 }
 
 // A write transaction that PostgreSQL aborts for a reason a new try
@@ -156,6 +220,11 @@ func TestPostgresWriterRetriesAbortedTransactions(t *testing.T) {
 		db := openPostgresOrSkip(t)
 		pool := db.be.(*pgBackend).pool
 		ctx := context.Background()
+		if err := db.Update(ctx, func(tx *Tx) error {
+			return tx.bucket(bucketMeta).Put([]byte("lock"), []byte("held"))
+		}); err != nil {
+			t.Fatal(err)
+		}
 		// Another session inserts the key the writer is about to write,
 		// and keeps its transaction open.
 		other, err := pool.Acquire(ctx)
@@ -182,6 +251,7 @@ func TestPostgresWriterRetriesAbortedTransactions(t *testing.T) {
 				runs++
 				writer.Store(tx.kv.(*pgTxn).conn.PgConn().PID())
 				meta := tx.bucket(bucketMeta)
+				meta.Get([]byte("lock")) // a write transaction's read locks the row
 				if err := meta.Put([]byte("counter"), []byte("written")); err != nil {
 					return err
 				}
@@ -190,7 +260,7 @@ func TestPostgresWriterRetriesAbortedTransactions(t *testing.T) {
 			})
 		}()
 		// Once the writer waits for the row, the other session asks for
-		// the writer lock it holds: a deadlock.
+		// the row the writer locked: a deadlock.
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			var waiting bool
@@ -205,13 +275,13 @@ func TestPostgresWriterRetriesAbortedTransactions(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond) // polling the server with a deadline
 		}
-		if _, err := other.Exec(ctx, writerLockSQL); err != nil {
+		if _, err := other.Exec(ctx, `SELECT 1 FROM kv WHERE bucket = 'meta' AND k = 'lock' FOR UPDATE`); err != nil {
 			t.Fatalf("the other session was the one aborted: %v", err)
 		}
 		if _, err := other.Exec(ctx, `COMMIT`); err != nil {
 			t.Fatal(err)
 		}
-		wantRetriedOnce(t, db, "aborted by a deadlock", <-done, runs, map[string]string{"counter": "written"})
+		wantRetriedOnce(t, db, "aborted by a deadlock", <-done, runs, map[string]string{"counter": "written", "lock": "held"})
 	})
 	t.Run("serialization failure", func(t *testing.T) {
 		db := openPostgresOrSkip(t)

@@ -12,6 +12,11 @@ import (
 const (
 	pgPutManySQL = `INSERT INTO kv (bucket, k, v) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
 		ON CONFLICT (bucket, k) DO UPDATE SET v = excluded.v`
+	// pgInsertManySQL writes the keys the transaction read as absent: a
+	// key another transaction inserted meanwhile is a unique violation
+	// (on kvPrimaryKey) that fails the transaction, and the writer tries
+	// it again, when it reads the key as present.
+	pgInsertManySQL = `INSERT INTO kv (bucket, k, v) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])`
 	pgDeleteManySQL = `DELETE FROM kv WHERE (bucket, k) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))`
 	// pgDeleteRangesSQL deletes every key in each range [lo, hi).
 	pgDeleteRangesSQL = `DELETE FROM kv USING unnest($1::text[], $2::bytea[], $3::bytea[]) AS r(b, lo, hi)
@@ -37,10 +42,18 @@ type pgOverlay struct {
 }
 
 // knownValue is a key's value in the transaction; absent keys have
-// present false.
+// present false. serverAbsent is set when the transaction read the key as
+// absent from the server and has not written it there since: a put of it
+// is then an insert that must not find a row (pgInsertManySQL), since a
+// transaction that decided on the key's absence (a thread created with
+// if_exists "raise", a version not yet taken) must not overwrite a row
+// another replica inserted meanwhile. A read of an absent key locks
+// nothing, so this check is what keeps such decisions sound without a
+// lock on the whole table.
 type knownValue struct {
-	v       []byte
-	present bool
+	v            []byte
+	present      bool
+	serverAbsent bool
 }
 
 type pendingRange struct {
@@ -68,17 +81,21 @@ func (o *pgOverlay) get(bucket string, k []byte) (v []byte, ok bool) {
 	return nil, false
 }
 
-// set records a key's value in the transaction (v nil: absent).
-func (o *pgOverlay) set(bucket string, k, v []byte) {
+// read records a key's value as the server answered it (v nil: absent).
+func (o *pgOverlay) read(bucket string, k, v []byte) {
 	if o.known == nil {
 		o.known = map[string]knownValue{}
 	}
-	o.known[overlayKey(bucket, k)] = knownValue{v: v, present: v != nil}
+	o.known[overlayKey(bucket, k)] = knownValue{v: v, present: v != nil, serverAbsent: v == nil}
 }
 
 // write records a put (v not nil) or a delete to send with the next batch.
 func (o *pgOverlay) write(bucket string, k, v []byte) {
-	o.set(bucket, k, v)
+	if o.known == nil {
+		o.known = map[string]knownValue{}
+	}
+	key := overlayKey(bucket, k)
+	o.known[key] = knownValue{v: v, present: v != nil, serverAbsent: o.known[key].serverAbsent}
 	if o.dirty == nil {
 		o.dirty = map[string]struct{}{}
 	}
@@ -105,21 +122,44 @@ func (o *pgOverlay) writeDirty(b *pgx.Batch) {
 	if len(o.dirty) == 0 {
 		return
 	}
-	var putB, putK, putV, delB, delK = []string{}, [][]byte{}, [][]byte{}, []string{}, [][]byte{}
+	var put, insert pointWrites
+	var delB, delK = []string{}, [][]byte{}
 	for key := range o.dirty {
 		bucket, k, _ := cutOverlayKey(key)
-		if kv := o.known[key]; kv.present {
-			putB, putK, putV = append(putB, bucket), append(putK, k), append(putV, kv.v)
-		} else {
+		switch kv := o.known[key]; {
+		case kv.present && kv.serverAbsent:
+			insert.add(bucket, k, kv.v)
+			kv.serverAbsent = false // the row is the transaction's now
+			o.known[key] = kv
+		case kv.present:
+			put.add(bucket, k, kv.v)
+		default:
 			delB, delK = append(delB, bucket), append(delK, k)
 		}
 	}
 	clear(o.dirty)
-	if len(putB) > 0 {
-		b.Queue(pgPutManySQL, putB, putK, putV)
-	}
+	put.queue(b, pgPutManySQL)
+	insert.queue(b, pgInsertManySQL)
 	if len(delB) > 0 {
 		b.Queue(pgDeleteManySQL, delB, delK)
+	}
+}
+
+// pointWrites are the columns of one multi-row write of a batch.
+type pointWrites struct {
+	buckets []string
+	keys    [][]byte
+	values  [][]byte
+}
+
+func (w *pointWrites) add(bucket string, k, v []byte) {
+	w.buckets, w.keys, w.values = append(w.buckets, bucket), append(w.keys, k), append(w.values, v)
+}
+
+// queue queues sql with the rows on b, when there are any.
+func (w *pointWrites) queue(b *pgx.Batch, sql string) {
+	if len(w.buckets) > 0 {
+		b.Queue(sql, w.buckets, w.keys, w.values)
 	}
 }
 

@@ -27,6 +27,17 @@ SELECT s.bucket, s.k, s.v FROM unnest($3::text[], $4::bytea[], $5::bytea[]) AS r
 	CROSS JOIN LATERAL (SELECT kv.bucket, kv.k, kv.v FROM kv
 		WHERE kv.bucket = r.b AND kv.k >= r.lo AND kv.k < r.hi) s`
 
+// pgPrefetchForUpdateSQL is pgPrefetchSQL in a write transaction: it
+// locks the rows of the keys, as a point read there does
+// (pgGetForUpdateSQL), and not those of the ranges.
+const pgPrefetchForUpdateSQL = `WITH keyed AS (SELECT kv.bucket, kv.k, kv.v FROM kv
+	WHERE (kv.bucket, kv.k) IN (SELECT * FROM unnest($1::text[], $2::bytea[])) FOR UPDATE)
+SELECT * FROM keyed
+UNION ALL
+SELECT s.bucket, s.k, s.v FROM unnest($3::text[], $4::bytea[], $5::bytea[]) AS r(b, lo, hi)
+	CROSS JOIN LATERAL (SELECT kv.bucket, kv.k, kv.v FROM kv
+		WHERE kv.bucket = r.b AND kv.k >= r.lo AND kv.k < r.hi) s`
+
 // bucketKey names a key (or a key prefix) of a bucket.
 type bucketKey struct {
 	bucket []byte
@@ -147,7 +158,11 @@ func (t *pgTxn) sendPrefetches() {
 	var rows []row
 	// The queued writes stay queued: the overlay knows every key they
 	// touch and wins over the server's rows below.
-	err := t.read(pgPrefetchSQL, []any{nonNil(g.pb), nonNil(g.pk), nonNil(g.rb), nonNil(g.rlo), nonNil(g.rhi)}, func(r pgx.Rows) error {
+	sql := pgPrefetchSQL
+	if !t.readOnly {
+		sql = pgPrefetchForUpdateSQL
+	}
+	err := t.read(sql, []any{nonNil(g.pb), nonNil(g.pk), nonNil(g.rb), nonNil(g.rlo), nonNil(g.rhi)}, func(r pgx.Rows) error {
 		for r.Next() {
 			var x row
 			if err := r.Scan(&x.bucket, &x.k, &x.v); err != nil {
@@ -162,12 +177,12 @@ func (t *pgTxn) sendPrefetches() {
 	}
 	for _, x := range rows {
 		if _, known := t.overlay.get(x.bucket, x.k); !known {
-			t.overlay.set(x.bucket, x.k, present(x.v))
+			t.overlay.read(x.bucket, x.k, present(x.v))
 		}
 	}
 	for i := range g.pb {
 		if _, known := t.overlay.get(g.pb[i], g.pk[i]); !known {
-			t.overlay.set(g.pb[i], g.pk[i], nil) // absent at the server
+			t.overlay.read(g.pb[i], g.pk[i], nil) // absent at the server
 		}
 	}
 	t.overlay.complete = append(t.overlay.complete, ranges...)

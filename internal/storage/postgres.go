@@ -23,21 +23,18 @@ import (
 	"agentserver/internal/retry"
 )
 
-// writerLockSQL serializes read-write transactions of every process using
-// the same schema: each one takes this transaction-scoped advisory lock
-// first. The key is derived from the schema name, so deployments (or tests)
-// in different schemas of one database do not wait for each other.
-const writerLockSQL = `SELECT pg_advisory_xact_lock(` + writerLockKey + `)`
-
-// writerLockKey is the writer lock's advisory lock key.
-const writerLockKey = `hashtextextended('agentserver writer ' || current_schema(), 0)`
+// migrationLockSQL serializes the migrations of every process opening
+// the same schema: each takes this transaction-scoped advisory lock before
+// it reads schema_migrations. Write transactions take no such lock: they
+// lock the rows they read (see pgGetForUpdateSQL).
+const migrationLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('agentserver writer ' || current_schema(), 0))`
 
 // writerIdleTimeout is how long a write transaction's session may sit
 // idle between its round trips before PostgreSQL ends it, releasing the
-// writer lock (idle_in_transaction_session_timeout, set for the
+// row locks it holds (idle_in_transaction_session_timeout, set for the
 // transaction only). A transaction that no network or model call
 // interrupts is never idle that long unless its process is frozen (a
-// SIGSTOP, a VM pause): the other replicas then wait for the lock at most
+// SIGSTOP, a VM pause): a replica writing the same rows then waits at most
 // this long instead of for the whole freeze. A retried transaction gets
 // writerIdleGrowth times more, so that one which is merely slow (a large
 // batch on a loaded machine) is not cut off again and again.
@@ -82,7 +79,13 @@ const pgListenRetry = 2 * time.Second
 const pgPingTimeout = 5 * time.Second
 
 const (
-	pgGetSQL    = `SELECT v FROM kv WHERE bucket = $1 AND k = $2`
+	pgGetSQL = `SELECT v FROM kv WHERE bucket = $1 AND k = $2`
+	// pgGetForUpdateSQL is a write transaction's point read: it locks the
+	// row until the transaction ends, so that a read-modify-write of a
+	// record (a thread, a run, a run's fencing token) is never interleaved
+	// with another replica's. Rows of other records are not touched:
+	// writers of different threads never wait for each other.
+	pgGetForUpdateSQL = pgGetSQL + ` FOR UPDATE`
 	pgTailSQL   = `DELETE FROM kv WHERE bucket = $1 AND k >= $2`
 	pgFromSQL   = `SELECT k, v FROM kv WHERE bucket = $1 AND k >= $2 ORDER BY k LIMIT $3`
 	pgAfterSQL  = `SELECT k, v FROM kv WHERE bucket = $1 AND k > $2 ORDER BY k LIMIT $3`
@@ -241,15 +244,15 @@ const (
 
 // writerOpenSQL are the statements that open a write transaction on try
 // attempt (0 first): BEGIN, then one statement that reads the
-// transaction's id, sets its idle timeout and takes the writer lock.
+// transaction's id and sets its idle timeout.
 func writerOpenSQL(attempt int) []string {
 	idle := writerIdleTimeout
 	for range attempt {
 		idle *= writerIdleGrowth
 	}
 	return []string{pgBeginWriteSQL, fmt.Sprintf(
-		"%s, set_config('idle_in_transaction_session_timeout', '%d', true), pg_advisory_xact_lock(%s) IS NULL",
-		pgXactIDSQL, idle.Milliseconds(), writerLockKey)}
+		"%s, set_config('idle_in_transaction_session_timeout', '%d', true) IS NULL",
+		pgXactIDSQL, idle.Milliseconds())}
 }
 
 // acquire takes a connection of the pool for one transaction; release
@@ -353,16 +356,42 @@ func (be *pgBackend) updateOnce(fn func(kvTx) error, attempt int) (*pgTxn, error
 		return t, t.failureOr(err)
 	}
 	t.notice.Origin = be.origin
-	for _, payload := range t.notice.payloads() {
-		// Sent with the commit: listeners hear it only if it commits.
-		if err := t.queue(`SELECT pg_notify($1, $2)`, be.channel, payload); err != nil {
-			return t, err
-		}
-	}
+	t.afterCommit = noticeSQL(be.channel, t.notice.payloads())
 	if err := t.endWith(pgCommitSQL); err != nil {
 		return t, fmt.Errorf("commit: %w", err)
 	}
+	if t.afterCommitErr != nil {
+		be.log.Warn("database notices: a committed write's notice was not sent", "err", oneLine{t.afterCommitErr})
+	}
 	return t, nil
+}
+
+// noticeSQL are the statements that send a write transaction's notices
+// once it has committed, in a transaction of their own that follows the
+// COMMIT in the same round trip. NOTIFY inside the write transaction
+// would serialize the commits of every replica: PostgreSQL takes one lock
+// for the whole database from a notifying transaction's commit until its
+// end (its WAL flush included). The notices' own transaction does not wait
+// for its flush (synchronous_commit off): they are hints that wake
+// listeners, and losing them in a crash of the database loses nothing
+// stored. Listeners still hear only of committed changes, and of one
+// sender's in commit order (its writes commit one after another, each
+// round trip's notices before the next begins).
+func noticeSQL(channel string, payloads []string) []queuedSQL {
+	if len(payloads) == 0 {
+		return nil
+	}
+	out := []queuedSQL{{sql: pgBeginWriteSQL}, {sql: `SELECT set_config('synchronous_commit', 'off', true)`}}
+	for _, p := range payloads {
+		out = append(out, queuedSQL{sql: `SELECT pg_notify($1, $2)`, args: []any{channel, p}})
+	}
+	return append(out, queuedSQL{sql: pgCommitSQL})
+}
+
+// queuedSQL is a statement with its arguments.
+type queuedSQL struct {
+	sql  string
+	args []any
 }
 
 // retriedSQLStates are the errors after which a write transaction is tried
@@ -375,6 +404,11 @@ var retriedSQLStates = map[string]bool{
 	"57P05": true, // idle_session_timeout
 }
 
+// kvPrimaryKey is the primary key constraint of kv: a unique violation
+// of it is a key another transaction inserted after this one read it as
+// absent (pgInsertManySQL), and a new try reads it.
+const kvPrimaryKey = "kv_pkey"
+
 // outcome tells what became of a write transaction that failed (t.err):
 // whether it committed after all (its session was lost while COMMIT was
 // in flight, and the server says it committed), and otherwise whether a
@@ -384,7 +418,7 @@ func (be *pgBackend) outcome(t *pgTxn) (committed, again bool) {
 	if errors.As(t.err, &pgErr) {
 		// The server answered with an error: the transaction did not
 		// commit (an error ends it).
-		return false, retriedSQLStates[pgErr.Code]
+		return false, retriedSQLStates[pgErr.Code] || pgErr.Code == "23505" && pgErr.ConstraintName == kvPrimaryKey
 	}
 	if !t.connClosed && !isConnLoss(t.err) {
 		return false, false
@@ -430,7 +464,9 @@ func (t *pgTxn) endWith(sql string) error {
 	if err := t.query("", nil, nil); err != nil {
 		return err
 	}
-	if t.conn.PgConn().TxStatus() != 'I' {
+	// The notices' transaction, when one of its statements failed, is
+	// left open (a failed pipeline skips the rest); release rolls it back.
+	if t.conn.PgConn().TxStatus() != 'I' && t.afterCommitErr == nil {
 		return errors.New("postgres: the transaction is still open after COMMIT")
 	}
 	return nil
@@ -528,9 +564,13 @@ type pgTxn struct {
 	begun    bool
 	readOnly bool
 	// commit, when set, ends the next round trip (the last one);
-	// commitSent is set once it is sent.
-	commit     string
-	commitSent bool
+	// commitSent is set once it is sent. afterCommit follows it in the
+	// same round trip (the notices, noticeSQL); an error of theirs does
+	// not fail the committed transaction and is kept in afterCommitErr.
+	commit         string
+	commitSent     bool
+	afterCommit    []queuedSQL
+	afterCommitErr error
 	// xid is the id of a write transaction (pgXactIDSQL), once read.
 	xid int64
 	// connClosed is whether the connection was closed when a write
@@ -607,7 +647,11 @@ func (b *pgBucket) Get(k []byte) []byte {
 	// state is the transaction's for this key, without a flush.
 	var v []byte
 	found := false
-	err := b.t.read(pgGetSQL, []any{b.name, k}, func(rows pgx.Rows) error {
+	sql := pgGetSQL
+	if !b.t.readOnly {
+		sql = pgGetForUpdateSQL
+	}
+	err := b.t.read(sql, []any{b.name, k}, func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 			if err := rows.Scan(&v); err != nil {
@@ -620,11 +664,11 @@ func (b *pgBucket) Get(k []byte) []byte {
 		return nil
 	}
 	if !found {
-		b.t.overlay.set(b.name, bytes.Clone(k), nil)
+		b.t.overlay.read(b.name, bytes.Clone(k), nil)
 		return nil
 	}
 	v = present(v)
-	b.t.overlay.set(b.name, bytes.Clone(k), v)
+	b.t.overlay.read(b.name, bytes.Clone(k), v)
 	return v
 }
 
@@ -872,13 +916,16 @@ func (t *pgTxn) send(batch *pgx.Batch, sql string, args []any, read func(pgx.Row
 	}
 	if t.commit != "" {
 		full.Queue(t.commit)
+		for _, q := range t.afterCommit {
+			full.Queue(q.sql, q.args...)
+		}
 	}
 	t.commitSent = t.commit != ""
 	results := t.conn.SendBatch(t.ctx, full)
 	var err error
 	for i := range len(open) + n {
 		if i < len(open) && strings.HasPrefix(open[i], pgXactIDSQL) {
-			err = results.QueryRow().Scan(&t.xid, nil, nil)
+			err = results.QueryRow().Scan(&t.xid, nil)
 		} else {
 			_, err = results.Exec()
 		}
@@ -898,8 +945,17 @@ func (t *pgTxn) send(batch *pgx.Batch, sql string, args []any, read func(pgx.Row
 		if tag, err = results.Exec(); err == nil && tag.String() != t.commit {
 			err = fmt.Errorf("%s answered %s", t.commit, tag)
 		}
+		for range t.afterCommit {
+			if err != nil {
+				break
+			}
+			if _, aerr := results.Exec(); aerr != nil {
+				t.afterCommitErr = aerr
+				break
+			}
+		}
 	}
-	if cerr := results.Close(); err == nil {
+	if cerr := results.Close(); err == nil && t.afterCommitErr == nil {
 		err = cerr
 	}
 	if err != nil {
