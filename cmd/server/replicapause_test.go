@@ -44,7 +44,7 @@ type pauseFigures struct {
 	// inWrite tells whether the victim was stopped in the middle of a
 	// write transaction (holding its rows' locks); onVictim is how many
 	// runs it was executing.
-	inWrite bool
+	inWrite  bool
 	onVictim int
 }
 

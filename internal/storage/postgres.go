@@ -86,11 +86,11 @@ const (
 	// with another replica's. Rows of other records are not touched:
 	// writers of different threads never wait for each other.
 	pgGetForUpdateSQL = pgGetSQL + ` FOR UPDATE`
-	pgTailSQL   = `DELETE FROM kv WHERE bucket = $1 AND k >= $2`
-	pgFromSQL   = `SELECT k, v FROM kv WHERE bucket = $1 AND k >= $2 ORDER BY k LIMIT $3`
-	pgAfterSQL  = `SELECT k, v FROM kv WHERE bucket = $1 AND k > $2 ORDER BY k LIMIT $3`
-	pgBeforeSQL = `SELECT k, v FROM kv WHERE bucket = $1 AND k < $2 ORDER BY k DESC LIMIT $3`
-	pgLastSQL   = `SELECT k, v FROM kv WHERE bucket = $1 ORDER BY k DESC LIMIT $2`
+	pgTailSQL         = `DELETE FROM kv WHERE bucket = $1 AND k >= $2`
+	pgFromSQL         = `SELECT k, v FROM kv WHERE bucket = $1 AND k >= $2 ORDER BY k LIMIT $3`
+	pgAfterSQL        = `SELECT k, v FROM kv WHERE bucket = $1 AND k > $2 ORDER BY k LIMIT $3`
+	pgBeforeSQL       = `SELECT k, v FROM kv WHERE bucket = $1 AND k < $2 ORDER BY k DESC LIMIT $3`
+	pgLastSQL         = `SELECT k, v FROM kv WHERE bucket = $1 ORDER BY k DESC LIMIT $2`
 )
 
 // pgBackend keeps the key-value tree in one PostgreSQL table (see
