@@ -17,10 +17,32 @@
 //     open and recorded in schema_migrations). Within a read-write
 //     transaction, Put and Delete are queued and sent as one pipelined batch
 //     before the next read and at commit; cursors fetch pages of rows that
-//     grow from a few to 64. Write transactions take an advisory lock named
-//     after the schema, so writers of one schema are serialized even across
-//     processes (several replicas share a schema). Reads run in a
+//     grow from a few to 64. Write transactions run READ COMMITTED and
+//     take no lock on the whole schema: several replicas' writers commit
+//     side by side (see "Concurrent writers"). Reads run in a
 //     REPEATABLE READ READ ONLY transaction.
+//
+// # Concurrent writers (PostgreSQL)
+//
+// Row locks keep the invariants that a single writer kept by running
+// alone:
+//
+//   - Every point read of a write transaction (Get, and the keys of a
+//     prefetch) locks its row, FOR UPDATE, until the transaction ends. The
+//     record code changes a record by reading it and writing it back, so
+//     writers of one record take turns and the second reads what the first
+//     committed, while writers of different records never wait for each
+//     other. Per thread this serializes run creation, start and end (each
+//     reads the thread's record and its runs' active entries), and the
+//     fencing check (RunHeldBy reads the run's active entry, which a
+//     takeover writes). Cursor reads lock nothing: what a transaction
+//     decides from a scan is covered by a record it read first.
+//   - A key read as absent and then put is written with a plain INSERT
+//     (pgOverlay's serverAbsent): when another transaction inserted it
+//     meanwhile, the insert fails on kv_pkey and the writer tries the
+//     whole transaction again, which then reads the row.
+//   - Deadlocks (two batches locking rows of the same threads in opposite
+//     orders) are aborted by PostgreSQL and tried again.
 //
 // # Replicas (PostgreSQL)
 //
@@ -31,15 +53,18 @@
 // migrations/0002_run_queue.sql and runqueue.go. Every write transaction
 // collects a Notice of what it did to runs (became pending, started,
 // ended, cancellation requested) and to store vectors, and sends it with
-// pg_notify in the same transaction, so listeners (OnNotice) hear of
-// committed changes only. The notice channel is named after the schema.
+// pg_notify right after its COMMIT, in the same round trip, so listeners
+// (OnNotice) hear of committed changes only. Not inside the transaction:
+// PostgreSQL holds one database-wide lock from a notifying transaction's
+// commit to its end, which would make every replica's commits wait for
+// each other. The notice channel is named after the schema.
 //
 // Faults (PostgreSQL). Every write transaction sets, for itself,
 // idle_in_transaction_session_timeout (writerIdleTimeout, 500 ms): a
-// process frozen while it holds the writer lock (SIGSTOP, a VM pause, a
-// long stall) is cut off by PostgreSQL within that time and the lock
-// released, instead of every replica's writes waiting for the whole
-// freeze. The writer tries a transaction again on a new connection (up to
+// process frozen in the middle of a write transaction (SIGSTOP, a VM
+// pause, a long stall) is cut off by PostgreSQL within that time and its
+// row locks released, instead of the writers of the same rows waiting for
+// the whole freeze. The writer tries a transaction again on a new connection (up to
 // pgWriteAttempts, the idle timeout growing with each try) when it did not
 // commit for a reason a new try removes: its session was lost or ended
 // (that timeout, pg_terminate_backend), a serialization failure, a
