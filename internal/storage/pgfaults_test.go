@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -500,6 +501,53 @@ func TestPostgresRenewLeasesOnlyOfExecutingRuns(t *testing.T) {
 		}
 		if lapsed != (i == 1) {
 			t.Fatalf("run %d (executing: %v): lease lapsed %v", i, i == 0, lapsed)
+		}
+	}
+}
+
+// The notices that follow a COMMIT run in a transaction of their own that
+// does not wait for its WAL flush; that setting must end with it, or the
+// connection's next write transaction would be acknowledged before it is
+// durable.
+func TestPostgresNoticesLeaveCommitsSynchronous(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip(pgtest.EnvURL + " is not set")
+	}
+	u, err := url.Parse(pgtest.FreshSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("synchronous_commit", "on") // the test cluster's default is off
+	u.RawQuery = q.Encode()
+	db, err := OpenPostgres(u.String(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	for i := range 20 {
+		var setting string
+		err := db.Update(ctx, func(tx *Tx) error {
+			p := tx.kv.(*pgTxn)
+			p.notice.Wake = true // sent after the commit
+			if err := tx.bucket(bucketMeta).Put([]byte("n"), []byte(strconv.Itoa(i))); err != nil {
+				return err
+			}
+			return p.query(`SELECT current_setting('synchronous_commit')`, nil, func(rows pgx.Rows) error {
+				for rows.Next() {
+					if err := rows.Scan(&setting); err != nil {
+						return err
+					}
+				}
+				return rows.Err()
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if setting != "on" {
+			t.Fatalf("write %d ran with synchronous_commit %q after an earlier write's notices, want on", i, setting)
 		}
 	}
 }

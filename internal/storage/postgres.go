@@ -367,25 +367,24 @@ func (be *pgBackend) updateOnce(fn func(kvTx) error, attempt int) (*pgTxn, error
 }
 
 // noticeSQL are the statements that send a write transaction's notices
-// once it has committed, in a transaction of their own that follows the
-// COMMIT in the same round trip. NOTIFY inside the write transaction
-// would serialize the commits of every replica: PostgreSQL takes one lock
-// for the whole database from a notifying transaction's commit until its
-// end (its WAL flush included). The notices' own transaction does not wait
-// for its flush (synchronous_commit off): they are hints that wake
-// listeners, and losing them in a crash of the database loses nothing
-// stored. Listeners still hear only of committed changes, and of one
-// sender's in commit order (its writes commit one after another, each
-// round trip's notices before the next begins).
+// once it has committed: they follow its COMMIT in the same round trip and
+// form a transaction of their own (the implicit one that a pipeline's
+// statements after COMMIT run in, up to its end). NOTIFY inside the write
+// transaction would serialize the commits of every replica: PostgreSQL
+// takes one lock for the whole database from a notifying transaction's
+// commit until its end (its WAL flush included). The notices' transaction
+// does not wait for its flush (synchronous_commit off, for itself): they
+// are hints that wake listeners, and one lost in a crash of the database
+// loses nothing stored (the replicas' safety poll looks anyway).
+// Listeners still hear only of committed changes, and of one sender's in
+// commit order (its writes commit one after another, each round trip's
+// notices sent before the next begins).
 func noticeSQL(channel string, payloads []string) []queuedSQL {
-	if len(payloads) == 0 {
-		return nil
+	out := make([]queuedSQL, len(payloads))
+	for i, p := range payloads {
+		out[i] = queuedSQL{sql: `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`, args: []any{channel, p}}
 	}
-	out := []queuedSQL{{sql: pgBeginWriteSQL}, {sql: `SELECT set_config('synchronous_commit', 'off', true)`}}
-	for _, p := range payloads {
-		out = append(out, queuedSQL{sql: `SELECT pg_notify($1, $2)`, args: []any{channel, p}})
-	}
-	return append(out, queuedSQL{sql: pgCommitSQL})
+	return out
 }
 
 // queuedSQL is a statement with its arguments.
@@ -464,9 +463,7 @@ func (t *pgTxn) endWith(sql string) error {
 	if err := t.query("", nil, nil); err != nil {
 		return err
 	}
-	// The notices' transaction, when one of its statements failed, is
-	// left open (a failed pipeline skips the rest); release rolls it back.
-	if t.conn.PgConn().TxStatus() != 'I' && t.afterCommitErr == nil {
+	if t.conn.PgConn().TxStatus() != 'I' {
 		return errors.New("postgres: the transaction is still open after COMMIT")
 	}
 	return nil
