@@ -10,6 +10,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"agentserver/internal/testutil/pgtest"
 )
 
 // docSQLBlocks returns the sql blocks of section (a "## " heading) of a
@@ -164,5 +167,74 @@ func TestOperatorQueriesOfTheDocs(t *testing.T) {
 	placed := rows(queries[3])
 	if len(placed) != 1 || placed[0][0] != "replica-1" || placed[0][1] != "http://127.0.0.1:2024" || placed[0][2] != int64(2) {
 		t.Errorf("runs per replica: %v, want replica-1 at its URL running 2", placed)
+	}
+}
+
+// A schema written before the views (migrations 1 and 2, as the previous
+// release left it) is upgraded in place at open: the records are all
+// there, through the record code and through the views.
+func TestPostgresUpgradeAddsViewsOverExistingRecords(t *testing.T) {
+	if !pgtest.Enabled() {
+		t.Skip(pgtest.EnvURL + " is not set")
+	}
+	url := pgtest.FreshSchema(t)
+	all, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before []migration
+	for _, m := range all {
+		if m.version < 3 {
+			before = append(before, m)
+		}
+	}
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	th := Thread{ThreadID: uuid.New(), CreatedAt: now, UpdatedAt: now, Status: "idle", Metadata: map[string]any{"k": "v"}}
+	run := Run{RunID: uuid.New(), ThreadID: th.ThreadID, AssistantID: uuid.New(), GraphID: "agent", Status: RunError,
+		Error: "boom", CreatedAt: now, UpdatedAt: now, NotBefore: now, Metadata: map[string]any{}, Attempt: 1}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if err := applyMigrations(ctx, tx, before); err != nil {
+			return err
+		}
+		for bucket, rec := range map[string]struct {
+			k []byte
+			v any
+		}{"threads": {th.ThreadID[:], th}, "runs": {run.RunID[:], run}} {
+			raw, err := encode(rec.v)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO kv (bucket, k, v) VALUES ($1, $2, $3)`, bucket, rec.k, raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	db, err := OpenPostgres(url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	got, err := Read(ctx, db, func(tx *Tx) (Run, error) { return tx.GetRun(run.RunID) })
+	if err != nil || got.Status != RunError || got.Error != "boom" {
+		t.Fatalf("the run after the upgrade: %+v %v", got, err)
+	}
+	var status, errText, threadStatus string
+	if err := pool.QueryRow(ctx, `SELECT r.status, r.error, t.status FROM runs r JOIN threads t USING (thread_id) WHERE r.run_id = $1`, run.RunID).
+		Scan(&status, &errText, &threadStatus); err != nil {
+		t.Fatal(err)
+	}
+	if status != RunError || errText != "boom" || threadStatus != "idle" {
+		t.Fatalf("the views after the upgrade: run %s %q, thread %s", status, errText, threadStatus)
 	}
 }
