@@ -17,8 +17,9 @@ const lockSampleEvery = 2 * time.Millisecond
 
 // pgLockWaitsSQL counts the group's sessions (application_name is its
 // schema) that wait on a heavyweight lock, by kind of lock: "advisory"
-// (the writer lock), "transactionid" and "tuple" (a row another
-// transaction is changing), "relation" and so on.
+// (the schema-wide writer lock of builds before row locks),
+// "transactionid" and "tuple" (a row another transaction is changing),
+// "extend" (a table growing), "object" (the NOTIFY queue) and so on.
 const pgLockWaitsSQL = `SELECT wait_event, count(*) FROM pg_stat_activity
 WHERE application_name = $1 AND wait_event_type = 'Lock' GROUP BY wait_event`
 
