@@ -551,3 +551,25 @@ func TestPostgresNoticesLeaveCommitsSynchronous(t *testing.T) {
 		}
 	}
 }
+
+// A write whose COMMIT the server confirms only through pg_xact_status
+// (its session was lost with the answer) may not have sent its notices:
+// they are sent again, so the other replicas still hear of it.
+func TestPostgresLostCommitResendsItsNotices(t *testing.T) {
+	dbs := openReplicasOrSkip(t, 2)
+	sender, listener := dbs[0], dbs[1]
+	heard := make(chan Notice, 4)
+	listener.OnNotice(func(n Notice) { heard <- n })
+	be := sender.be.(*pgBackend)
+	ended := uuid.New()
+	payloads := (&Notice{Ended: []uuid.UUID{ended}, Origin: be.origin}).payloads()
+	be.resendNotices(&pgTxn{afterCommit: noticeSQL(be.channel, payloads)})
+	select {
+	case n := <-heard:
+		if len(n.Ended) != 1 || n.Ended[0] != ended || n.Local {
+			t.Fatalf("the other replica heard %+v, want the end of %s from elsewhere", n, ended)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other replica heard nothing")
+	}
+}

@@ -325,6 +325,7 @@ func (be *pgBackend) update(fn func(kvTx) error) error {
 		committed, again := be.outcome(t)
 		switch {
 		case committed:
+			be.resendNotices(t)
 			return nil
 		case !again || attempt+1 >= pgWriteAttempts:
 			return err
@@ -391,6 +392,20 @@ func noticeSQL(channel string, payloads []string) []queuedSQL {
 type queuedSQL struct {
 	sql  string
 	args []any
+}
+
+// resendNotices sends, on a connection of the pool, the notices of a
+// transaction that committed although its session was lost while COMMIT
+// was in flight, so that their own statements may not have run.
+func (be *pgBackend) resendNotices(t *pgTxn) {
+	ctx, cancel := be.opCtx()
+	defer cancel()
+	for _, q := range t.afterCommit {
+		if _, err := be.pool.Exec(ctx, q.sql, q.args...); err != nil {
+			be.log.Warn("database notices: a committed write's notice was not sent", "err", oneLine{err})
+			return
+		}
+	}
 }
 
 // retriedSQLStates are the errors after which a write transaction is tried
