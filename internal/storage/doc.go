@@ -133,7 +133,8 @@
 //	runs                      run_id(16) -> Run JSON
 //	runs_by_thread            thread_id(16) | run_id(16) -> empty
 //	runs_active               run_id(16) -> empty, for every pending or running run
-//	run_events                run_id(16) | seq(8, big endian) -> {"event": name, "data": json} (resumable runs only)
+//	run_events                run_id(16) | seq(8, big endian) -> {"event": name, "data": json} (resumable runs only;
+//	                          on PostgreSQL the table run_events(run_id, seq, v) instead: seqlog.go)
 //	store_items               namespace labels joined by 0x1f | 0x00 | key -> StoreItem JSON with
 //	                          "value" last (records of earlier builds have it first), or, for a
 //	                          value over 256 KiB, "value_blob" {id, chunks, size} naming its chunks
@@ -147,7 +148,8 @@
 //	                          and deleted with the item, scored in process (cosine)
 //	subagents                 parent run_id(16) | tool_call_id -> SubagentExecution JSON (synchronous task tool)
 //	thread_events             thread_id(16) | seq(8, big endian) -> {"at": unix millis, "event": protocol event JSON}
-//	                          (thread-centric stream replay buffer; deleted after its retention)
+//	                          (thread-centric stream replay buffer; deleted after its retention; on
+//	                          PostgreSQL the table thread_events(thread_id, seq, at, v) instead)
 //	crons                     cron_id(16) -> Cron JSON
 //	crons_by_due              next_run_date(8, unix nanos) | cron_id(16) -> empty, for every enabled
 //	                          cron with a next firing

@@ -1,11 +1,11 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -37,27 +37,26 @@ func runEventKey(runID uuid.UUID, seq int64) []byte {
 // overwritten, so retrying a failed append is safe. Concurrent calls share a
 // group commit.
 func (db *DB) AppendRunEvents(ctx context.Context, runID uuid.UUID, evs []StoredEvent) error {
-	return db.appendSeqEvents(ctx, bucketRunEvents, runID, len(evs), "run event", func(i int) (int64, any) {
+	return db.appendSeqEvents(ctx, runEventLog, runID, len(evs), "run event", func(i int) (int64, time.Time, any) {
 		data := evs[i].Data
 		if len(data) == 0 {
 			data = json.RawMessage("null")
 		}
-		return evs[i].Seq, runEventValue{Event: evs[i].Name, Data: data}
+		return evs[i].Seq, time.Time{}, runEventValue{Event: evs[i].Name, Data: data}
 	})
 }
 
-// appendSeqEvents stores n events of owner id (a run or a thread) under
-// id | seq keys in one durable write; event(i) gives the i-th one's Seq
-// and the value to store. Values are encoded outside the transaction:
-// Update may run fn more than once, and the transaction stays short.
-func (db *DB) appendSeqEvents(ctx context.Context, bucket []byte, id uuid.UUID, n int, what string, event func(i int) (int64, any)) error {
+// appendSeqEvents stores n events of owner id (a run or a thread) in one
+// durable write; event(i) gives the i-th one's Seq, publication time and
+// the value to store. Values are encoded outside the transaction: Update
+// may run fn more than once, and the transaction stays short.
+func (db *DB) appendSeqEvents(ctx context.Context, log seqLogKind, id uuid.UUID, n int, what string, event func(i int) (int64, time.Time, any)) error {
 	if n == 0 {
 		return nil
 	}
-	keys := make([][]byte, n)
-	vals := make([][]byte, n)
+	evs := make([]seqEvent, n)
 	for i := range n {
-		seq, value := event(i)
+		seq, at, value := event(i)
 		if seq < 1 {
 			return fmt.Errorf("append %ss: seq %d is not positive", what, seq)
 		}
@@ -65,19 +64,11 @@ func (db *DB) appendSeqEvents(ctx context.Context, bucket []byte, id uuid.UUID, 
 		if err != nil {
 			return fmt.Errorf("append %ss: seq %d: %w", what, seq, err)
 		}
-		keys[i], vals[i] = runEventKey(id, seq), v
+		evs[i] = seqEvent{seq: seq, at: at, v: v}
 	}
-	return db.putAll(ctx, bucket, keys, vals, what)
-}
-
-// putAll puts every key with its value into a bucket in one durable write.
-func (db *DB) putAll(ctx context.Context, bucket []byte, keys, vals [][]byte, what string) error {
 	return db.Update(ctx, func(tx *Tx) error {
-		b := tx.bucket(bucket)
-		for i := range keys {
-			if err := b.Put(keys[i], vals[i]); err != nil {
-				return fmt.Errorf("put %s: %w", what, err)
-			}
+		if err := tx.seqLog(log).put(id, evs); err != nil {
+			return fmt.Errorf("put %s: %w", what, err)
 		}
 		return nil
 	})
@@ -93,21 +84,16 @@ func (db *DB) LoadRunEvents(ctx context.Context, runID uuid.UUID, after int64) (
 // LoadRunEvents is DB.LoadRunEvents inside a transaction.
 func (t *Tx) LoadRunEvents(runID uuid.UUID, after int64) ([]StoredEvent, error) {
 	var out []StoredEvent
-	c := t.bucket(bucketRunEvents).Cursor()
-	prefix := runID[:]
-	start := after + 1
-	if start < 1 {
-		start = 1
-	}
-	for k, v := c.Seek(runEventKey(runID, start)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if len(k) != 24 {
-			return nil, fmt.Errorf("load run events: malformed key of %d bytes", len(k))
-		}
+	err := t.seqLog(runEventLog).scan(runID, after, func(seq int64, v []byte) error {
 		var rv runEventValue
 		if err := decode(v, &rv); err != nil {
-			return nil, fmt.Errorf("load run events: %w", err)
+			return err
 		}
-		out = append(out, StoredEvent{Seq: int64(binary.BigEndian.Uint64(k[16:])), Name: rv.Event, Data: rv.Data})
+		out = append(out, StoredEvent{Seq: seq, Name: rv.Event, Data: rv.Data})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load run events: %w", err)
 	}
 	return out, nil
 }
@@ -131,7 +117,7 @@ func (db *DB) DeleteRunEvents(ctx context.Context, runIDs []uuid.UUID) error {
 // DeleteRunEvents removes every stored event of run runID. Run deletion calls
 // it in the same transaction that deletes the run record.
 func (t *Tx) DeleteRunEvents(runID uuid.UUID) error {
-	if err := deletePrefix(t.bucket(bucketRunEvents), runID[:]); err != nil {
+	if err := t.seqLog(runEventLog).deleteOwner(runID); err != nil {
 		return fmt.Errorf("delete run events: %w", err)
 	}
 	return nil
@@ -142,19 +128,12 @@ func (t *Tx) DeleteRunEvents(runID uuid.UUID) error {
 func (db *DB) RunsWithEvents(ctx context.Context) ([]uuid.UUID, error) {
 	var out []uuid.UUID
 	err := db.View(ctx, func(tx *Tx) error {
-		c := tx.bucket(bucketRunEvents).Cursor()
-		for k, _ := c.First(); k != nil; {
-			if len(k) < 16 {
-				return fmt.Errorf("list runs with events: malformed key of %d bytes", len(k))
-			}
-			var id uuid.UUID
-			copy(id[:], k[:16])
+		out = out[:0]
+		if err := tx.seqLog(runEventLog).owners(func(id uuid.UUID) error {
 			out = append(out, id)
-			next := prefixEnd(id[:])
-			if next == nil {
-				break
-			}
-			k, _ = c.Seek(next)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("list runs with events: %w", err)
 		}
 		return nil
 	})

@@ -245,7 +245,7 @@ func (t *Tx) deleteRunKeys(threadID, id uuid.UUID) error {
 	if err := deletePrefix(t.bucket(bucketSubagents), id[:]); err != nil {
 		return err
 	}
-	return deletePrefix(t.bucket(bucketRunEvents), id[:])
+	return t.seqLog(runEventLog).deleteOwner(id)
 }
 
 // ThreadRuns returns the runs of a thread, oldest first (run ids are

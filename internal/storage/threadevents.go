@@ -3,12 +3,12 @@ package storage
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // ThreadEvent is one persisted event of a thread's protocol stream: its
@@ -25,17 +25,11 @@ type threadEventValue struct {
 	Event json.RawMessage `json:"event"`
 }
 
-// threadEventKey encodes thread_id(16) | seq(8, big endian), the layout
-// of run event keys.
-func threadEventKey(threadID uuid.UUID, seq int64) []byte {
-	return runEventKey(threadID, seq)
-}
-
 // AppendThreadEvents stores evs as events of thread threadID in one durable
 // write. Rewriting a Seq overwrites it, so a retried append is safe.
 func (db *DB) AppendThreadEvents(ctx context.Context, threadID uuid.UUID, evs []ThreadEvent) error {
-	return db.appendSeqEvents(ctx, bucketThreadEvents, threadID, len(evs), "thread event", func(i int) (int64, any) {
-		return evs[i].Seq, threadEventValue{At: evs[i].At.UnixMilli(), Event: evs[i].Event}
+	return db.appendSeqEvents(ctx, threadEventLog, threadID, len(evs), "thread event", func(i int) (int64, time.Time, any) {
+		return evs[i].Seq, evs[i].At, threadEventValue{At: evs[i].At.UnixMilli(), Event: evs[i].Event}
 	})
 }
 
@@ -45,15 +39,14 @@ func (db *DB) LoadThreadEvents(ctx context.Context, threadID uuid.UUID, after in
 	var out []ThreadEvent
 	err := db.View(ctx, func(tx *Tx) error {
 		out = nil
-		c := tx.bucket(bucketThreadEvents).Cursor()
-		for k, v := c.Seek(threadEventKey(threadID, max(after+1, 1))); k != nil && bytes.HasPrefix(k, threadID[:]); k, v = c.Next() {
-			ev, err := decodeThreadEvent(k, v)
+		return tx.seqLog(threadEventLog).scan(threadID, after, func(seq int64, v []byte) error {
+			ev, err := decodeThreadEvent(seq, v)
 			if err != nil {
 				return err
 			}
 			out = append(out, ev)
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }
@@ -61,44 +54,51 @@ func (db *DB) LoadThreadEvents(ctx context.Context, threadID uuid.UUID, after in
 // LastThreadEventSeq returns the Seq of a thread's newest stored event, 0
 // when it has none.
 func (db *DB) LastThreadEventSeq(ctx context.Context, threadID uuid.UUID) (int64, error) {
-	var seq int64
-	err := db.View(ctx, func(tx *Tx) error {
-		c := tx.bucket(bucketThreadEvents).Cursor()
-		k, _ := c.Seek(prefixEnd(threadID[:]))
-		if k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-		if k != nil && bytes.HasPrefix(k, threadID[:]) && len(k) == 24 {
-			seq = int64(binary.BigEndian.Uint64(k[16:]))
-		}
-		return nil
-	})
-	return seq, err
+	return Read(ctx, db, func(tx *Tx) (int64, error) { return tx.seqLog(threadEventLog).last(threadID) })
 }
 
-func decodeThreadEvent(k, v []byte) (ThreadEvent, error) {
-	if len(k) != 24 {
-		return ThreadEvent{}, fmt.Errorf("load thread events: malformed key of %d bytes", len(k))
-	}
+func decodeThreadEvent(seq int64, v []byte) (ThreadEvent, error) {
 	var tv threadEventValue
 	if err := decode(v, &tv); err != nil {
 		return ThreadEvent{}, fmt.Errorf("load thread events: %w", err)
 	}
-	return ThreadEvent{Seq: int64(binary.BigEndian.Uint64(k[16:])), At: time.UnixMilli(tv.At), Event: tv.Event}, nil
+	return ThreadEvent{Seq: seq, At: time.UnixMilli(tv.At), Event: tv.Event}, nil
 }
 
+// pgDeleteThreadEventsBeforeSQL deletes the thread events published
+// before $1 and counts them.
+const pgDeleteThreadEventsBeforeSQL = `WITH gone AS (DELETE FROM thread_events WHERE at < $1 RETURNING 1) SELECT count(*) FROM gone`
+
 // DeleteThreadEventsBefore removes every stored thread event published
-// before cutoff and reports how many it removed. Events of one thread are
-// in publication order, so it stops at each thread's first newer event.
+// before cutoff and reports how many it removed. On PostgreSQL it is one
+// statement (thread_events has the publication time as a column); on
+// bbolt, where a write transaction holds up every other write, the stale
+// keys are found in a read first: events of one thread are in publication
+// order, so the scan stops at each thread's first newer event.
 func (db *DB) DeleteThreadEventsBefore(ctx context.Context, cutoff time.Time) (int, error) {
+	if db.Shared() {
+		var n int
+		err := db.Update(ctx, func(tx *Tx) error {
+			return tx.kv.(*pgTxn).query(pgDeleteThreadEventsBeforeSQL, []any{cutoff}, func(rows pgx.Rows) error {
+				for rows.Next() {
+					if err := rows.Scan(&n); err != nil {
+						return err
+					}
+				}
+				return rows.Err()
+			})
+		})
+		return n, err
+	}
 	var stale [][]byte
 	err := db.View(ctx, func(tx *Tx) error {
 		stale = nil
 		c := tx.bucket(bucketThreadEvents).Cursor()
 		for k, v := c.First(); k != nil; {
-			ev, err := decodeThreadEvent(k, v)
+			if len(k) != 24 {
+				return fmt.Errorf("load thread events: malformed key of %d bytes", len(k))
+			}
+			ev, err := decodeThreadEvent(0, v)
 			if err != nil {
 				return err
 			}

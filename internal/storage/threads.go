@@ -158,7 +158,7 @@ func (t *Tx) DeleteThread(id uuid.UUID) error {
 	if _, err := t.deleteNested(id, nil); err != nil {
 		return err
 	}
-	if err := deletePrefix(t.bucket(bucketThreadEvents), id[:]); err != nil {
+	if err := t.seqLog(threadEventLog).deleteOwner(id); err != nil {
 		return err
 	}
 	if err := t.deleteThreadCrons(id); err != nil {

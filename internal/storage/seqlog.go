@@ -1,0 +1,201 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// Event logs: the stored stream events of runs (run_events) and of
+// threads (thread_events) are logs of one owner (a run, a thread) each,
+// numbered by a positive seq. On bbolt each log is a bucket keyed
+// owner(16) | seq(8, big endian); on PostgreSQL a table of its own keyed
+// (owner, seq) (migrations/0004_event_tables.sql), whose rows a thread's
+// or a run's deletion removes with one statement.
+
+// seqLogKind names one of the two event logs.
+type seqLogKind struct {
+	bucket []byte
+	// table and owner are the PostgreSQL table and its owner column;
+	// timed tables have an "at" column (the event's publication time).
+	table, owner string
+	timed        bool
+}
+
+var (
+	runEventLog    = seqLogKind{bucket: bucketRunEvents, table: "run_events", owner: "run_id"}
+	threadEventLog = seqLogKind{bucket: bucketThreadEvents, table: "thread_events", owner: "thread_id", timed: true}
+)
+
+// seqEvent is one event to store: its seq, its publication time (used by
+// timed logs) and its encoded value.
+type seqEvent struct {
+	seq int64
+	at  time.Time
+	v   []byte
+}
+
+// seqLog is one event log inside a transaction.
+type seqLog interface {
+	// put stores evs as events of owner, overwriting a stored seq.
+	put(owner uuid.UUID, evs []seqEvent) error
+	// scan calls fn, in seq order, for every event of owner after seq
+	// after, stopping at fn's first error.
+	scan(owner uuid.UUID, after int64, fn func(seq int64, v []byte) error) error
+	// last returns the highest seq of owner, 0 when it has none.
+	last(owner uuid.UUID) (int64, error)
+	// deleteOwner removes every event of owner.
+	deleteOwner(owner uuid.UUID) error
+	// owners calls fn for every owner with events, in id order.
+	owners(fn func(uuid.UUID) error) error
+}
+
+// seqLog returns the transaction's view of an event log.
+func (t *Tx) seqLog(kind seqLogKind) seqLog {
+	if p, ok := t.kv.(*pgTxn); ok {
+		return &pgSeqLog{t: p, kind: kind}
+	}
+	return &kvSeqLog{b: t.bucket(kind.bucket)}
+}
+
+// kvSeqLog is an event log in a bucket keyed owner | seq.
+type kvSeqLog struct{ b kvBucket }
+
+func (l *kvSeqLog) put(owner uuid.UUID, evs []seqEvent) error {
+	for _, e := range evs {
+		if err := l.b.Put(runEventKey(owner, e.seq), e.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *kvSeqLog) scan(owner uuid.UUID, after int64, fn func(seq int64, v []byte) error) error {
+	c := l.b.Cursor()
+	for k, v := c.Seek(runEventKey(owner, max(after+1, 1))); k != nil && bytes.HasPrefix(k, owner[:]); k, v = c.Next() {
+		if len(k) != 24 {
+			return fmt.Errorf("malformed event key of %d bytes", len(k))
+		}
+		if err := fn(int64(binary.BigEndian.Uint64(k[16:])), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *kvSeqLog) last(owner uuid.UUID) (int64, error) {
+	c := l.b.Cursor()
+	k, _ := c.Seek(prefixEnd(owner[:]))
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if k != nil && bytes.HasPrefix(k, owner[:]) && len(k) == 24 {
+		return int64(binary.BigEndian.Uint64(k[16:])), nil
+	}
+	return 0, nil
+}
+
+func (l *kvSeqLog) deleteOwner(owner uuid.UUID) error {
+	return deletePrefix(l.b, owner[:])
+}
+
+func (l *kvSeqLog) owners(fn func(uuid.UUID) error) error {
+	c := l.b.Cursor()
+	for k, _ := c.First(); k != nil; {
+		if len(k) < 16 {
+			return fmt.Errorf("malformed event key of %d bytes", len(k))
+		}
+		id := uuid.UUID(k[:16])
+		if err := fn(id); err != nil {
+			return err
+		}
+		next := prefixEnd(id[:])
+		if next == nil {
+			return nil
+		}
+		k, _ = c.Seek(next)
+	}
+	return nil
+}
+
+// pgSeqLog is an event log in a table (owner, seq, [at,] v). Writes join
+// the transaction's pipelined batch; reads send it first.
+type pgSeqLog struct {
+	t    *pgTxn
+	kind seqLogKind
+}
+
+func (l *pgSeqLog) put(owner uuid.UUID, evs []seqEvent) error {
+	seqs := make([]int64, len(evs))
+	vals := make([][]byte, len(evs))
+	ats := make([]time.Time, len(evs))
+	for i, e := range evs {
+		seqs[i], vals[i], ats[i] = e.seq, e.v, e.at
+	}
+	k := l.kind
+	if k.timed {
+		return l.t.queue(`INSERT INTO `+k.table+` (`+k.owner+`, seq, at, v)
+			SELECT $1, e.seq, e.at, e.v FROM unnest($2::bigint[], $3::timestamptz[], $4::bytea[]) AS e(seq, at, v)
+			ON CONFLICT (`+k.owner+`, seq) DO UPDATE SET at = excluded.at, v = excluded.v`, pgUUID(owner), seqs, ats, vals)
+	}
+	return l.t.queue(`INSERT INTO `+k.table+` (`+k.owner+`, seq, v)
+		SELECT $1, e.seq, e.v FROM unnest($2::bigint[], $3::bytea[]) AS e(seq, v)
+		ON CONFLICT (`+k.owner+`, seq) DO UPDATE SET v = excluded.v`, pgUUID(owner), seqs, vals)
+}
+
+func (l *pgSeqLog) scan(owner uuid.UUID, after int64, fn func(seq int64, v []byte) error) error {
+	return l.t.query(`SELECT seq, v FROM `+l.kind.table+` WHERE `+l.kind.owner+` = $1 AND seq > $2 ORDER BY seq`,
+		[]any{pgUUID(owner), after}, func(rows pgx.Rows) error {
+			for rows.Next() {
+				var seq int64
+				var v []byte
+				if err := rows.Scan(&seq, &v); err != nil {
+					return err
+				}
+				if err := fn(seq, v); err != nil {
+					return err
+				}
+			}
+			return rows.Err()
+		})
+}
+
+func (l *pgSeqLog) last(owner uuid.UUID) (int64, error) {
+	var seq int64
+	err := l.t.query(`SELECT coalesce(max(seq), 0) FROM `+l.kind.table+` WHERE `+l.kind.owner+` = $1`,
+		[]any{pgUUID(owner)}, func(rows pgx.Rows) error {
+			for rows.Next() {
+				if err := rows.Scan(&seq); err != nil {
+					return err
+				}
+			}
+			return rows.Err()
+		})
+	return seq, err
+}
+
+func (l *pgSeqLog) deleteOwner(owner uuid.UUID) error {
+	return l.t.queue(`DELETE FROM `+l.kind.table+` WHERE `+l.kind.owner+` = $1`, pgUUID(owner))
+}
+
+func (l *pgSeqLog) owners(fn func(uuid.UUID) error) error {
+	return l.t.query(`SELECT DISTINCT `+l.kind.owner+` FROM `+l.kind.table+` ORDER BY 1`, nil, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id pgtype.UUID
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			if err := fn(uuid.UUID(id.Bytes)); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
