@@ -37,11 +37,14 @@ import (
 
 // Server is one running instance.
 type Server struct {
-	cfg  config.Config
-	log  *slog.Logger
-	db   *storage.DB
-	http *http.Server
-	ln   net.Listener
+	cfg config.Config
+	log *slog.Logger
+	db  *storage.DB
+	// replicaID is this server's id among the replicas of a shared
+	// database ("" on the embedded one).
+	replicaID string
+	http      *http.Server
+	ln        net.Listener
 
 	// Reducers is the channel reducer registry shared by every service.
 	Reducers   *channels.Registry
@@ -170,7 +173,7 @@ func (s *Server) build(opts Options) error {
 		if err != nil {
 			return err
 		}
-		replicaID = id
+		replicaID, s.replicaID = id, id
 		s.life.Opened("replica lock", func(context.Context) error {
 			release()
 			return nil
@@ -368,7 +371,7 @@ func (s *Server) services() []service {
 	}
 	return append(out,
 		service{"subagent recovery", lifecycle.Hooks{OnStart: func(ctx context.Context) error {
-			if n, err := subagents.RecoverInterrupted(ctx, s.db); err != nil {
+			if n, err := subagents.RecoverInterrupted(ctx, s.db, s.replicaID); err != nil {
 				return fmt.Errorf("recover subagents: %w", err)
 			} else if n > 0 {
 				s.log.Warn("subagents cut off by a restart are reported as interrupted", "count", n)

@@ -573,3 +573,50 @@ func TestPostgresLostCommitResendsItsNotices(t *testing.T) {
 		t.Fatal("the other replica heard nothing")
 	}
 }
+
+// A replica starting up reports as interrupted the subagent executions a
+// crash cut off — its own, and those of runs no replica runs — but not
+// those whose parent run another replica is executing.
+func TestPostgresStartUpLeavesOtherReplicasSubagents(t *testing.T) {
+	db := openPostgresOrSkip(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	mine, others, orphan := uuid.New(), uuid.New(), uuid.New()
+	err := db.Update(ctx, func(tx *Tx) error {
+		for owner, id := range map[string]uuid.UUID{"me": mine, "other": others, "": orphan} {
+			r := Run{RunID: id, ThreadID: uuid.New(), Status: RunRunning, Owner: owner, Token: NewRunToken(), CreatedAt: now, NotBefore: now}
+			if owner == "" {
+				r.Status = RunPending
+			}
+			if err := tx.PutRun(r); err != nil {
+				return err
+			}
+			if err := tx.PutSubagent(SubagentExecution{ParentRunID: id, ThreadID: r.ThreadID, ToolCallID: "call-1", Status: "running", StartedAt: now}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.Update(ctx, func(tx *Tx) error {
+		var err error
+		n, err = tx.InterruptLiveSubagents(now, "me")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	status := func(run uuid.UUID) string {
+		e, err := Read(ctx, db, func(tx *Tx) (SubagentExecution, error) { return tx.GetSubagent(run, "call-1") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Status
+	}
+	if n != 2 || status(mine) != "interrupted" || status(orphan) != "interrupted" || status(others) != "running" {
+		t.Fatalf("marked %d; mine %s, orphan's %s, the other replica's %s; want 2: interrupted, interrupted, running",
+			n, status(mine), status(orphan), status(others))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // SubagentExecution is the durable record of one synchronous subagent (a
@@ -73,14 +74,17 @@ func (t *Tx) RunSubagents(run uuid.UUID) ([]SubagentExecution, error) {
 
 // InterruptLiveSubagents marks every pending or running execution as
 // interrupted (called at start-up: a crash cut them off), and returns how
-// many it marked.
-func (t *Tx) InterruptLiveSubagents(now time.Time) (int, error) {
+// many it marked. On a shared database (replicas) it leaves alone the
+// executions whose parent run another replica is running: that replica
+// executes them still. replica is the calling server's id.
+func (t *Tx) InterruptLiveSubagents(now time.Time, replica string) (int, error) {
 	b := t.bucket(bucketSubagents)
-	type update struct {
+	type live struct {
 		key []byte
-		val []byte
+		e   SubagentExecution
 	}
-	var updates []update
+	var found []live
+	var parents []pgtype.UUID
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		var e SubagentExecution
@@ -90,17 +94,37 @@ func (t *Tx) InterruptLiveSubagents(now time.Time) (int, error) {
 		if e.Status != "pending" && e.Status != "running" {
 			continue
 		}
-		e.Status, e.Error, e.EndedAt = "interrupted", "interrupted by a server restart", &now
-		raw, err := encode(e)
+		found = append(found, live{append([]byte(nil), k...), e})
+		parents = append(parents, pgUUID(e.ParentRunID))
+	}
+	elsewhere := map[uuid.UUID]bool{}
+	if p, err := t.shared(); err == nil && len(found) > 0 {
+		ids, err := p.ids(pgRunningElsewhereSQL, parents, replica)
 		if err != nil {
 			return 0, err
 		}
-		updates = append(updates, update{append([]byte(nil), k...), raw})
-	}
-	for _, u := range updates {
-		if err := b.Put(u.key, u.val); err != nil {
-			return 0, err
+		for _, id := range ids {
+			elsewhere[id] = true
 		}
 	}
-	return len(updates), nil
+	n := 0
+	for _, l := range found {
+		if elsewhere[l.e.ParentRunID] {
+			continue
+		}
+		l.e.Status, l.e.Error, l.e.EndedAt = "interrupted", "interrupted by a server restart", &now
+		raw, err := encode(l.e)
+		if err != nil {
+			return 0, err
+		}
+		if err := b.Put(l.key, raw); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
 }
+
+// pgRunningElsewhereSQL selects, among runs $1, those running on a replica
+// other than $2.
+const pgRunningElsewhereSQL = `SELECT run_id FROM run_queue WHERE run_id = ANY($1::uuid[]) AND status = 'running' AND owner <> $2`

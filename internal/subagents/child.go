@@ -309,12 +309,14 @@ func (a *Admission) release() {
 	a.running--
 }
 
-// RecoverInterrupted marks executions cut off by a crash as interrupted.
-func RecoverInterrupted(ctx context.Context, db *storage.DB) (int, error) {
+// RecoverInterrupted marks executions cut off by a crash as interrupted,
+// but for those another replica than replica (the calling server) still
+// runs.
+func RecoverInterrupted(ctx context.Context, db *storage.DB, replica string) (int, error) {
 	n := 0
 	err := db.Update(ctx, func(tx *storage.Tx) error {
 		var err error
-		n, err = tx.InterruptLiveSubagents(time.Now().UTC())
+		n, err = tx.InterruptLiveSubagents(time.Now().UTC(), replica)
 		return err
 	})
 	return n, err

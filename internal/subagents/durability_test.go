@@ -65,7 +65,7 @@ func TestRestartRecovery(t *testing.T) {
 	done.Result = "the finished answer"
 	putExecutions(t, db, exec("call_running", "running"), exec("call_pending", "pending"), done)
 
-	n, err := RecoverInterrupted(context.Background(), db)
+	n, err := RecoverInterrupted(context.Background(), db, "")
 	if err != nil || n != 2 {
 		t.Fatalf("RecoverInterrupted = %d, %v; want 2", n, err)
 	}
@@ -78,7 +78,7 @@ func TestRestartRecovery(t *testing.T) {
 	if e := getExecution(t, db, run, "call_done"); e.Status != "completed" || e.EndedAt != nil {
 		t.Fatalf("a finished execution was touched: %+v", e)
 	}
-	if n, err := RecoverInterrupted(context.Background(), db); err != nil || n != 0 {
+	if n, err := RecoverInterrupted(context.Background(), db, ""); err != nil || n != 0 {
 		t.Fatalf("second recovery = %d, %v; want 0", n, err)
 	}
 
