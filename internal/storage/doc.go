@@ -146,7 +146,9 @@
 //	store_vectors             item key -> count(4) | dims(4) | count×dims float32 (little endian):
 //	                          the embeddings of an item's indexed fields (semantic search); written
 //	                          and deleted with the item, scored in process (cosine)
-//	subagents                 parent run_id(16) | tool_call_id -> SubagentExecution JSON (synchronous task tool)
+//	subagents                 parent run_id(16) | tool_call_id -> SubagentExecution JSON (synchronous task tool;
+//	                          on PostgreSQL the table subagents(run_id, tool_call_id, thread_id, status,
+//	                          started_at, ended_at, v) instead: subagents.go)
 //	thread_events             thread_id(16) | seq(8, big endian) -> {"at": unix millis, "event": protocol event JSON}
 //	                          (thread-centric stream replay buffer; deleted after its retention; on
 //	                          PostgreSQL the table thread_events(thread_id, seq, at, v) instead)

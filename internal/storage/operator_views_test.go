@@ -10,9 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"agentserver/internal/testutil/pgtest"
 )
 
 // docSQLBlocks returns the sql blocks of section (a "## " heading) of a
@@ -174,52 +171,12 @@ func TestOperatorQueriesOfTheDocs(t *testing.T) {
 // release left it) is upgraded in place at open: the records are all
 // there, through the record code and through the views.
 func TestPostgresUpgradeAddsViewsOverExistingRecords(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip(pgtest.EnvURL + " is not set")
-	}
-	url := pgtest.FreshSchema(t)
-	all, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var before []migration
-	for _, m := range all {
-		if m.version < 3 {
-			before = append(before, m)
-		}
-	}
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	th := Thread{ThreadID: uuid.New(), CreatedAt: now, UpdatedAt: now, Status: "idle", Metadata: map[string]any{"k": "v"}}
 	run := Run{RunID: uuid.New(), ThreadID: th.ThreadID, AssistantID: uuid.New(), GraphID: "agent", Status: RunError,
 		Error: "boom", CreatedAt: now, UpdatedAt: now, NotBefore: now, Metadata: map[string]any{}, Attempt: 1}
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if err := applyMigrations(ctx, tx, before); err != nil {
-			return err
-		}
-		for bucket, rec := range map[string]struct {
-			k []byte
-			v any
-		}{"threads": {th.ThreadID[:], th}, "runs": {run.RunID[:], run}} {
-			raw, err := encode(rec.v)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO kv (bucket, k, v) VALUES ($1, $2, $3)`, bucket, rec.k, raw); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	url, pool := schemaBefore(t, 3, kvRow{"threads", th.ThreadID[:], th}, kvRow{"runs", run.RunID[:], run})
+	ctx := context.Background()
 	db, err := OpenPostgres(url, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -221,6 +221,18 @@ func (t *pgTxn) ids(sql string, args ...any) ([]uuid.UUID, error) {
 	return ids, err
 }
 
+// values runs a query returning one bytea column in the transaction,
+// after its pending writes.
+func (t *pgTxn) values(sql string, args ...any) ([][]byte, error) {
+	var out [][]byte
+	err := t.query(sql, args, func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, pgx.RowTo[[]byte])
+		return err
+	})
+	return out, err
+}
+
 // shared returns the transaction's PostgreSQL side, or ErrNotShared.
 func (t *Tx) shared() (*pgTxn, error) {
 	p, ok := t.kv.(*pgTxn)

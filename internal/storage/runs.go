@@ -242,7 +242,7 @@ func (t *Tx) deleteRunKeys(threadID, id uuid.UUID) error {
 	if err := t.bucket(bucketRunsActive).Delete(id[:]); err != nil {
 		return err
 	}
-	if err := deletePrefix(t.bucket(bucketSubagents), id[:]); err != nil {
+	if err := t.deleteRunSubagents(id); err != nil {
 		return err
 	}
 	return t.seqLog(runEventLog).deleteOwner(id)

@@ -1,12 +1,10 @@
 package storage
 
 import (
-	"bytes"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // SubagentExecution is the durable record of one synchronous subagent (a
@@ -38,11 +36,36 @@ func subagentKey(run uuid.UUID, toolCall string) []byte {
 	return append(k, toolCall...)
 }
 
+// Subagent records live in the bucket subagents on bbolt and in the table
+// subagents on PostgreSQL (migrations/0005_subagents_table.sql), where a
+// write transaction's read locks the row as a point read of kv does.
+const (
+	pgPutSubagentSQL = `INSERT INTO subagents (run_id, tool_call_id, thread_id, status, started_at, ended_at, v)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (run_id, tool_call_id) DO UPDATE SET thread_id = excluded.thread_id, status = excluded.status,
+			started_at = excluded.started_at, ended_at = excluded.ended_at, v = excluded.v`
+	pgGetSubagentSQL     = `SELECT v FROM subagents WHERE run_id = $1 AND tool_call_id = $2`
+	pgRunSubagentsSQL    = `SELECT v FROM subagents WHERE run_id = $1 ORDER BY tool_call_id`
+	pgDeleteSubagentsSQL = `DELETE FROM subagents WHERE run_id = $1`
+	// pgLiveSubagentsSQL locks the pending and running executions but for
+	// those whose parent run a replica other than $1 is running.
+	pgLiveSubagentsSQL = `SELECT s.v FROM subagents s WHERE s.status IN ('pending', 'running')
+		AND NOT EXISTS (SELECT 1 FROM run_queue q WHERE q.run_id = s.run_id AND q.status = 'running' AND q.owner <> $1)
+		ORDER BY s.run_id, s.tool_call_id FOR UPDATE OF s`
+)
+
 // PutSubagent stores a subagent execution record.
 func (t *Tx) PutSubagent(e SubagentExecution) error {
 	raw, err := encode(e)
 	if err != nil {
 		return err
+	}
+	if p, ok := t.kv.(*pgTxn); ok {
+		var started *time.Time
+		if !e.StartedAt.IsZero() {
+			started = &e.StartedAt
+		}
+		return p.queue(pgPutSubagentSQL, pgUUID(e.ParentRunID), []byte(e.ToolCallID), pgUUID(e.ThreadID), e.Status, started, e.EndedAt, raw)
 	}
 	return t.bucket(bucketSubagents).Put(subagentKey(e.ParentRunID, e.ToolCallID), raw)
 }
@@ -50,7 +73,22 @@ func (t *Tx) PutSubagent(e SubagentExecution) error {
 // GetSubagent returns one execution record, or ErrNotFound.
 func (t *Tx) GetSubagent(run uuid.UUID, toolCall string) (SubagentExecution, error) {
 	var e SubagentExecution
-	raw := t.bucket(bucketSubagents).Get(subagentKey(run, toolCall))
+	var raw []byte
+	if p, ok := t.kv.(*pgTxn); ok {
+		sql := pgGetSubagentSQL
+		if !p.readOnly {
+			sql += ` FOR UPDATE`
+		}
+		vals, err := p.values(sql, pgUUID(run), []byte(toolCall))
+		if err != nil {
+			return e, err
+		}
+		if len(vals) > 0 {
+			raw = vals[0]
+		}
+	} else {
+		raw = t.bucket(bucketSubagents).Get(subagentKey(run, toolCall))
+	}
 	if raw == nil {
 		return e, fmt.Errorf("subagent %s of run %s: %w", toolCall, run, ErrNotFound)
 	}
@@ -61,15 +99,38 @@ func (t *Tx) GetSubagent(run uuid.UUID, toolCall string) (SubagentExecution, err
 // RunSubagents lists the executions of a parent run.
 func (t *Tx) RunSubagents(run uuid.UUID) ([]SubagentExecution, error) {
 	var out []SubagentExecution
-	c := t.bucket(bucketSubagents).Cursor()
-	for k, v := c.Seek(run[:]); k != nil && bytes.HasPrefix(k, run[:]); k, v = c.Next() {
+	add := func(v []byte) error {
 		var e SubagentExecution
 		if err := decode(v, &e); err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, e)
+		return nil
+	}
+	if p, ok := t.kv.(*pgTxn); ok {
+		vals, err := p.values(pgRunSubagentsSQL, pgUUID(run))
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vals {
+			if err := add(v); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	if err := scanPrefix(t.bucket(bucketSubagents), run[:], func(_, v []byte) error { return add(v) }); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// deleteRunSubagents removes the execution records of a parent run.
+func (t *Tx) deleteRunSubagents(run uuid.UUID) error {
+	if p, ok := t.kv.(*pgTxn); ok {
+		return p.queue(pgDeleteSubagentsSQL, pgUUID(run))
+	}
+	return deletePrefix(t.bucket(bucketSubagents), run[:])
 }
 
 // InterruptLiveSubagents marks every pending or running execution as
@@ -78,53 +139,35 @@ func (t *Tx) RunSubagents(run uuid.UUID) ([]SubagentExecution, error) {
 // executions whose parent run another replica is running: that replica
 // executes them still. replica is the calling server's id.
 func (t *Tx) InterruptLiveSubagents(now time.Time, replica string) (int, error) {
-	b := t.bucket(bucketSubagents)
-	type live struct {
-		key []byte
-		e   SubagentExecution
-	}
-	var found []live
-	var parents []pgtype.UUID
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	var live []SubagentExecution
+	collect := func(v []byte) error {
 		var e SubagentExecution
 		if err := decode(v, &e); err != nil {
-			return 0, err
+			return err
 		}
-		if e.Status != "pending" && e.Status != "running" {
-			continue
+		if e.Status == "pending" || e.Status == "running" {
+			live = append(live, e)
 		}
-		found = append(found, live{append([]byte(nil), k...), e})
-		parents = append(parents, pgUUID(e.ParentRunID))
+		return nil
 	}
-	elsewhere := map[uuid.UUID]bool{}
-	if p, err := t.shared(); err == nil && len(found) > 0 {
-		ids, err := p.ids(pgRunningElsewhereSQL, parents, replica)
+	if p, ok := t.kv.(*pgTxn); ok {
+		vals, err := p.values(pgLiveSubagentsSQL, replica)
 		if err != nil {
 			return 0, err
 		}
-		for _, id := range ids {
-			elsewhere[id] = true
+		for _, v := range vals {
+			if err := collect(v); err != nil {
+				return 0, err
+			}
 		}
+	} else if err := t.bucket(bucketSubagents).ForEach(func(_, v []byte) error { return collect(v) }); err != nil {
+		return 0, err
 	}
-	n := 0
-	for _, l := range found {
-		if elsewhere[l.e.ParentRunID] {
-			continue
-		}
-		l.e.Status, l.e.Error, l.e.EndedAt = "interrupted", "interrupted by a server restart", &now
-		raw, err := encode(l.e)
-		if err != nil {
+	for _, e := range live {
+		e.Status, e.Error, e.EndedAt = "interrupted", "interrupted by a server restart", &now
+		if err := t.PutSubagent(e); err != nil {
 			return 0, err
 		}
-		if err := b.Put(l.key, raw); err != nil {
-			return 0, err
-		}
-		n++
 	}
-	return n, nil
+	return len(live), nil
 }
-
-// pgRunningElsewhereSQL selects, among runs $1, those running on a replica
-// other than $2.
-const pgRunningElsewhereSQL = `SELECT run_id FROM run_queue WHERE run_id = ANY($1::uuid[]) AND status = 'running' AND owner <> $2`

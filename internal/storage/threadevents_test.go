@@ -8,10 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"agentserver/internal/testutil/pgtest"
 )
 
 // A thread's events: appended, read after a Seq, the last Seq, the
@@ -76,54 +72,13 @@ func testThreadEvents(t *testing.T, db *DB) {
 // release left it) is upgraded in place: the events move to their tables,
 // readable as before, and kv keeps none of them.
 func TestPostgresUpgradeMovesEventsToTables(t *testing.T) {
-	if !pgtest.Enabled() {
-		t.Skip(pgtest.EnvURL + " is not set")
-	}
-	url := pgtest.FreshSchema(t)
-	all, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var before []migration
-	for _, m := range all {
-		if m.version < 4 {
-			before = append(before, m)
-		}
-	}
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	run, thread := uuid.New(), uuid.New()
 	at := time.UnixMilli(time.Now().UnixMilli())
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if err := applyMigrations(ctx, tx, before); err != nil {
-			return err
-		}
-		for _, row := range []struct {
-			bucket string
-			k      []byte
-			v      any
-		}{
-			{"run_events", runEventKey(run, 1), runEventValue{Event: "metadata", Data: json.RawMessage(`{"run_id":"x"}`)}},
-			{"run_events", runEventKey(run, 300), runEventValue{Event: "end", Data: json.RawMessage(`null`)}},
-			{"thread_events", runEventKey(thread, 7), threadEventValue{At: at.UnixMilli(), Event: json.RawMessage(`{"e":"nul \u0000"}`)}},
-		} {
-			raw, err := encode(row.v)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO kv (bucket, k, v) VALUES ($1, $2, $3)`, row.bucket, row.k, raw); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, pool := schemaBefore(t, 4,
+		kvRow{"run_events", runEventKey(run, 1), runEventValue{Event: "metadata", Data: json.RawMessage(`{"run_id":"x"}`)}},
+		kvRow{"run_events", runEventKey(run, 300), runEventValue{Event: "end", Data: json.RawMessage(`null`)}},
+		kvRow{"thread_events", runEventKey(thread, 7), threadEventValue{At: at.UnixMilli(), Event: json.RawMessage(`{"e":"nul \u0000"}`)}})
+	ctx := context.Background()
 	db, err := OpenPostgres(url, Options{})
 	if err != nil {
 		t.Fatal(err)
