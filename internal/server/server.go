@@ -167,13 +167,12 @@ func openDatabase(cfg config.Config, opts Options, log *slog.Logger) (*storage.D
 // is open, so that New's one cleanup path releases it on an error.
 func (s *Server) build(opts Options) error {
 	cfg, log, clock := s.cfg, s.log, lifecycle.ClockOr(opts.Clock)
-	var replicaID string
 	if cfg.DatabaseURL != "" {
 		id, release, err := replicaIdentity(cfg.DataDir)
 		if err != nil {
 			return err
 		}
-		replicaID, s.replicaID = id, id
+		s.replicaID = id
 		s.life.Opened("replica lock", func(context.Context) error {
 			release()
 			return nil
@@ -259,7 +258,7 @@ func (s *Server) build(opts Options) error {
 	// notifier, the notifier creates runs), so the notifier and the
 	// in-process transport are bound once the engine exists.
 	s.Runs = runs.New(db, s.Threads, s.Assistants, reg, s.Reducers, s.Broker, runs.Options{Workers: cfg.Jobs, Log: log, Retention: cfg.StreamRetention, Timeout: cfg.RunTimeout, StopGrace: cfg.RunStopGrace,
-		ReplicaID: replicaID, AdvertiseURL: advertiseURL(cfg.AdvertiseURL, s.ln), PeerAPIKey: cfg.APIKey, Webhooks: webhooks, Authorizer: auth.Authorizer,
+		ReplicaID: s.replicaID, AdvertiseURL: advertiseURL(cfg.AdvertiseURL, s.ln), PeerAPIKey: cfg.APIKey, Webhooks: webhooks, Authorizer: auth.Authorizer,
 		ThreadObserver: s.Stream, CreationObserver: agents.notifier, Clock: clock})
 	cronClock := clock
 	if opts.CronClock != nil {

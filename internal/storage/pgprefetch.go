@@ -22,10 +22,7 @@ import (
 // conditions: a range open at its end would scan to the bucket's end.
 const pgPrefetchSQL = `SELECT kv.bucket, kv.k, kv.v FROM kv
 	WHERE (kv.bucket, kv.k) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))
-UNION ALL
-SELECT s.bucket, s.k, s.v FROM unnest($3::text[], $4::bytea[], $5::bytea[]) AS r(b, lo, hi)
-	CROSS JOIN LATERAL (SELECT kv.bucket, kv.k, kv.v FROM kv
-		WHERE kv.bucket = r.b AND kv.k >= r.lo AND kv.k < r.hi) s`
+UNION ALL ` + pgPrefetchRangesSQL
 
 // pgPrefetchForUpdateSQL is pgPrefetchSQL in a write transaction: it
 // locks the rows of the keys, as a point read there does
@@ -33,8 +30,10 @@ SELECT s.bucket, s.k, s.v FROM unnest($3::text[], $4::bytea[], $5::bytea[]) AS r
 const pgPrefetchForUpdateSQL = `WITH keyed AS (SELECT kv.bucket, kv.k, kv.v FROM kv
 	WHERE (kv.bucket, kv.k) IN (SELECT * FROM unnest($1::text[], $2::bytea[])) FOR UPDATE)
 SELECT * FROM keyed
-UNION ALL
-SELECT s.bucket, s.k, s.v FROM unnest($3::text[], $4::bytea[], $5::bytea[]) AS r(b, lo, hi)
+UNION ALL ` + pgPrefetchRangesSQL
+
+// pgPrefetchRangesSQL is the part of a prefetch that reads the ranges.
+const pgPrefetchRangesSQL = `SELECT s.bucket, s.k, s.v FROM unnest($3::text[], $4::bytea[], $5::bytea[]) AS r(b, lo, hi)
 	CROSS JOIN LATERAL (SELECT kv.bucket, kv.k, kv.v FROM kv
 		WHERE kv.bucket = r.b AND kv.k >= r.lo AND kv.k < r.hi) s`
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Event logs: the stored stream events of runs (run_events) and of
@@ -18,18 +17,41 @@ import (
 // (owner, seq) (migrations/0004_event_tables.sql), whose rows a thread's
 // or a run's deletion removes with one statement.
 
-// seqLogKind names one of the two event logs.
+// seqLogKind names one of the two event logs: its bbolt bucket and the
+// statements of its PostgreSQL table.
 type seqLogKind struct {
 	bucket []byte
-	// table and owner are the PostgreSQL table and its owner column;
-	// timed tables have an "at" column (the event's publication time).
-	table, owner string
-	timed        bool
+	// timed logs' tables have an "at" column (the event's publication
+	// time): their puts carry it.
+	timed                                          bool
+	putSQL, scanSQL, lastSQL, deleteSQL, ownersSQL string
+}
+
+// newSeqLogKind builds the statements of the log kept in table, whose
+// owner column is owner.
+func newSeqLogKind(bucket []byte, table, owner string, timed bool) seqLogKind {
+	put := `INSERT INTO ` + table + ` (` + owner + `, seq, v)
+		SELECT $1, e.seq, e.v FROM unnest($2::bigint[], $3::bytea[]) AS e(seq, v)
+		ON CONFLICT (` + owner + `, seq) DO UPDATE SET v = excluded.v`
+	if timed {
+		put = `INSERT INTO ` + table + ` (` + owner + `, seq, at, v)
+		SELECT $1, e.seq, e.at, e.v FROM unnest($2::bigint[], $3::bytea[], $4::timestamptz[]) AS e(seq, v, at)
+		ON CONFLICT (` + owner + `, seq) DO UPDATE SET at = excluded.at, v = excluded.v`
+	}
+	return seqLogKind{
+		bucket:    bucket,
+		timed:     timed,
+		putSQL:    put,
+		scanSQL:   `SELECT seq, v FROM ` + table + ` WHERE ` + owner + ` = $1 AND seq > $2 ORDER BY seq`,
+		lastSQL:   `SELECT coalesce(max(seq), 0) FROM ` + table + ` WHERE ` + owner + ` = $1`,
+		deleteSQL: `DELETE FROM ` + table + ` WHERE ` + owner + ` = $1`,
+		ownersSQL: `SELECT DISTINCT ` + owner + ` FROM ` + table + ` ORDER BY 1`,
+	}
 }
 
 var (
-	runEventLog    = seqLogKind{bucket: bucketRunEvents, table: "run_events", owner: "run_id"}
-	threadEventLog = seqLogKind{bucket: bucketThreadEvents, table: "thread_events", owner: "thread_id", timed: true}
+	runEventLog    = newSeqLogKind(bucketRunEvents, "run_events", "run_id", false)
+	threadEventLog = newSeqLogKind(bucketThreadEvents, "thread_events", "thread_id", true)
 )
 
 // seqEvent is one event to store: its seq, its publication time (used by
@@ -135,67 +157,50 @@ type pgSeqLog struct {
 func (l *pgSeqLog) put(owner uuid.UUID, evs []seqEvent) error {
 	seqs := make([]int64, len(evs))
 	vals := make([][]byte, len(evs))
+	for i, e := range evs {
+		seqs[i], vals[i] = e.seq, e.v
+	}
+	if !l.kind.timed {
+		return l.t.queue(l.kind.putSQL, pgUUID(owner), seqs, vals)
+	}
 	ats := make([]time.Time, len(evs))
 	for i, e := range evs {
-		seqs[i], vals[i], ats[i] = e.seq, e.v, e.at
+		ats[i] = e.at
 	}
-	k := l.kind
-	if k.timed {
-		return l.t.queue(`INSERT INTO `+k.table+` (`+k.owner+`, seq, at, v)
-			SELECT $1, e.seq, e.at, e.v FROM unnest($2::bigint[], $3::timestamptz[], $4::bytea[]) AS e(seq, at, v)
-			ON CONFLICT (`+k.owner+`, seq) DO UPDATE SET at = excluded.at, v = excluded.v`, pgUUID(owner), seqs, ats, vals)
-	}
-	return l.t.queue(`INSERT INTO `+k.table+` (`+k.owner+`, seq, v)
-		SELECT $1, e.seq, e.v FROM unnest($2::bigint[], $3::bytea[]) AS e(seq, v)
-		ON CONFLICT (`+k.owner+`, seq) DO UPDATE SET v = excluded.v`, pgUUID(owner), seqs, vals)
+	return l.t.queue(l.kind.putSQL, pgUUID(owner), seqs, vals, ats)
 }
 
 func (l *pgSeqLog) scan(owner uuid.UUID, after int64, fn func(seq int64, v []byte) error) error {
-	return l.t.query(`SELECT seq, v FROM `+l.kind.table+` WHERE `+l.kind.owner+` = $1 AND seq > $2 ORDER BY seq`,
-		[]any{pgUUID(owner), after}, func(rows pgx.Rows) error {
-			for rows.Next() {
-				var seq int64
-				var v []byte
-				if err := rows.Scan(&seq, &v); err != nil {
-					return err
-				}
-				if err := fn(seq, v); err != nil {
-					return err
-				}
-			}
-			return rows.Err()
-		})
+	return l.t.query(l.kind.scanSQL, []any{pgUUID(owner), after}, func(rows pgx.Rows) error {
+		var seq int64
+		var v []byte
+		_, err := pgx.ForEachRow(rows, []any{&seq, &v}, func() error { return fn(seq, v) })
+		return err
+	})
 }
 
 func (l *pgSeqLog) last(owner uuid.UUID) (int64, error) {
 	var seq int64
-	err := l.t.query(`SELECT coalesce(max(seq), 0) FROM `+l.kind.table+` WHERE `+l.kind.owner+` = $1`,
-		[]any{pgUUID(owner)}, func(rows pgx.Rows) error {
-			for rows.Next() {
-				if err := rows.Scan(&seq); err != nil {
-					return err
-				}
-			}
-			return rows.Err()
-		})
+	err := l.t.query(l.kind.lastSQL, []any{pgUUID(owner)}, func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&seq}, func() error { return nil })
+		return err
+	})
 	return seq, err
 }
 
 func (l *pgSeqLog) deleteOwner(owner uuid.UUID) error {
-	return l.t.queue(`DELETE FROM `+l.kind.table+` WHERE `+l.kind.owner+` = $1`, pgUUID(owner))
+	return l.t.queue(l.kind.deleteSQL, pgUUID(owner))
 }
 
 func (l *pgSeqLog) owners(fn func(uuid.UUID) error) error {
-	return l.t.query(`SELECT DISTINCT `+l.kind.owner+` FROM `+l.kind.table+` ORDER BY 1`, nil, func(rows pgx.Rows) error {
-		for rows.Next() {
-			var id pgtype.UUID
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			if err := fn(uuid.UUID(id.Bytes)); err != nil {
-				return err
-			}
+	ids, err := l.t.ids(l.kind.ownersSQL)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := fn(id); err != nil {
+			return err
 		}
-		return rows.Err()
-	})
+	}
+	return nil
 }
