@@ -28,7 +28,9 @@ type replicaCluster struct {
 	dbURL  string
 	config string
 	lease  string
-	model  *scripted.Server
+	// jobs is the replicas' --n-jobs (workers per replica).
+	jobs  string
+	model *scripted.Server
 	// db reads the shared records directly (attempts and owners, which the
 	// HTTP API does not show).
 	db *storage.DB
@@ -60,7 +62,7 @@ type replica struct {
 // share; lease is their --run-lease flag.
 func newReplicaCluster(tb testing.TB, bin, lease string, modelDelay time.Duration) *replicaCluster {
 	tb.Helper()
-	c := &replicaCluster{bin: bin, dbURL: pgtest.FreshSchema(tb), lease: lease}
+	c := &replicaCluster{bin: bin, dbURL: pgtest.FreshSchema(tb), lease: lease, jobs: "16"}
 	model := scripted.New()
 	tb.Cleanup(model.Close)
 	c.model = model
@@ -112,7 +114,7 @@ func (c *replicaCluster) startAs(tb testing.TB, app string) *replica {
 	}
 	p := startProcessWith(tb, c.bin, []string{"OPENAI_API_KEY=test"},
 		"--data-dir", dataDir, "--config", c.config, "--database-url", dbURL,
-		"--run-lease", c.lease, "--n-jobs", "16")
+		"--run-lease", c.lease, "--n-jobs", c.jobs)
 	raw, err := os.ReadFile(filepath.Join(dataDir, "replica-id"))
 	if err != nil {
 		tb.Fatal(err)

@@ -122,6 +122,9 @@ func TestReplicaWritesOfDifferentThreadsDoNotWait(t *testing.T) {
 	skipWithoutReplicas(t)
 	bin := buildServer(t)
 	c := newReplicaCluster(t, bin, "15s", 30*time.Millisecond)
+	// More workers than a replica's clients: every run starts on the
+	// replica that creates it, never pending for another to claim.
+	c.jobs = "100"
 	const prefix = "contention-"
 	reps := []*replica{c.startAs(t, prefix+"0"), c.startAs(t, prefix+"1"), c.startAs(t, prefix+"2")}
 	client := &http.Client{Timeout: time.Minute}
