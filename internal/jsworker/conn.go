@@ -85,30 +85,69 @@ func (c *conn) write(m message) error {
 
 // call sends a request and decodes its result into out (nil: ignored).
 func (c *conn) call(ctx context.Context, method string, params, out any) error {
+	req, err := c.send(method, params)
+	if err != nil {
+		return err
+	}
+	return req.wait(ctx, out)
+}
+
+// start sends a request now and waits for its answer in the background:
+// the returned channel gets call's error. A message sent after start
+// returns (a cancel notification) reaches the worker after the request.
+func (c *conn) start(method string, params, out any) <-chan error {
+	done := make(chan error, 1)
+	req, err := c.send(method, params)
+	if err != nil {
+		done <- err
+		return done
+	}
+	go func() { done <- req.wait(context.Background(), out) }()
+	return done
+}
+
+// request is a request sent and not yet answered.
+type request struct {
+	c      *conn
+	id     int64
+	answer chan message
+}
+
+// send writes a request; wait reads its answer.
+func (c *conn) send(method string, params any) (*request, error) {
 	raw, err := json.Marshal(params)
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", method, err)
+		return nil, fmt.Errorf("encode %s: %w", method, err)
 	}
-	ch := make(chan message, 1)
+	req := &request{c: c, answer: make(chan message, 1)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return errConnClosed
+		return nil, errConnClosed
 	}
 	c.next++
-	id := c.next
-	c.pending[id] = ch
+	req.id = c.next
+	c.pending[req.id] = req.answer
 	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-	}()
-	if err := c.write(message{ID: id, Method: method, Params: raw}); err != nil {
-		return fmt.Errorf("%w: %w", errConnClosed, err)
+	if err := c.write(message{ID: req.id, Method: method, Params: raw}); err != nil {
+		req.forget()
+		return nil, fmt.Errorf("%w: %w", errConnClosed, err)
 	}
+	return req, nil
+}
+
+// forget stops routing the request's answer.
+func (r *request) forget() {
+	r.c.mu.Lock()
+	delete(r.c.pending, r.id)
+	r.c.mu.Unlock()
+}
+
+// wait decodes the request's result into out (nil: ignored).
+func (r *request) wait(ctx context.Context, out any) error {
+	defer r.forget()
 	select {
-	case m, ok := <-ch:
+	case m, ok := <-r.answer:
 		if !ok {
 			return errConnClosed
 		}

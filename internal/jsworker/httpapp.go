@@ -1,7 +1,6 @@
 package jsworker
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -73,8 +72,7 @@ func (p *Pool) ServeApp(rw http.ResponseWriter, r *http.Request, user map[string
 	if len(body) > 0 {
 		params["body"] = base64.StdEncoding.EncodeToString(body)
 	}
-	done := make(chan error, 1)
-	go func() { done <- w.c.call(context.Background(), "http", params, nil) }()
+	done := w.c.start("http", params, nil)
 	wrote := false
 	for {
 		select {

@@ -98,8 +98,8 @@ func (r *runner) Run(ctx context.Context, in graph.Input, sink graph.Sink) (grap
 		return graph.Result{}, err
 	}
 	var res runResult
-	done := make(chan error, 1)
-	go func() { done <- w.c.call(context.Background(), "run", params, &res) }()
+	// Sent before the select, so that a cancel never overtakes the run.
+	done := w.c.start("run", params, &res)
 
 	select {
 	case err = <-done:
