@@ -40,7 +40,8 @@ func (w lockWait) String() string {
 // application_name starts with $1, with the sessions blocking each.
 const pgSessionLockWaitsSQL = `SELECT a.application_name, l.locktype,
 	coalesce((SELECT string_agg(b.application_name, ',') FROM pg_stat_activity b WHERE b.pid = ANY(pg_blocking_pids(a.pid))), ''),
-	coalesce(CASE WHEN l.locktype = 'tuple' THEN format('(%s,%s)', l.page, l.tuple) END, '')
+	coalesce(CASE WHEN l.locktype = 'tuple' THEN format('(%s,%s)', l.page, l.tuple) END, ''),
+	coalesce(l.relation::regclass::text, '')
 FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted
 WHERE a.application_name LIKE $1 || '%'`
 
@@ -77,23 +78,30 @@ func sampleLockWaits(ctx context.Context, tb testing.TB, dbURL, prefix string) f
 				return
 			}
 			var seen []lockWait
-			var ctids []string
+			var ctids, tables []string
 			for rows.Next() {
 				var w lockWait
-				var ctid string
-				if err := rows.Scan(&w.waiter, &w.kind, &w.blockers, &ctid); err != nil {
+				var ctid, table string
+				if err := rows.Scan(&w.waiter, &w.kind, &w.blockers, &ctid, &table); err != nil {
 					tb.Errorf("sample lock waits: %v", err)
 				}
-				seen, ctids = append(seen, w), append(ctids, ctid)
+				seen, ctids, tables = append(seen, w), append(ctids, ctid), append(tables, table)
 			}
 			rows.Close()
 			for i := range seen {
-				if ctids[i] != "" {
-					var bucket string
-					var k []byte
+				if ctids[i] == "" {
+					continue
+				}
+				// The row waited on: a bucket's key in kv, a record's key
+				// in its table.
+				var bucket string
+				var k []byte
+				if tables[i] == "kv" {
 					if conn.QueryRow(ctx, `SELECT bucket, k FROM kv WHERE ctid = $1::tid`, ctids[i]).Scan(&bucket, &k) == nil {
 						seen[i].row = fmt.Sprintf("%s/%x", bucket, k)
 					}
+				} else if conn.QueryRow(ctx, `SELECT k FROM `+pgx.Identifier{tables[i]}.Sanitize()+` WHERE ctid = $1::tid`, ctids[i]).Scan(&k) == nil {
+					seen[i].row = fmt.Sprintf("%s/%x", tables[i], k)
 				}
 			}
 			mu.Lock()

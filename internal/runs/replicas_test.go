@@ -276,7 +276,7 @@ func TestReplicasTakeOverALapsedLease(t *testing.T) {
 	key := uuid.MustParse(rid)
 	attempt := func() int {
 		var n int
-		if err := conn.QueryRow(ctx, `SELECT (convert_from(v, 'UTF8')::jsonb->>'attempt')::int FROM kv WHERE bucket = 'runs' AND k = $1`, key[:]).Scan(&n); err != nil {
+		if err := conn.QueryRow(ctx, `SELECT attempt FROM runs WHERE run_id = $1`, key).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n

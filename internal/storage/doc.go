@@ -11,8 +11,12 @@
 //
 //   - bbolt (Open, the default): one file, <data-dir>/agentserver.db; the
 //     seam is bbolt's own buckets and cursors.
-//   - PostgreSQL (OpenPostgres, --database-url): one table
-//     kv(bucket, k, v) holding every bucket, created by the embedded
+//   - PostgreSQL (OpenPostgres, --database-url): a table per record
+//     bucket (assistants, assistant_versions, threads, checkpoints,
+//     nested_checkpoints, runs, crons, store_items: the record's key k as
+//     primary key, its value v, and typed columns the writes derive from
+//     both; pgrelations.go) and the table kv(bucket, k, v) for the other
+//     buckets (meta, the index entries), created by the embedded
 //     migrations (migrations/NNNN_name.sql, applied in one transaction at
 //     open and recorded in schema_migrations). Within a read-write
 //     transaction, Put and Delete are queued and sent as one pipelined batch
@@ -39,14 +43,15 @@
 //     decides from a scan is covered by a record it read first.
 //   - A key read as absent and then put is written with a plain INSERT
 //     (pgOverlay's serverAbsent): when another transaction inserted it
-//     meanwhile, the insert fails on kv_pkey and the writer tries the
+//     meanwhile, the insert fails on the table's primary key and the
+//     writer tries the
 //     whole transaction again, which then reads the row.
 //   - Deadlocks (two batches locking rows of the same threads in opposite
 //     orders) are aborted by PostgreSQL and tried again.
 //
 // # Replicas (PostgreSQL)
 //
-// Besides kv, the schema has run_queue (one row per pending or running
+// Besides those tables, the schema has run_queue (one row per pending or running
 // run, written by PutRun and deleteRunKeys in the run's own transaction:
 // status, due date, owner replica, fencing token, lease) and replicas
 // (each live server's id, URL and last heartbeat); see

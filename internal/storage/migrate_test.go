@@ -58,7 +58,7 @@ func TestPostgresMigrations(t *testing.T) {
 func TestPostgresFailedReadFailsTheTransaction(t *testing.T) {
 	db := openPostgresOrSkip(t)
 	be := db.be.(*pgBackend)
-	if _, err := be.pool.Exec(context.Background(), `ALTER TABLE kv RENAME TO kv_away`); err != nil {
+	if _, err := be.pool.Exec(context.Background(), `ALTER TABLE threads RENAME TO threads_away`); err != nil {
 		t.Fatal(err)
 	}
 	th := newThread(nil, "idle")
@@ -66,7 +66,7 @@ func TestPostgresFailedReadFailsTheTransaction(t *testing.T) {
 		_, err := tx.GetThread(th.ThreadID)
 		return err
 	})
-	if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "kv") {
+	if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "threads") {
 		t.Fatalf("view over a missing table: %v, want the database's error", err)
 	}
 	err = db.Update(context.Background(), func(tx *Tx) error {

@@ -185,31 +185,49 @@ func TestPostgresWritersOfDifferentRowsDoNotWait(t *testing.T) {
 // A write transaction that read a key as absent and then writes it does
 // not overwrite a row another server inserted in between (as a thread
 // created with if_exists "raise" must not replace one created meanwhile):
-// its insert fails, and the new try reads the row as present.
+// its insert fails, and the new try reads the row as present. The same in
+// kv and in a record table (whose primary key has a name of its own).
 func TestPostgresInsertAfterAbsentReadSeesARacingInsert(t *testing.T) {
-	dbs := openReplicasOrSkip(t, 2)
-	first, racer := dbs[0], dbs[1]
-	var seen []string
-	err := first.Update(context.Background(), func(tx *Tx) error {
-		meta := tx.bucket(bucketMeta)
-		cur := meta.Get([]byte("claimed"))
-		seen = append(seen, string(cur))
-		if cur != nil {
-			return nil // taken: leave it
-		}
-		if len(seen) == 1 {
-			waitForWrite(t, racer, "claimed", "by the racer")
-		}
-		return meta.Put([]byte("claimed"), []byte("by the first"))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(seen) != 2 || seen[0] != "" || seen[1] != "by the racer" {
-		t.Fatalf("the tries read %q, want absent, then the racer's row", seen)
-	}
-	if got := metaValues(t, first, "claimed"); got[0] != "by the racer" {
-		t.Fatalf("claimed = %q, want the racer's value kept", got[0])
+	checkpointKey := pairKey(uuid.New(), uuid.New())
+	for _, c := range []struct {
+		name   string
+		bucket []byte
+		k      []byte
+	}{{"kv", bucketMeta, []byte("claimed")}, {"record table", bucketCheckpoints, checkpointKey}} {
+		t.Run(c.name, func(t *testing.T) {
+			dbs := openReplicasOrSkip(t, 2)
+			first, racer := dbs[0], dbs[1]
+			var seen []string
+			err := first.Update(context.Background(), func(tx *Tx) error {
+				b := tx.bucket(c.bucket)
+				cur := b.Get(c.k)
+				seen = append(seen, string(cur))
+				if cur != nil {
+					return nil // taken: leave it
+				}
+				if len(seen) == 1 {
+					if err := racer.Update(context.Background(), func(tx *Tx) error {
+						return tx.bucket(c.bucket).Put(c.k, []byte("by the racer"))
+					}); err != nil {
+						t.Fatalf("the racer's insert: %v", err)
+					}
+				}
+				return b.Put(c.k, []byte("by the first"))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) != 2 || seen[0] != "" || seen[1] != "by the racer" {
+				t.Fatalf("the tries read %q, want absent, then the racer's row", seen)
+			}
+			var kept string
+			if err := first.View(context.Background(), func(tx *Tx) error {
+				kept = string(tx.bucket(c.bucket).Get(c.k))
+				return tx.kv.failure()
+			}); err != nil || kept != "by the racer" {
+				t.Fatalf("the key holds %q (%v), want the racer's value kept", kept, err)
+			}
+		})
 	}
 }
 

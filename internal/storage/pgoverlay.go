@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -14,7 +15,7 @@ const (
 		ON CONFLICT (bucket, k) DO UPDATE SET v = excluded.v`
 	// pgInsertManySQL writes the keys the transaction read as absent: a
 	// key another transaction inserted meanwhile is a unique violation
-	// (on kvPrimaryKey) that fails the transaction, and the writer tries
+	// (on the primary key, isKeyTaken) that fails the transaction, and the writer tries
 	// it again, when it reads the key as present.
 	pgInsertManySQL = `INSERT INTO kv (bucket, k, v) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])`
 	pgDeleteManySQL = `DELETE FROM kv WHERE (bucket, k) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))`
@@ -102,50 +103,67 @@ func (o *pgOverlay) write(bucket string, k, v []byte) {
 	o.dirty[overlayKey(bucket, k)] = struct{}{}
 }
 
-// writeDirty queues on b the bounded range deletes since the last flush,
-// in one statement, then the net effect of the point writes: each key's
+// writeDirty queues on b, per relation, the bounded range deletes since
+// the last flush in one statement, then the net effect of the point writes: each key's
 // final value, whatever puts and deletes led to it. The point writes come
 // after every range delete (those to a bucket's end are queued when made),
 // which is correct since a key a range delete removed that was put again
 // is dirty, present. writeDirty must be followed by flushed.
 func (o *pgOverlay) writeDirty(b *pgx.Batch) {
-	var rb []string
-	var rlo, rhi [][]byte
+	writes := map[*pgRelation]*relationWrites{}
+	of := func(bucket string) *relationWrites {
+		rel := pgRelationOf(bucket)
+		w := writes[rel]
+		if w == nil {
+			w = &relationWrites{}
+			writes[rel] = w
+		}
+		return w
+	}
 	for _, r := range o.ranges {
 		if r.to != nil {
-			rb, rlo, rhi = append(rb, r.bucket), append(rlo, r.from), append(rhi, r.to)
+			of(r.bucket).ranges.add(r.bucket, r.from, r.to)
 		}
 	}
-	if len(rb) > 0 {
-		b.Queue(pgDeleteRangesSQL, rb, rlo, rhi)
-	}
-	if len(o.dirty) == 0 {
-		return
-	}
-	var put, insert pointWrites
-	var delB, delK = []string{}, [][]byte{}
 	for key := range o.dirty {
 		bucket, k, _ := cutOverlayKey(key)
+		w := of(bucket)
 		switch kv := o.known[key]; {
 		case kv.present && kv.serverAbsent:
-			insert.add(bucket, k, kv.v)
+			w.insert.add(bucket, k, kv.v)
 			kv.serverAbsent = false // the row is the transaction's now
 			o.known[key] = kv
 		case kv.present:
-			put.add(bucket, k, kv.v)
+			w.put.add(bucket, k, kv.v)
 		default:
-			delB, delK = append(delB, bucket), append(delK, k)
+			w.del.add(bucket, k, nil)
 		}
 	}
 	clear(o.dirty)
-	put.queue(b, pgPutManySQL)
-	insert.queue(b, pgInsertManySQL)
-	if len(delB) > 0 {
-		b.Queue(pgDeleteManySQL, delB, delK)
+	// Relations in a fixed order, so that two transactions lock the rows
+	// of different tables in the same order.
+	rels := make([]*pgRelation, 0, len(writes))
+	for rel := range writes {
+		rels = append(rels, rel)
+	}
+	slices.SortFunc(rels, func(a, b *pgRelation) int { return strings.Compare(a.table, b.table) })
+	for _, rel := range rels {
+		w := writes[rel]
+		w.ranges.queue(b, rel, rel.deleteRangesSQL)
+		w.put.queue(b, rel, rel.putManySQL)
+		w.insert.queue(b, rel, rel.insertManySQL)
+		w.del.queue(b, rel, rel.deleteManySQL)
 	}
 }
 
-// pointWrites are the columns of one multi-row write of a batch.
+// relationWrites are the writes of one batch to one relation.
+type relationWrites struct {
+	ranges, put, insert, del pointWrites
+}
+
+// pointWrites are the columns of one multi-row statement of a batch: the
+// buckets (for kv), the keys and the values (or, for range deletes, the
+// ranges' ends; for deletes, nothing).
 type pointWrites struct {
 	buckets []string
 	keys    [][]byte
@@ -153,14 +171,22 @@ type pointWrites struct {
 }
 
 func (w *pointWrites) add(bucket string, k, v []byte) {
-	w.buckets, w.keys, w.values = append(w.buckets, bucket), append(w.keys, k), append(w.values, v)
+	w.buckets, w.keys = append(w.buckets, bucket), append(w.keys, k)
+	if v != nil {
+		w.values = append(w.values, v)
+	}
 }
 
-// queue queues sql with the rows on b, when there are any.
-func (w *pointWrites) queue(b *pgx.Batch, sql string) {
-	if len(w.buckets) > 0 {
-		b.Queue(sql, w.buckets, w.keys, w.values)
+// queue queues sql of rel with the rows on b, when there are any.
+func (w *pointWrites) queue(b *pgx.Batch, rel *pgRelation, sql string) {
+	if len(w.keys) == 0 {
+		return
 	}
+	args := []any{w.keys}
+	if w.values != nil {
+		args = append(args, w.values)
+	}
+	b.Queue(sql, rel.args(w.buckets, args...)...)
 }
 
 // cutOverlayKey splits an overlay key into its bucket and key.

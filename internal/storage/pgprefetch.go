@@ -17,26 +17,6 @@ import (
 // Writes the transaction makes afterwards go through the overlay as
 // always, so what it answers stays the transaction's state.
 
-// pgPrefetchSQL reads the keys ($1, $2) and, per range ($3, $4, $5: bucket,
-// from, to), every key in [from, to). Both bounds of a range are index
-// conditions: a range open at its end would scan to the bucket's end.
-const pgPrefetchSQL = `SELECT kv.bucket, kv.k, kv.v FROM kv
-	WHERE (kv.bucket, kv.k) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))
-UNION ALL ` + pgPrefetchRangesSQL
-
-// pgPrefetchForUpdateSQL is pgPrefetchSQL in a write transaction: it
-// locks the rows of the keys, as a point read there does
-// (pgGetForUpdateSQL), and not those of the ranges.
-const pgPrefetchForUpdateSQL = `WITH keyed AS (SELECT kv.bucket, kv.k, kv.v FROM kv
-	WHERE (kv.bucket, kv.k) IN (SELECT * FROM unnest($1::text[], $2::bytea[])) FOR UPDATE)
-SELECT * FROM keyed
-UNION ALL ` + pgPrefetchRangesSQL
-
-// pgPrefetchRangesSQL is the part of a prefetch that reads the ranges.
-const pgPrefetchRangesSQL = `SELECT s.bucket, s.k, s.v FROM unnest($3::text[], $4::bytea[], $5::bytea[]) AS r(b, lo, hi)
-	CROSS JOIN LATERAL (SELECT kv.bucket, kv.k, kv.v FROM kv
-		WHERE kv.bucket = r.b AND kv.k >= r.lo AND kv.k < r.hi) s`
-
 // bucketKey names a key (or a key prefix) of a bucket.
 type bucketKey struct {
 	bucket []byte
@@ -157,11 +137,8 @@ func (t *pgTxn) sendPrefetches() {
 	var rows []row
 	// The queued writes stay queued: the overlay knows every key they
 	// touch and wins over the server's rows below.
-	sql := pgPrefetchSQL
-	if !t.readOnly {
-		sql = pgPrefetchForUpdateSQL
-	}
-	err := t.read(sql, []any{nonNil(g.pb), nonNil(g.pk), nonNil(g.rb), nonNil(g.rlo), nonNil(g.rhi)}, func(r pgx.Rows) error {
+	sql, args := prefetchQuery(g, !t.readOnly)
+	err := t.read(sql, args, func(r pgx.Rows) error {
 		for r.Next() {
 			var x row
 			if err := r.Scan(&x.bucket, &x.k, &x.v); err != nil {
@@ -187,8 +164,7 @@ func (t *pgTxn) sendPrefetches() {
 	t.overlay.complete = append(t.overlay.complete, ranges...)
 }
 
-// nonNil makes a nil slice empty: pgx sends a nil slice as NULL, and
-// unnest(NULL) has no rows anyway, but an empty array says what is meant.
+// nonNil makes a nil slice empty (encoded as [] rather than null).
 func nonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}

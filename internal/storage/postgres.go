@@ -418,10 +418,16 @@ var retriedSQLStates = map[string]bool{
 	"57P05": true, // idle_session_timeout
 }
 
-// kvPrimaryKey is the primary key constraint of kv: a unique violation
-// of it is a key another transaction inserted after this one read it as
-// absent (pgInsertManySQL), and a new try reads it.
-const kvPrimaryKey = "kv_pkey"
+// isKeyTaken reports a unique violation of the primary key of kv or of a
+// record table: a key another transaction inserted after this one read it
+// as absent (the relations' insertManySQL), which a new try reads.
+func isKeyTaken(pgErr *pgconn.PgError) bool {
+	if pgErr.Code != "23505" {
+		return false
+	}
+	table, ok := strings.CutSuffix(pgErr.ConstraintName, "_pkey")
+	return ok && (table == pgKV.table || pgRelations[table] != nil)
+}
 
 // outcome tells what became of a write transaction that failed (t.err):
 // whether it committed after all (its session was lost while COMMIT was
@@ -432,7 +438,7 @@ func (be *pgBackend) outcome(t *pgTxn) (committed, again bool) {
 	if errors.As(t.err, &pgErr) {
 		// The server answered with an error: the transaction did not
 		// commit (an error ends it).
-		return false, retriedSQLStates[pgErr.Code] || pgErr.Code == "23505" && pgErr.ConstraintName == kvPrimaryKey
+		return false, retriedSQLStates[pgErr.Code] || isKeyTaken(pgErr)
 	}
 	if !t.connClosed && !isConnLoss(t.err) {
 		return false, false
@@ -607,7 +613,9 @@ type pgTxn struct {
 	err    error
 }
 
-func (t *pgTxn) bucket(name []byte) kvBucket { return &pgBucket{t: t, name: string(name)} }
+func (t *pgTxn) bucket(name []byte) kvBucket {
+	return &pgBucket{t: t, name: string(name), rel: pgRelationOf(string(name))}
+}
 
 func (t *pgTxn) failure() error { return t.err }
 
@@ -642,10 +650,11 @@ func (t *pgTxn) queue(sql string, args ...any) error {
 
 var errReadOnly = errors.New("write in a read-only transaction")
 
-// pgBucket is one bucket's rows of the kv table.
+// pgBucket is one bucket's rows: those of its table, or its rows of kv.
 type pgBucket struct {
 	t    *pgTxn
 	name string
+	rel  *pgRelation
 }
 
 func (b *pgBucket) Get(k []byte) []byte {
@@ -659,11 +668,11 @@ func (b *pgBucket) Get(k []byte) []byte {
 	// state is the transaction's for this key, without a flush.
 	var v []byte
 	found := false
-	sql := pgGetSQL
+	sql := b.rel.getSQL
 	if !b.t.readOnly {
-		sql = pgGetForUpdateSQL
+		sql = b.rel.getForUpdateSQL
 	}
-	err := b.t.read(sql, []any{b.name, k}, func(rows pgx.Rows) error {
+	err := b.t.read(sql, b.rel.args(b.name, k), func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 			if err := rows.Scan(&v); err != nil {
@@ -737,7 +746,7 @@ func (b *pgBucket) deleteRange(from, to []byte) error {
 	}
 	b.noteVectors()
 	if to == nil {
-		if err := t.queue(pgTailSQL, b.name, present(from)); err != nil {
+		if err := t.queue(b.rel.tailSQL, b.rel.args(b.name, present(from))...); err != nil {
 			return err
 		}
 	} else {
@@ -775,16 +784,16 @@ type pgCursor struct {
 }
 
 func (c *pgCursor) First() ([]byte, []byte) {
-	return c.position(false, pgFromSQL, []byte{})
+	return c.position(false, c.b.rel.fromSQL, []byte{})
 }
 
 func (c *pgCursor) Last() ([]byte, []byte) {
-	return c.position(true, pgLastSQL)
+	return c.position(true, c.b.rel.lastSQL)
 }
 
 func (c *pgCursor) Seek(seek []byte) ([]byte, []byte) {
 	// present: pgx sends a nil slice as NULL, which no key is >= to.
-	return c.position(false, pgFromSQL, present(seek))
+	return c.position(false, c.b.rel.fromSQL, present(seek))
 }
 
 func (c *pgCursor) Next() ([]byte, []byte) { return c.step(false) }
@@ -829,9 +838,9 @@ func (c *pgCursor) step(desc bool) ([]byte, []byte) {
 		c.limit = pgFirstPage
 	}
 	if desc {
-		return c.fetch(true, pgBeforeSQL, k)
+		return c.fetch(true, c.b.rel.beforeSQL, k)
 	}
-	return c.fetch(false, pgAfterSQL, k)
+	return c.fetch(false, c.b.rel.afterSQL, k)
 }
 
 func (c *pgCursor) current() ([]byte, []byte) {
@@ -846,11 +855,11 @@ func (c *pgCursor) current() ([]byte, []byte) {
 func (c *pgCursor) fetch(desc bool, sql string, bound ...[]byte) ([]byte, []byte) {
 	t := c.b.t
 	c.rows, c.at, c.desc, c.more = c.rows[:0], 0, desc, false
-	args := []any{c.b.name}
+	var args []any
 	for _, b := range bound {
 		args = append(args, b)
 	}
-	args = append(args, c.limit)
+	args = c.b.rel.args(c.b.name, append(args, c.limit)...)
 	var page []kvPair
 	err := t.query(sql, args, func(rows pgx.Rows) error {
 		for rows.Next() {

@@ -1,0 +1,150 @@
+package storage
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Every record table has the columns its relation writes, in order, after
+// k and v: the Go column list and the migrations that create the tables
+// cannot drift apart unnoticed.
+func TestPostgresRecordTablesHaveTheirColumns(t *testing.T) {
+	db := openPostgresOrSkip(t)
+	be := db.be.(*pgBackend)
+	for _, table := range recordTables {
+		rows, err := be.pool.Query(context.Background(), `SELECT column_name FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`, string(table.bucket))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, name)
+		}
+		rows.Close()
+		want := []string{"k", "v"}
+		for _, c := range table.columns {
+			want = append(want, c.name)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("table %s has columns %v, its relation writes %v", table.bucket, got, want)
+		}
+	}
+}
+
+// An earlier release kept every record in kv. The upgrade moves each
+// family to its table: every record reads back as before through the
+// record code, its typed columns are filled, and kv keeps none of them.
+func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	assistant := Assistant{AssistantID: uuid.New(), GraphID: "agent", Name: "helper", Version: 2, CreatedAt: now, UpdatedAt: now, Metadata: map[string]any{"team": "a"}}
+	version := assistant
+	version.Version = 1
+	versionK, err := versionKey(assistant.AssistantID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	thread := newThread(map[string]any{"user": "u1"}, "busy")
+	run := Run{RunID: uuid.New(), ThreadID: thread.ThreadID, AssistantID: assistant.AssistantID, GraphID: "agent", Status: RunError,
+		CreatedAt: now, UpdatedAt: now, NotBefore: now, Metadata: map[string]any{}}
+	cp := Checkpoint{ThreadID: thread.ThreadID, CheckpointID: uuid.Must(uuid.NewV7()), CreatedAt: now, Values: map[string]any{"n": 1.0}, Metadata: map[string]any{}}
+	nested := cp
+	nested.CheckpointNS, nested.CheckpointID = "child:1", uuid.Must(uuid.NewV7())
+	next := now.Add(time.Hour)
+	cron := Cron{CronID: uuid.New(), AssistantID: assistant.AssistantID, ThreadID: &thread.ThreadID, Schedule: "0 * * * *", Enabled: true,
+		Payload: map[string]any{}, Metadata: map[string]any{}, NextRunDate: &next, CreatedAt: now, UpdatedAt: now}
+	item := StoreItem{Namespace: []string{"users", "u1"}, Key: "prefs", Value: map[string]any{"theme": "dark"}, CreatedAt: now, UpdatedAt: now}
+	itemK, err := storeItemKey(item.Namespace, item.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	url, pool := schemaBefore(t, 6,
+		kvRow{"assistants", assistant.AssistantID[:], assistant},
+		kvRow{"assistant_versions", versionK, version},
+		kvRow{"threads", thread.ThreadID[:], thread},
+		kvRow{"runs", run.RunID[:], run},
+		kvRow{"checkpoints", pairKey(cp.ThreadID, cp.CheckpointID), cp},
+		kvRow{"nested_checkpoints", nestedKey(nested.ThreadID, nested.CheckpointNS, nested.CheckpointID), nested},
+		kvRow{"crons", cron.CronID[:], cron},
+		kvRow{"store_items", itemK, item})
+	db, err := OpenPostgres(url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	err = db.View(ctx, func(tx *Tx) error {
+		if a, err := tx.GetAssistant(assistant.AssistantID); err != nil || a.Name != "helper" || a.Version != 2 {
+			t.Errorf("assistant after the upgrade: %+v %v", a, err)
+		}
+		if v, err := tx.GetAssistantVersion(assistant.AssistantID, 1); err != nil || v.Version != 1 {
+			t.Errorf("assistant version after the upgrade: %+v %v", v, err)
+		}
+		if th, err := tx.GetThread(thread.ThreadID); err != nil || th.Status != "busy" || th.Metadata["user"] != "u1" {
+			t.Errorf("thread after the upgrade: %+v %v", th, err)
+		}
+		if r, err := tx.GetRun(run.RunID); err != nil || r.Status != RunError {
+			t.Errorf("run after the upgrade: %+v %v", r, err)
+		}
+		if c, err := tx.GetCheckpoint(cp.ThreadID, cp.CheckpointID); err != nil || c.Values["n"] != 1.0 {
+			t.Errorf("checkpoint after the upgrade: %+v %v", c, err)
+		}
+		if c, err := tx.GetNestedCheckpoint(nested.ThreadID, nested.CheckpointNS, &nested.CheckpointID); err != nil || c.CheckpointNS != "child:1" {
+			t.Errorf("nested checkpoint after the upgrade: %+v %v", c, err)
+		}
+		if c, err := tx.GetCron(cron.CronID); err != nil || c.Schedule != "0 * * * *" {
+			t.Errorf("cron after the upgrade: %+v %v", c, err)
+		}
+		if it, err := tx.GetStoreItem(item.Namespace, item.Key, now); err != nil || it.Value["theme"] != "dark" {
+			t.Errorf("store item after the upgrade: %+v %v", it, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM kv WHERE bucket IN ('assistants', 'assistant_versions', 'threads', 'runs',
+		'checkpoints', 'nested_checkpoints', 'crons', 'store_items')`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("kv keeps %d records (%v), want none", left, err)
+	}
+	var (
+		graph, status, runStatus, schedule, key string
+		version64                               int64
+		cpThread, nestedCP, runThread           uuid.UUID
+		namespace                               []string
+		user                                    string
+	)
+	for _, q := range []struct {
+		sql  string
+		arg  uuid.UUID
+		dest []any
+	}{
+		{`SELECT graph_id FROM assistants WHERE assistant_id = $1`, assistant.AssistantID, []any{&graph}},
+		{`SELECT version FROM assistant_versions WHERE assistant_id = $1`, assistant.AssistantID, []any{&version64}},
+		{`SELECT status, metadata->>'user' FROM threads WHERE thread_id = $1`, thread.ThreadID, []any{&status, &user}},
+		{`SELECT status, thread_id FROM runs WHERE run_id = $1`, run.RunID, []any{&runStatus, &runThread}},
+		{`SELECT thread_id FROM checkpoints WHERE checkpoint_id = $1`, cp.CheckpointID, []any{&cpThread}},
+		{`SELECT checkpoint_id FROM nested_checkpoints WHERE thread_id = $1`, thread.ThreadID, []any{&nestedCP}},
+		{`SELECT schedule FROM crons WHERE thread_id = $1 AND enabled`, thread.ThreadID, []any{&schedule}},
+		{`SELECT namespace, key FROM store_items WHERE bytes > 0 AND $1::uuid IS NOT NULL`, uuid.Nil, []any{&namespace, &key}},
+	} {
+		if err := pool.QueryRow(ctx, q.sql, q.arg).Scan(q.dest...); err != nil {
+			t.Errorf("%s: %v", q.sql, err)
+		}
+	}
+	if graph != "agent" || version64 != 1 || status != "busy" || user != "u1" || runStatus != RunError || runThread != thread.ThreadID || cpThread != thread.ThreadID ||
+		nestedCP != nested.CheckpointID || schedule != "0 * * * *" || !reflect.DeepEqual(namespace, item.Namespace) || key != "prefs" {
+		t.Errorf("typed columns after the upgrade: %q %d %q %q %q %v %v %q %v %q", graph, version64, status, user, runStatus, cpThread, nestedCP, schedule, namespace, key)
+	}
+}
