@@ -26,7 +26,7 @@ type pgRelation struct {
 	// first argument.
 	bucketed bool
 
-	getSQL, getForUpdateSQL, tailSQL     string
+	getSQL, getForUpdateSQL, tailSQL      string
 	fromSQL, afterSQL, beforeSQL, lastSQL string
 	// The batched writes (pgoverlay.go): keys and values as arrays.
 	putManySQL, insertManySQL, deleteManySQL, deleteRangesSQL string
