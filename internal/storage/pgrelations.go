@@ -7,7 +7,8 @@ import (
 )
 
 // Where buckets live on PostgreSQL. The record buckets (assistants and
-// their versions, threads, checkpoints, runs, crons, store items) are
+// their versions, threads, checkpoints, runs, crons, store items with
+// their vectors and large values) are
 // tables of their own (migrations/0006_record_tables.sql): the record's key
 // k (its primary key, ordered as bbolt orders it), its value v as the
 // record code encodes it, and typed columns derived from both at each
@@ -138,6 +139,13 @@ var recordTables = []recordTable{
 		cols(textField, "key"),
 		cols(timeField, "created_at", "updated_at", "expires_at"),
 		[]recordColumn{{"bytes", "octet_length(v)"}})},
+	// An item's embedding vectors (k: the item's k), encodeVectors'
+	// layout: count and dimensions, then the floats.
+	{bucket: bucketStoreVectors, columns: []recordColumn{
+		{"vectors", "agentserver_uint32le(v, 1)"}, {"dims", "agentserver_uint32le(v, 5)"}}},
+	// The chunks of large store values (storeBlobKey: blob id, chunk).
+	{bucket: bucketStoreBlobs, columns: []recordColumn{
+		{"blob_id", "agentserver_uuid(k, 1)"}, {"chunk", "agentserver_uint32(k, 17)"}, {"bytes", "octet_length(v)"}}},
 }
 
 // pgRelations maps each record bucket to its relation; other buckets are

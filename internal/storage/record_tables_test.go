@@ -67,7 +67,15 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	vectors, err := encodeVectors([][]float32{{1, 2, 3}, {4, 5, 6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := uuid.New()
+
 	url, pool := schemaBefore(t, 6,
+		kvRow{"store_vectors", itemK, rawValue(vectors)},
+		kvRow{"store_blobs", storeBlobKey(blob, 1), rawValue("chunk")},
 		kvRow{"assistants", assistant.AssistantID[:], assistant},
 		kvRow{"assistant_versions", versionK, version},
 		kvRow{"threads", thread.ThreadID[:], thread},
@@ -107,6 +115,9 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 		if it, err := tx.GetStoreItem(item.Namespace, item.Key, now); err != nil || it.Value["theme"] != "dark" {
 			t.Errorf("store item after the upgrade: %+v %v", it, err)
 		}
+		if v, err := tx.storeVectors(itemK); err != nil || len(v) != 2 || v[1][2] != 6 {
+			t.Errorf("store vectors after the upgrade: %v %v", v, err)
+		}
 		return nil
 	})
 	if err != nil {
@@ -115,12 +126,12 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 
 	var left int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM kv WHERE bucket IN ('assistants', 'assistant_versions', 'threads', 'runs',
-		'checkpoints', 'nested_checkpoints', 'crons', 'store_items')`).Scan(&left); err != nil || left != 0 {
+		'checkpoints', 'nested_checkpoints', 'crons', 'store_items', 'store_vectors', 'store_blobs')`).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("kv keeps %d records (%v), want none", left, err)
 	}
 	var (
 		graph, status, runStatus, schedule, key string
-		version64                               int64
+		version64, dims, chunk                  int64
 		cpThread, nestedCP, runThread           uuid.UUID
 		namespace                               []string
 		user                                    string
@@ -138,13 +149,15 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 		{`SELECT checkpoint_id FROM nested_checkpoints WHERE thread_id = $1`, thread.ThreadID, []any{&nestedCP}},
 		{`SELECT schedule FROM crons WHERE thread_id = $1 AND enabled`, thread.ThreadID, []any{&schedule}},
 		{`SELECT namespace, key FROM store_items WHERE bytes > 0 AND $1::uuid IS NOT NULL`, uuid.Nil, []any{&namespace, &key}},
+		{`SELECT dims FROM store_vectors WHERE vectors = 2 AND $1::uuid IS NOT NULL`, uuid.Nil, []any{&dims}},
+		{`SELECT chunk FROM store_blobs WHERE blob_id = $1 AND bytes = 5`, blob, []any{&chunk}},
 	} {
 		if err := pool.QueryRow(ctx, q.sql, q.arg).Scan(q.dest...); err != nil {
 			t.Errorf("%s: %v", q.sql, err)
 		}
 	}
 	if graph != "agent" || version64 != 1 || status != "busy" || user != "u1" || runStatus != RunError || runThread != thread.ThreadID || cpThread != thread.ThreadID ||
-		nestedCP != nested.CheckpointID || schedule != "0 * * * *" || !reflect.DeepEqual(namespace, item.Namespace) || key != "prefs" {
-		t.Errorf("typed columns after the upgrade: %q %d %q %q %q %v %v %q %v %q", graph, version64, status, user, runStatus, cpThread, nestedCP, schedule, namespace, key)
+		nestedCP != nested.CheckpointID || schedule != "0 * * * *" || !reflect.DeepEqual(namespace, item.Namespace) || key != "prefs" || dims != 3 || chunk != 1 {
+		t.Errorf("typed columns after the upgrade: %q %d %q %q %q %v %v %q %v %q %d %d", graph, version64, status, user, runStatus, cpThread, nestedCP, schedule, namespace, key, dims, chunk)
 	}
 }

@@ -20,6 +20,9 @@ type kvRow struct {
 	v      any
 }
 
+// rawValue is a kvRow's value stored as it is (not a record to encode).
+type rawValue []byte
+
 // schemaBefore creates a fresh schema as a release without migration
 // version (and later) left it, holding rows, and returns its URL with a
 // pool on it (closed with the test). Opening the URL then upgrades the
@@ -51,9 +54,12 @@ func schemaBefore(t *testing.T, version int, rows ...kvRow) (string, *pgxpool.Po
 			return err
 		}
 		for _, row := range rows {
-			raw, err := encode(row.v)
-			if err != nil {
-				return err
+			raw, isRaw := row.v.(rawValue)
+			if !isRaw {
+				var err error
+				if raw, err = encode(row.v); err != nil {
+					return err
+				}
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO kv (bucket, k, v) VALUES ($1, $2, $3)`, row.bucket, row.k, raw); err != nil {
 				return err

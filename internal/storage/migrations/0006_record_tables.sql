@@ -160,5 +160,33 @@ SELECT k, v, ARRAY(SELECT jsonb_array_elements_text(d->'namespace')), d->>'key',
 	(d->>'created_at')::timestamptz, (d->>'updated_at')::timestamptz, (d->>'expires_at')::timestamptz, octet_length(v)
 FROM (SELECT k, v, agentserver_doc(v) AS d FROM kv WHERE bucket = 'store_items') s;
 
+-- agentserver_uint32le reads 4 bytes of a value, little endian.
+CREATE FUNCTION agentserver_uint32le(b bytea, at integer) RETURNS bigint
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	AS $$ SELECT get_byte(b, at - 1)::bigint | (get_byte(b, at)::bigint << 8)
+		| (get_byte(b, at + 1)::bigint << 16) | (get_byte(b, at + 2)::bigint << 24) $$;
+
+-- The embedding vectors of a store item (k: the item's k): vectors of
+-- dims float32 each, little endian, after an 8-byte header.
+CREATE TABLE store_vectors (
+	k bytea PRIMARY KEY,
+	v bytea NOT NULL,
+	vectors bigint NOT NULL,
+	dims bigint NOT NULL
+);
+INSERT INTO store_vectors
+SELECT k, v, agentserver_uint32le(v, 1), agentserver_uint32le(v, 5) FROM kv WHERE bucket = 'store_vectors';
+
+-- The chunks of store values too large for their item's record.
+CREATE TABLE store_blobs (
+	k bytea PRIMARY KEY,
+	v bytea NOT NULL,
+	blob_id uuid NOT NULL,
+	chunk bigint NOT NULL,
+	bytes integer NOT NULL
+);
+INSERT INTO store_blobs
+SELECT k, v, agentserver_uuid(k, 1), agentserver_uint32(k, 17), octet_length(v) FROM kv WHERE bucket = 'store_blobs';
+
 DELETE FROM kv WHERE bucket IN ('assistants', 'assistant_versions', 'threads', 'checkpoints', 'nested_checkpoints',
-	'runs', 'crons', 'store_items');
+	'runs', 'crons', 'store_items', 'store_vectors', 'store_blobs');
