@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"agentserver/internal/jsonx"
 )
@@ -42,10 +43,20 @@ type Cron struct {
 	User map[string]any `json:"user,omitempty"`
 }
 
+// On PostgreSQL the due crons are found through the index crons_due of
+// the crons table (migration 6), kept by PostgreSQL; crons_by_due is the
+// embedded backend's index.
+const (
+	pgDueCronsSQL = `SELECT cron_id FROM crons WHERE enabled AND next_run_date <= $1
+		ORDER BY next_run_date, cron_id LIMIT $2`
+	pgNextCronDueSQL = `SELECT next_run_date FROM crons WHERE enabled AND next_run_date IS NOT NULL
+		ORDER BY next_run_date, cron_id LIMIT 1`
+)
+
 // dueKey is the cron's crons_by_due key, or nil when it is not due ever
-// (disabled, or no next firing).
-func (c *Cron) dueKey() []byte {
-	if !c.Enabled || c.NextRunDate == nil {
+// (disabled, or no next firing) or the backend keeps no such index.
+func (t *Tx) dueKey(c *Cron) []byte {
+	if _, pg := t.kv.(*pgTxn); pg || !c.Enabled || c.NextRunDate == nil {
 		return nil
 	}
 	return timeIDKey(nil, *c.NextRunDate, c.CronID)
@@ -66,7 +77,7 @@ func (t *Tx) GetCron(id uuid.UUID) (Cron, error) {
 func (t *Tx) PutCron(c Cron) error {
 	var oldDue []byte
 	if old, err := t.GetCron(c.CronID); err == nil {
-		oldDue = old.dueKey()
+		oldDue = t.dueKey(&old)
 	}
 	raw, err := encode(c)
 	if err != nil {
@@ -80,7 +91,7 @@ func (t *Tx) PutCron(c Cron) error {
 			return err
 		}
 	}
-	newDue := c.dueKey()
+	newDue := t.dueKey(&c)
 	if bytes.Equal(oldDue, newDue) {
 		return nil
 	}
@@ -102,7 +113,7 @@ func (t *Tx) DeleteCron(id uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	if k := c.dueKey(); k != nil {
+	if k := t.dueKey(&c); k != nil {
 		if err := t.bucket(bucketCronsByDue).Delete(k); err != nil {
 			return err
 		}
@@ -132,6 +143,10 @@ func (t *Tx) deleteThreadCrons(threadID uuid.UUID) error {
 // DueCrons returns up to limit ids of enabled crons whose next firing is
 // at or before now, the earliest first.
 func (t *Tx) DueCrons(now time.Time, limit int) []uuid.UUID {
+	if p, ok := t.kv.(*pgTxn); ok {
+		ids, _ := p.ids(pgDueCronsSQL, now, limit) // a failure fails the transaction
+		return ids
+	}
 	var out []uuid.UUID
 	end := timeIDKey(nil, now, uuid.Max)
 	c := t.bucket(bucketCronsByDue).Cursor()
@@ -145,6 +160,18 @@ func (t *Tx) DueCrons(now time.Time, limit int) []uuid.UUID {
 // NextCronDue returns the earliest next firing of any enabled cron, or
 // false when none will fire.
 func (t *Tx) NextCronDue() (time.Time, bool) {
+	if p, ok := t.kv.(*pgTxn); ok {
+		var next []time.Time
+		err := p.query(pgNextCronDueSQL, nil, func(rows pgx.Rows) error {
+			var err error
+			next, err = pgx.CollectRows(rows, pgx.RowTo[time.Time])
+			return err
+		})
+		if err != nil || len(next) == 0 {
+			return time.Time{}, false // a failure fails the transaction
+		}
+		return next[0], true
+	}
 	k, _ := t.bucket(bucketCronsByDue).Cursor().First()
 	if k == nil {
 		return time.Time{}, false
@@ -276,7 +303,8 @@ func cronLess(field string) func(a, b Cron) bool {
 }
 
 // CheckCronIndexes verifies that crons_by_due and crons_by_thread hold
-// exactly the entries of the stored crons. Tests call it.
+// exactly the entries of the stored crons (on PostgreSQL crons_by_due
+// holds none). Tests call it.
 func (t *Tx) CheckCronIndexes() error {
 	due, byThread := map[string]bool{}, map[string]bool{}
 	err := t.bucket(bucketCrons).ForEach(func(_, v []byte) error {
@@ -284,7 +312,7 @@ func (t *Tx) CheckCronIndexes() error {
 		if err := decode(v, &c); err != nil {
 			return err
 		}
-		if k := c.dueKey(); k != nil {
+		if k := t.dueKey(&c); k != nil {
 			due[string(k)] = true
 		}
 		if c.ThreadID != nil {

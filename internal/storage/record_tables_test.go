@@ -83,6 +83,7 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 		kvRow{"checkpoints", pairKey(cp.ThreadID, cp.CheckpointID), cp},
 		kvRow{"nested_checkpoints", nestedKey(nested.ThreadID, nested.CheckpointNS, nested.CheckpointID), nested},
 		kvRow{"crons", cron.CronID[:], cron},
+		kvRow{"crons_by_due", timeIDKey(nil, next, cron.CronID), rawValue{}},
 		kvRow{"store_items", itemK, item})
 	db, err := OpenPostgres(url, Options{})
 	if err != nil {
@@ -112,6 +113,16 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 		if c, err := tx.GetCron(cron.CronID); err != nil || c.Schedule != "0 * * * *" {
 			t.Errorf("cron after the upgrade: %+v %v", c, err)
 		}
+		// Due through the table's index: crons_by_due is gone.
+		if due := tx.DueCrons(next.Add(time.Second), 10); len(due) != 1 || due[0] != cron.CronID {
+			t.Errorf("due crons after the upgrade: %v, want the cron", due)
+		}
+		if at, ok := tx.NextCronDue(); !ok || !at.Equal(next) {
+			t.Errorf("next cron due after the upgrade: %v %v, want %v", at, ok, next)
+		}
+		if due := tx.DueCrons(next.Add(-time.Second), 10); len(due) != 0 {
+			t.Errorf("crons due before their time: %v", due)
+		}
 		if it, err := tx.GetStoreItem(item.Namespace, item.Key, now); err != nil || it.Value["theme"] != "dark" {
 			t.Errorf("store item after the upgrade: %+v %v", it, err)
 		}
@@ -126,7 +137,7 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 
 	var left int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM kv WHERE bucket IN ('assistants', 'assistant_versions', 'threads', 'runs',
-		'checkpoints', 'nested_checkpoints', 'crons', 'store_items', 'store_vectors', 'store_blobs')`).Scan(&left); err != nil || left != 0 {
+		'checkpoints', 'nested_checkpoints', 'crons', 'store_items', 'store_vectors', 'store_blobs', 'crons_by_due')`).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("kv keeps %d records (%v), want none", left, err)
 	}
 	var (

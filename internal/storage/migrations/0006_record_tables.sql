@@ -6,7 +6,8 @@
 -- (internal/storage/pgrelations.go), for indexes and operators' SQL. They
 -- replace the views of migration 3, with the same names and columns
 -- (kwargs, and threads' and runs' config, are left in v: big, and not
--- queried). kv keeps meta and the embedded backend's index entries.
+-- queried). kv keeps meta and the embedded backend's index entries, but
+-- for crons_by_due: the table's index crons_due replaces it.
 
 DROP VIEW assistants, threads, runs, checkpoints, crons, store_items;
 
@@ -134,7 +135,8 @@ CREATE TABLE crons (
 	metadata jsonb,
 	payload jsonb
 );
-CREATE INDEX crons_due ON crons (next_run_date) WHERE enabled;
+-- The scheduler's due crons (the embedded backend's crons_by_due).
+CREATE INDEX crons_due ON crons (next_run_date, cron_id) WHERE enabled;
 CREATE INDEX crons_thread ON crons (thread_id);
 INSERT INTO crons
 SELECT k, v, agentserver_uuid(k, 1), (d->>'assistant_id')::uuid, (d->>'thread_id')::uuid, d->>'schedule',
@@ -189,4 +191,4 @@ INSERT INTO store_blobs
 SELECT k, v, agentserver_uuid(k, 1), agentserver_uint32(k, 17), octet_length(v) FROM kv WHERE bucket = 'store_blobs';
 
 DELETE FROM kv WHERE bucket IN ('assistants', 'assistant_versions', 'threads', 'checkpoints', 'nested_checkpoints',
-	'runs', 'crons', 'store_items', 'store_vectors', 'store_blobs');
+	'runs', 'crons', 'store_items', 'store_vectors', 'store_blobs', 'crons_by_due');
