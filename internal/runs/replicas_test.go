@@ -376,3 +376,50 @@ func TestReplicasTaskToolEventsAndCancel(t *testing.T) {
 		t.Fatalf("B's stream carried the task events %v, want the subagent started then cancelled", kinds)
 	}
 }
+
+// A replica that waits for a run executing on another one learns of its
+// end from the database's notices; one that misses the notice (it was not
+// sent, or was lost) still answers within the safety poll. The run's
+// end is simulated without a notice: its active entry is deleted by hand
+// while a join waits for it on the other replica.
+func TestReplicaWaiterSurvivesALostEndNotice(t *testing.T) {
+	rs, url := startReplicasOn(t, 2, 0)
+	a, b := rs[0], rs[1]
+	tid := testutil.NewThread(t, a)
+	gate := "replicas-lost-notice-" + tid
+	defer testutil.Release(gate)
+	rid := gatedRun(t, a, tid, gate, nil)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", b.URL()+"/threads/"+tid+"/runs/"+rid+"/join", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The answer's headers come with the first keep-alive newline, once
+	// the join waits for the run's end.
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	key := uuid.MustParse(rid)
+	if _, err := conn.Exec(ctx, `DELETE FROM kv WHERE bucket = 'runs_active' AND k = $1`, key[:]); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("the join never answered: %v (after %v)", err, time.Since(start))
+	}
+	var body map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(string(raw))), &body); err != nil {
+		t.Fatalf("join answered %q: %v", raw, err)
+	}
+	t.Logf("the join answered %v after the run's end was committed without a notice", time.Since(start).Round(time.Millisecond))
+}

@@ -64,6 +64,8 @@ func (st *sharedState) fire(m map[uuid.UUID]chan struct{}, id uuid.UUID) {
 	}
 }
 
+// fireAll wakes every waiter: each looks at the database again (Done,
+// relayRun), and waits anew for a run that has not ended.
 func (st *sharedState) fireAll() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -394,6 +396,11 @@ func (q *sharedScheduler) loop() {
 	lease := q.s.db.Lease()
 	keep := time.NewTicker(lease / 3)
 	defer keep.Stop()
+	// Waiters for runs of other replicas learn of their ends from notices;
+	// every safetyPoll they look again, so that one whose notice was lost
+	// (not sent after its commit, or dropped) does not wait forever.
+	recheck := time.NewTicker(safetyPoll)
+	defer recheck.Stop()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	// lapse fires when the earliest lease another replica holds lapses:
@@ -419,6 +426,8 @@ func (q *sharedScheduler) loop() {
 		case <-lapse.C:
 			q.takeOver()
 			q.watchLapse(lapse)
+		case <-recheck.C:
+			q.s.shared.fireAll()
 		}
 	}
 }
