@@ -68,6 +68,26 @@ func gatedRun(t *testing.T, s *testutil.Server, tid, gate string, extra map[stri
 	return rid
 }
 
+// gatedPair is two replicas on one schema and a run of the gated graph
+// that replica a executes, blocked at its gate until the test ends.
+type gatedPair struct {
+	a, b           *testutil.Server
+	url            string
+	tid, gate, rid string
+}
+
+// startGatedPair starts a gatedPair; name tells the test's gate apart.
+func startGatedPair(t *testing.T, name string) gatedPair {
+	t.Helper()
+	rs, url := startReplicasOn(t, 2, 0)
+	p := gatedPair{a: rs[0], b: rs[1], url: url}
+	p.tid = testutil.NewThread(t, p.a)
+	p.gate = "replicas-" + name + "-" + p.tid
+	t.Cleanup(func() { testutil.Release(p.gate) })
+	p.rid = gatedRun(t, p.a, p.tid, p.gate, nil)
+	return p
+}
+
 // readEvents reads SSE events from resp until one named last (or the end).
 func readEvents(t *testing.T, resp *http.Response, last string) []testutil.SSEEvent {
 	t.Helper()
@@ -152,12 +172,8 @@ func TestReplicasJoinStreamAndWaitAcrossReplicas(t *testing.T) {
 // A client of replica B cancels a run executing on replica A: the run's
 // node sees its context end, and the run ends interrupted, once.
 func TestReplicasCancelAcrossReplicas(t *testing.T) {
-	rs := startReplicas(t, 2, 0)
-	a, b := rs[0], rs[1]
-	tid := testutil.NewThread(t, a)
-	gate := "replicas-cancel-" + tid
-	defer testutil.Release(gate)
-	rid := gatedRun(t, a, tid, gate, nil)
+	p := startGatedPair(t, "cancel")
+	a, b, tid, rid := p.a, p.b, p.tid, p.rid
 	start := time.Now()
 	b.Must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1", nil)
 	took := time.Since(start)
@@ -256,12 +272,8 @@ func TestReplicasShareTheQueue(t *testing.T) {
 // takes it over with attempt 2 and finishes it, and the thread gets one
 // reply.
 func TestReplicasTakeOverALapsedLease(t *testing.T) {
-	rs, url := startReplicasOn(t, 2, 0)
-	a, b := rs[0], rs[1]
-	tid := testutil.NewThread(t, a)
-	gate := "replicas-takeover-" + tid
-	defer testutil.Release(gate)
-	rid := gatedRun(t, a, tid, gate, nil)
+	p := startGatedPair(t, "takeover")
+	b, url, tid, gate, rid := p.b, p.url, p.tid, p.gate, p.rid
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -303,12 +315,8 @@ func TestReplicasTakeOverALapsedLease(t *testing.T) {
 // A replica stopped gracefully hands its running run back to the queue:
 // another replica continues it at once.
 func TestReplicasGracefulStopHandsRunsOver(t *testing.T) {
-	rs := startReplicas(t, 2, 0)
-	a, b := rs[0], rs[1]
-	tid := testutil.NewThread(t, a)
-	gate := "replicas-handover-" + tid
-	defer testutil.Release(gate)
-	rid := gatedRun(t, a, tid, gate, nil)
+	p := startGatedPair(t, "handover")
+	a, b, tid, gate, rid := p.a, p.b, p.tid, p.gate, p.rid
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := a.Shutdown(ctx); err != nil {
@@ -383,12 +391,8 @@ func TestReplicasTaskToolEventsAndCancel(t *testing.T) {
 // end is simulated without a notice: its active entry is deleted by hand
 // while a join waits for it on the other replica.
 func TestReplicaWaiterSurvivesALostEndNotice(t *testing.T) {
-	rs, url := startReplicasOn(t, 2, 0)
-	a, b := rs[0], rs[1]
-	tid := testutil.NewThread(t, a)
-	gate := "replicas-lost-notice-" + tid
-	defer testutil.Release(gate)
-	rid := gatedRun(t, a, tid, gate, nil)
+	p := startGatedPair(t, "lost-notice")
+	b, url, tid, rid := p.b, p.url, p.tid, p.rid
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
