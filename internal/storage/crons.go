@@ -195,8 +195,20 @@ func (t *Tx) GetCronWhere(id uuid.UUID, restrict map[string]any) (Cron, error) {
 	return c, err
 }
 
-// countKeys returns how many keys a bucket holds, walking them.
+// countKeys returns how many keys a bucket holds (bbolt: walking them).
 func (t *Tx) countKeys(name []byte) int {
+	if p, ok := t.kv.(*pgTxn); ok {
+		// One count, after the transaction's pending writes, instead of
+		// reading every row (and its value) a page at a time.
+		rel := pgRelationOf(string(name))
+		var n int64
+		_ = p.query(rel.countSQL, rel.args(string(name)), func(rows pgx.Rows) error {
+			var err error
+			n, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
+			return err
+		}) // a failure fails the transaction
+		return int(n)
+	}
 	n := 0
 	c := t.bucket(name).Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {

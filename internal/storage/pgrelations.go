@@ -28,6 +28,7 @@ type pgRelation struct {
 	bucketed bool
 
 	getSQL, getForUpdateSQL, tailSQL      string
+	countSQL                              string
 	fromSQL, afterSQL, beforeSQL, lastSQL string
 	// The batched writes (pgoverlay.go): keys and values as arrays.
 	putManySQL, insertManySQL, deleteManySQL, deleteRangesSQL string
@@ -46,7 +47,8 @@ func (r *pgRelation) args(bucket any, rest ...any) []any {
 var pgKV = &pgRelation{
 	table: "kv", bucketed: true,
 	getSQL: pgGetSQL, getForUpdateSQL: pgGetForUpdateSQL, tailSQL: pgTailSQL,
-	fromSQL: pgFromSQL, afterSQL: pgAfterSQL, beforeSQL: pgBeforeSQL, lastSQL: pgLastSQL,
+	countSQL: `SELECT count(*) FROM kv WHERE bucket = $1`,
+	fromSQL:  pgFromSQL, afterSQL: pgAfterSQL, beforeSQL: pgBeforeSQL, lastSQL: pgLastSQL,
 	putManySQL: pgPutManySQL, insertManySQL: pgInsertManySQL, deleteManySQL: pgDeleteManySQL, deleteRangesSQL: pgDeleteRangesSQL,
 }
 
@@ -192,6 +194,7 @@ func (t recordTable) relation() *pgRelation {
 		getSQL:          get,
 		getForUpdateSQL: get + ` FOR UPDATE`,
 		tailSQL:         `DELETE FROM ` + table + ` WHERE k >= $1`,
+		countSQL:        `SELECT count(*) FROM ` + table,
 		fromSQL:         `SELECT k, v FROM ` + table + ` WHERE k >= $1 ORDER BY k LIMIT $2`,
 		afterSQL:        `SELECT k, v FROM ` + table + ` WHERE k > $1 ORDER BY k LIMIT $2`,
 		beforeSQL:       `SELECT k, v FROM ` + table + ` WHERE k < $1 ORDER BY k DESC LIMIT $2`,

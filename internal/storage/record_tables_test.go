@@ -172,3 +172,43 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 		t.Errorf("typed columns after the upgrade: %q %d %q %q %q %v %v %q %v %q %d %d", graph, version64, status, user, runStatus, cpThread, nestedCP, schedule, namespace, key, dims, chunk)
 	}
 }
+
+// Counts of records (the cron cap, the vector index's size) include the
+// transaction's own writes, on both backends; on PostgreSQL they are one
+// count(*) of a table.
+func TestCountsSeeTheTransactionsWrites(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		ids := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+		err := db.Update(context.Background(), func(tx *Tx) error {
+			for _, id := range ids {
+				if err := tx.PutCron(Cron{CronID: id, Schedule: "0 * * * *", Payload: map[string]any{}, Metadata: map[string]any{}}); err != nil {
+					return err
+				}
+			}
+			if err := tx.DeleteCron(ids[0]); err != nil {
+				return err
+			}
+			for _, key := range []string{"a", "b"} {
+				if err := tx.PutStoreVectors([]string{"docs"}, key, [][]float32{{1, 2}}); err != nil {
+					return err
+				}
+			}
+			if n := tx.CronCount(); n != 2 {
+				t.Errorf("crons counted in the writing transaction: %d, want 2", n)
+			}
+			if n := tx.CountStoreVectors(); n != 2 {
+				t.Errorf("vectors counted in the writing transaction: %d, want 2", n)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts, err := Read(context.Background(), db, func(tx *Tx) ([2]int, error) {
+			return [2]int{tx.CronCount(), tx.CountStoreVectors()}, nil
+		})
+		if err != nil || counts != [2]int{2, 2} {
+			t.Errorf("crons and vectors counted after the commit: %v (%v), want 2 and 2", counts, err)
+		}
+	})
+}
