@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"agentserver/internal/jsonx"
 )
@@ -161,12 +160,7 @@ func (t *Tx) DueCrons(now time.Time, limit int) []uuid.UUID {
 // false when none will fire.
 func (t *Tx) NextCronDue() (time.Time, bool) {
 	if p, ok := t.kv.(*pgTxn); ok {
-		var next []time.Time
-		err := p.query(pgNextCronDueSQL, nil, func(rows pgx.Rows) error {
-			var err error
-			next, err = pgx.CollectRows(rows, pgx.RowTo[time.Time])
-			return err
-		})
+		next, err := pgCollect[time.Time](p, pgNextCronDueSQL)
 		if err != nil || len(next) == 0 {
 			return time.Time{}, false // a failure fails the transaction
 		}
@@ -201,13 +195,11 @@ func (t *Tx) countKeys(name []byte) int {
 		// One count, after the transaction's pending writes, instead of
 		// reading every row (and its value) a page at a time.
 		rel := pgRelationOf(string(name))
-		var n int64
-		_ = p.query(rel.countSQL, rel.args(string(name)), func(rows pgx.Rows) error {
-			var err error
-			n, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
-			return err
-		}) // a failure fails the transaction
-		return int(n)
+		n, err := pgCollect[int64](p, rel.countSQL, rel.args(string(name))...)
+		if err != nil || len(n) != 1 {
+			return 0 // a failure fails the transaction
+		}
+		return int(n[0])
 	}
 	n := 0
 	c := t.bucket(name).Cursor()

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -22,14 +21,6 @@ type StoredEvent struct {
 type runEventValue struct {
 	Event string          `json:"event"`
 	Data  json.RawMessage `json:"data"`
-}
-
-// runEventKey encodes run_id(16) | seq(8, big endian).
-func runEventKey(runID uuid.UUID, seq int64) []byte {
-	k := make([]byte, 24)
-	copy(k, runID[:])
-	binary.BigEndian.PutUint64(k[16:], uint64(seq))
-	return k
 }
 
 // AppendRunEvents stores evs as events of run runID in one durable write.

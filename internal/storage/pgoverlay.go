@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -110,24 +109,15 @@ func (o *pgOverlay) write(bucket string, k, v []byte) {
 // which is correct since a key a range delete removed that was put again
 // is dirty, present. writeDirty must be followed by flushed.
 func (o *pgOverlay) writeDirty(b *pgx.Batch) {
-	writes := map[*pgRelation]*relationWrites{}
-	of := func(bucket string) *relationWrites {
-		rel := pgRelationOf(bucket)
-		w := writes[rel]
-		if w == nil {
-			w = &relationWrites{}
-			writes[rel] = w
-		}
-		return w
-	}
+	writes := byRelation[relationWrites]{}
 	for _, r := range o.ranges {
 		if r.to != nil {
-			of(r.bucket).ranges.add(r.bucket, r.from, r.to)
+			writes.of(r.bucket).ranges.add(r.bucket, r.from, r.to)
 		}
 	}
 	for key := range o.dirty {
 		bucket, k, _ := cutOverlayKey(key)
-		w := of(bucket)
+		w := writes.of(bucket)
 		switch kv := o.known[key]; {
 		case kv.present && kv.serverAbsent:
 			w.insert.add(bucket, k, kv.v)
@@ -140,14 +130,7 @@ func (o *pgOverlay) writeDirty(b *pgx.Batch) {
 		}
 	}
 	clear(o.dirty)
-	// Relations in a fixed order, so that two transactions lock the rows
-	// of different tables in the same order.
-	rels := make([]*pgRelation, 0, len(writes))
-	for rel := range writes {
-		rels = append(rels, rel)
-	}
-	slices.SortFunc(rels, func(a, b *pgRelation) int { return strings.Compare(a.table, b.table) })
-	for _, rel := range rels {
+	for _, rel := range writes.sorted() {
 		w := writes[rel]
 		w.ranges.queue(b, rel, rel.deleteRangesSQL)
 		w.put.queue(b, rel, rel.putManySQL)

@@ -206,6 +206,33 @@ func (t recordTable) relation() *pgRelation {
 	}
 }
 
+// byRelation groups what a batch or a prefetch does by the relation of
+// each bucket.
+type byRelation[V any] map[*pgRelation]*V
+
+// of returns the group of bucket's relation, creating it.
+func (m byRelation[V]) of(bucket string) *V {
+	rel := pgRelationOf(bucket)
+	g := m[rel]
+	if g == nil {
+		g = new(V)
+		m[rel] = g
+	}
+	return g
+}
+
+// sorted lists the relations in table order: two transactions then lock
+// rows of different tables in the same order, and a prefetch's query text
+// is the same for the same relations.
+func (m byRelation[V]) sorted() []*pgRelation {
+	rels := make([]*pgRelation, 0, len(m))
+	for rel := range m {
+		rels = append(rels, rel)
+	}
+	slices.SortFunc(rels, func(a, b *pgRelation) int { return strings.Compare(a.table, b.table) })
+	return rels
+}
+
 // prefetchQuery builds the one query of a prefetch (pgprefetch.go): per
 // relation, a branch that reads the keys g asks for (locking their rows
 // when forUpdate, as a point read of a write transaction does) and one
@@ -217,27 +244,15 @@ func prefetchQuery(g gatheredReads, forUpdate bool) (string, []any) {
 		keyBuckets, rangeBuckets []string
 		keys, lo, hi             [][]byte
 	}
-	parts := map[*pgRelation]*part{}
-	of := func(bucket string) *part {
-		rel := pgRelationOf(bucket)
-		if parts[rel] == nil {
-			parts[rel] = &part{}
-		}
-		return parts[rel]
-	}
+	parts := byRelation[part]{}
 	for i, b := range g.pb {
-		p := of(b)
+		p := parts.of(b)
 		p.keyBuckets, p.keys = append(p.keyBuckets, b), append(p.keys, g.pk[i])
 	}
 	for i, b := range g.rb {
-		p := of(b)
+		p := parts.of(b)
 		p.rangeBuckets, p.lo, p.hi = append(p.rangeBuckets, b), append(p.lo, g.rlo[i]), append(p.hi, g.rhi[i])
 	}
-	rels := make([]*pgRelation, 0, len(parts))
-	for rel := range parts {
-		rels = append(rels, rel)
-	}
-	slices.SortFunc(rels, func(a, b *pgRelation) int { return strings.Compare(a.table, b.table) })
 
 	var ctes, branches []string
 	var args []any
@@ -245,7 +260,7 @@ func prefetchQuery(g gatheredReads, forUpdate bool) (string, []any) {
 		args = append(args, v)
 		return fmt.Sprintf("$%d::%s", len(args), typ)
 	}
-	for _, rel := range rels {
+	for _, rel := range parts.sorted() {
 		p := parts[rel]
 		if len(p.keys) > 0 {
 			var read string

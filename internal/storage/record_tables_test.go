@@ -149,21 +149,21 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 	)
 	for _, q := range []struct {
 		sql  string
-		arg  uuid.UUID
+		args []any
 		dest []any
 	}{
-		{`SELECT graph_id FROM assistants WHERE assistant_id = $1`, assistant.AssistantID, []any{&graph}},
-		{`SELECT version FROM assistant_versions WHERE assistant_id = $1`, assistant.AssistantID, []any{&version64}},
-		{`SELECT status, metadata->>'user' FROM threads WHERE thread_id = $1`, thread.ThreadID, []any{&status, &user}},
-		{`SELECT status, thread_id FROM runs WHERE run_id = $1`, run.RunID, []any{&runStatus, &runThread}},
-		{`SELECT thread_id FROM checkpoints WHERE checkpoint_id = $1`, cp.CheckpointID, []any{&cpThread}},
-		{`SELECT checkpoint_id FROM nested_checkpoints WHERE thread_id = $1`, thread.ThreadID, []any{&nestedCP}},
-		{`SELECT schedule FROM crons WHERE thread_id = $1 AND enabled`, thread.ThreadID, []any{&schedule}},
-		{`SELECT namespace, key FROM store_items WHERE bytes > 0 AND $1::uuid IS NOT NULL`, uuid.Nil, []any{&namespace, &key}},
-		{`SELECT dims FROM store_vectors WHERE vectors = 2 AND $1::uuid IS NOT NULL`, uuid.Nil, []any{&dims}},
-		{`SELECT chunk FROM store_blobs WHERE blob_id = $1 AND bytes = 5`, blob, []any{&chunk}},
+		{`SELECT graph_id FROM assistants WHERE assistant_id = $1`, []any{assistant.AssistantID}, []any{&graph}},
+		{`SELECT version FROM assistant_versions WHERE assistant_id = $1`, []any{assistant.AssistantID}, []any{&version64}},
+		{`SELECT status, metadata->>'user' FROM threads WHERE thread_id = $1`, []any{thread.ThreadID}, []any{&status, &user}},
+		{`SELECT status, thread_id FROM runs WHERE run_id = $1`, []any{run.RunID}, []any{&runStatus, &runThread}},
+		{`SELECT thread_id FROM checkpoints WHERE checkpoint_id = $1`, []any{cp.CheckpointID}, []any{&cpThread}},
+		{`SELECT checkpoint_id FROM nested_checkpoints WHERE thread_id = $1`, []any{thread.ThreadID}, []any{&nestedCP}},
+		{`SELECT schedule FROM crons WHERE thread_id = $1 AND enabled`, []any{thread.ThreadID}, []any{&schedule}},
+		{`SELECT namespace, key FROM store_items WHERE bytes > 0`, nil, []any{&namespace, &key}},
+		{`SELECT dims FROM store_vectors WHERE vectors = 2`, nil, []any{&dims}},
+		{`SELECT chunk FROM store_blobs WHERE blob_id = $1 AND bytes = 5`, []any{blob}, []any{&chunk}},
 	} {
-		if err := pool.QueryRow(ctx, q.sql, q.arg).Scan(q.dest...); err != nil {
+		if err := pool.QueryRow(ctx, q.sql, q.args...).Scan(q.dest...); err != nil {
 			t.Errorf("%s: %v", q.sql, err)
 		}
 	}

@@ -209,28 +209,26 @@ func (t *pgTxn) writeQueue(b *pgx.Batch) {
 	}
 }
 
-// ids runs a query returning run ids in the transaction, after its pending
-// writes.
-func (t *pgTxn) ids(sql string, args ...any) ([]uuid.UUID, error) {
-	var ids []uuid.UUID
+// pgCollect runs a query returning one column in the transaction, after
+// its pending writes, and returns the column's values.
+func pgCollect[T any](t *pgTxn, sql string, args ...any) ([]T, error) {
+	var out []T
 	err := t.query(sql, args, func(rows pgx.Rows) error {
 		var err error
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-		return err
-	})
-	return ids, err
-}
-
-// values runs a query returning one bytea column in the transaction,
-// after its pending writes.
-func (t *pgTxn) values(sql string, args ...any) ([][]byte, error) {
-	var out [][]byte
-	err := t.query(sql, args, func(rows pgx.Rows) error {
-		var err error
-		out, err = pgx.CollectRows(rows, pgx.RowTo[[]byte])
+		out, err = pgx.CollectRows(rows, pgx.RowTo[T])
 		return err
 	})
 	return out, err
+}
+
+// ids runs a query returning run ids (pgCollect).
+func (t *pgTxn) ids(sql string, args ...any) ([]uuid.UUID, error) {
+	return pgCollect[uuid.UUID](t, sql, args...)
+}
+
+// values runs a query returning one bytea column (pgCollect).
+func (t *pgTxn) values(sql string, args ...any) ([][]byte, error) {
+	return pgCollect[[]byte](t, sql, args...)
 }
 
 // shared returns the transaction's PostgreSQL side, or ErrNotShared.

@@ -85,12 +85,20 @@ func (t *Tx) seqLog(kind seqLogKind) seqLog {
 	return &kvSeqLog{b: t.bucket(kind.bucket)}
 }
 
-// kvSeqLog is an event log in a bucket keyed owner | seq.
+// kvSeqLog is an event log in a bucket keyed owner | seq (seqEventKey).
 type kvSeqLog struct{ b kvBucket }
+
+// seqEventKey encodes owner(16) | seq(8, big endian).
+func seqEventKey(owner uuid.UUID, seq int64) []byte {
+	k := make([]byte, 24)
+	copy(k, owner[:])
+	binary.BigEndian.PutUint64(k[16:], uint64(seq))
+	return k
+}
 
 func (l *kvSeqLog) put(owner uuid.UUID, evs []seqEvent) error {
 	for _, e := range evs {
-		if err := l.b.Put(runEventKey(owner, e.seq), e.v); err != nil {
+		if err := l.b.Put(seqEventKey(owner, e.seq), e.v); err != nil {
 			return err
 		}
 	}
@@ -99,7 +107,7 @@ func (l *kvSeqLog) put(owner uuid.UUID, evs []seqEvent) error {
 
 func (l *kvSeqLog) scan(owner uuid.UUID, after int64, fn func(seq int64, v []byte) error) error {
 	c := l.b.Cursor()
-	for k, v := c.Seek(runEventKey(owner, max(after+1, 1))); k != nil && bytes.HasPrefix(k, owner[:]); k, v = c.Next() {
+	for k, v := c.Seek(seqEventKey(owner, max(after+1, 1))); k != nil && bytes.HasPrefix(k, owner[:]); k, v = c.Next() {
 		if len(k) != 24 {
 			return fmt.Errorf("malformed event key of %d bytes", len(k))
 		}
@@ -180,12 +188,11 @@ func (l *pgSeqLog) scan(owner uuid.UUID, after int64, fn func(seq int64, v []byt
 }
 
 func (l *pgSeqLog) last(owner uuid.UUID) (int64, error) {
-	var seq int64
-	err := l.t.query(l.kind.lastSQL, []any{pgUUID(owner)}, func(rows pgx.Rows) error {
-		_, err := pgx.ForEachRow(rows, []any{&seq}, func() error { return nil })
-		return err
-	})
-	return seq, err
+	seqs, err := pgCollect[int64](l.t, l.kind.lastSQL, pgUUID(owner))
+	if err != nil || len(seqs) == 0 {
+		return 0, err
+	}
+	return seqs[0], nil
 }
 
 func (l *pgSeqLog) deleteOwner(owner uuid.UUID) error {

@@ -44,9 +44,10 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (run_id, tool_call_id) DO UPDATE SET thread_id = excluded.thread_id, status = excluded.status,
 			started_at = excluded.started_at, ended_at = excluded.ended_at, v = excluded.v`
-	pgGetSubagentSQL     = `SELECT v FROM subagents WHERE run_id = $1 AND tool_call_id = $2`
-	pgRunSubagentsSQL    = `SELECT v FROM subagents WHERE run_id = $1 ORDER BY tool_call_id`
-	pgDeleteSubagentsSQL = `DELETE FROM subagents WHERE run_id = $1`
+	pgGetSubagentSQL          = `SELECT v FROM subagents WHERE run_id = $1 AND tool_call_id = $2`
+	pgGetSubagentForUpdateSQL = pgGetSubagentSQL + ` FOR UPDATE`
+	pgRunSubagentsSQL         = `SELECT v FROM subagents WHERE run_id = $1 ORDER BY tool_call_id`
+	pgDeleteSubagentsSQL      = `DELETE FROM subagents WHERE run_id = $1`
 	// pgLiveSubagentsSQL locks the pending and running executions but for
 	// those whose parent run a replica other than $1 is running.
 	pgLiveSubagentsSQL = `SELECT s.v FROM subagents s WHERE s.status IN ('pending', 'running')
@@ -77,7 +78,7 @@ func (t *Tx) GetSubagent(run uuid.UUID, toolCall string) (SubagentExecution, err
 	if p, ok := t.kv.(*pgTxn); ok {
 		sql := pgGetSubagentSQL
 		if !p.readOnly {
-			sql += ` FOR UPDATE`
+			sql = pgGetSubagentForUpdateSQL
 		}
 		vals, err := p.values(sql, pgUUID(run), []byte(toolCall))
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // ThreadEvent is one persisted event of a thread's protocol stream: its
@@ -77,18 +76,16 @@ const pgDeleteThreadEventsBeforeSQL = `WITH gone AS (DELETE FROM thread_events W
 // order, so the scan stops at each thread's first newer event.
 func (db *DB) DeleteThreadEventsBefore(ctx context.Context, cutoff time.Time) (int, error) {
 	if db.Shared() {
-		var n int
+		var n []int
 		err := db.Update(ctx, func(tx *Tx) error {
-			return tx.kv.(*pgTxn).query(pgDeleteThreadEventsBeforeSQL, []any{cutoff}, func(rows pgx.Rows) error {
-				for rows.Next() {
-					if err := rows.Scan(&n); err != nil {
-						return err
-					}
-				}
-				return rows.Err()
-			})
+			var err error
+			n, err = pgCollect[int](tx.kv.(*pgTxn), pgDeleteThreadEventsBeforeSQL, cutoff)
+			return err
 		})
-		return n, err
+		if err != nil || len(n) == 0 {
+			return 0, err
+		}
+		return n[0], nil
 	}
 	var stale [][]byte
 	err := db.View(ctx, func(tx *Tx) error {

@@ -75,9 +75,9 @@ func TestPostgresUpgradeMovesEventsToTables(t *testing.T) {
 	run, thread := uuid.New(), uuid.New()
 	at := time.UnixMilli(time.Now().UnixMilli())
 	url, pool := schemaBefore(t, 4,
-		kvRow{"run_events", runEventKey(run, 1), runEventValue{Event: "metadata", Data: json.RawMessage(`{"run_id":"x"}`)}},
-		kvRow{"run_events", runEventKey(run, 300), runEventValue{Event: "end", Data: json.RawMessage(`null`)}},
-		kvRow{"thread_events", runEventKey(thread, 7), threadEventValue{At: at.UnixMilli(), Event: json.RawMessage(`{"e":"nul \u0000"}`)}})
+		kvRow{"run_events", seqEventKey(run, 1), runEventValue{Event: "metadata", Data: json.RawMessage(`{"run_id":"x"}`)}},
+		kvRow{"run_events", seqEventKey(run, 300), runEventValue{Event: "end", Data: json.RawMessage(`null`)}},
+		kvRow{"thread_events", seqEventKey(thread, 7), threadEventValue{At: at.UnixMilli(), Event: json.RawMessage(`{"e":"nul \u0000"}`)}})
 	ctx := context.Background()
 	db, err := OpenPostgres(url, Options{})
 	if err != nil {
