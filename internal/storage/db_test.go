@@ -541,3 +541,60 @@ func TestViewStopsWhenItsContextIsCancelled(t *testing.T) {
 		}
 	})
 }
+
+// Threads created within one microsecond or in other time zones come
+// back in the order of their creation to the nanosecond, as the embedded
+// backend orders them (PostgreSQL's timestamptz keeps microseconds: its
+// search orders by created_ns).
+func TestSearchThreadsOrderToTheNanosecond(t *testing.T) {
+	forEachBackend(t, testSearchThreadsOrderToTheNanosecond)
+}
+
+func testSearchThreadsOrderToTheNanosecond(t *testing.T, db *DB) {
+	base := time.Date(2026, 12, 6, 8, 30, 0, 999_999_000, time.UTC)
+	times := []time.Time{
+		base.Add(1), base.Add(999), base, base.Add(500).In(time.FixedZone("east", 5*3600+1800)),
+		base.Add(1000).In(time.FixedZone("west", -8*3600)), base.Add(-1), base.Truncate(time.Second), base.Add(1_000_001),
+	}
+	var ths []Thread
+	if err := db.Update(context.Background(), func(tx *Tx) error {
+		for i, at := range times {
+			th := newThread(map[string]any{"i": float64(i)}, "idle")
+			th.CreatedAt = at
+			ths = append(ths, th)
+			if err := tx.PutThread(th); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(ths)
+	sortThreads(want, "", false)
+	for _, desc := range []bool{false, true} {
+		for _, q := range []ThreadQuery{{Desc: desc}, {Desc: desc, Status: "idle"}, {Desc: desc, Limit: 3, Offset: 4}} {
+			var got []Thread
+			if err := db.View(context.Background(), func(tx *Tx) error {
+				var err error
+				got, _, err = tx.SearchThreads(q)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			exp := slices.Clone(want)
+			if desc {
+				slices.Reverse(exp)
+			}
+			exp = pageOf(exp, q.Offset, q.Limit)
+			if len(got) != len(exp) {
+				t.Fatalf("%+v: %d threads, want %d", q, len(got), len(exp))
+			}
+			for i := range exp {
+				if got[i].ThreadID != exp[i].ThreadID {
+					t.Errorf("%+v: thread %d created %v, want the one created %v", q, i, got[i].CreatedAt, exp[i].CreatedAt)
+				}
+			}
+		}
+	}
+}

@@ -124,6 +124,7 @@
 //	assistant_versions        assistant_id(16) | version(4, big endian) -> Assistant JSON;
 //	                          versions are immutable: PutAssistantVersion refuses to overwrite (ErrConflict)
 //	threads                   thread_id(16) -> Thread JSON (values are NOT stored here)
+//	(the next three only on bbolt: PostgreSQL searches the threads table, pgthreads.go)
 //	threads_by_created        created_at(8, unix nanos, big endian) | thread_id(16) -> empty
 //	threads_by_meta           key | 0x00 | canonical JSON of value | 0x00 | created_at(8) | thread_id(16) -> empty
 //	threads_by_status         status | 0x00 | created_at(8) | thread_id(16) -> empty

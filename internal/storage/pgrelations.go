@@ -115,7 +115,9 @@ var recordTables = []recordTable{
 		[]recordColumn{{"thread_id", "agentserver_uuid(k, 1)"}},
 		cols(textField, "status"),
 		cols(timeField, "created_at", "updated_at"),
-		cols(jsonField, "metadata", "error", "ttl"))},
+		cols(jsonField, "metadata", "error", "ttl"),
+		// The embedded backend's order of creation (pgthreads.go).
+		[]recordColumn{{"created_ns", "agentserver_time_ns(d->>'created_at')"}})},
 	{bucket: bucketCheckpoints, columns: []recordColumn{
 		{"thread_id", "agentserver_uuid(k, 1)"}, {"checkpoint_id", "agentserver_uuid(k, 17)"}, {"bytes", "octet_length(v)"}}},
 	{bucket: bucketNestedCheckpoints, columns: []recordColumn{

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -53,6 +54,7 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	thread := newThread(map[string]any{"user": "u1"}, "busy")
+	thread.CreatedAt = time.Date(2026, 12, 6, 8, 30, 0, 123456789, time.UTC)
 	run := Run{RunID: uuid.New(), ThreadID: thread.ThreadID, AssistantID: assistant.AssistantID, GraphID: "agent", Status: RunError,
 		CreatedAt: now, UpdatedAt: now, NotBefore: now, Metadata: map[string]any{}}
 	cp := Checkpoint{ThreadID: thread.ThreadID, CheckpointID: uuid.Must(uuid.NewV7()), CreatedAt: now, Values: map[string]any{"n": 1.0}, Metadata: map[string]any{}}
@@ -84,6 +86,8 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 		kvRow{"nested_checkpoints", nestedKey(nested.ThreadID, nested.CheckpointNS, nested.CheckpointID), nested},
 		kvRow{"crons", cron.CronID[:], cron},
 		kvRow{"crons_by_due", timeIDKey(nil, next, cron.CronID), rawValue{}},
+		kvRow{"threads_by_created", timeIDKey(nil, thread.CreatedAt, thread.ThreadID), rawValue{}},
+		kvRow{"threads_by_status", timeIDKey(statusPrefix("busy"), thread.CreatedAt, thread.ThreadID), rawValue{}},
 		kvRow{"store_items", itemK, item})
 	db, err := OpenPostgres(url, Options{})
 	if err != nil {
@@ -100,6 +104,10 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 		}
 		if th, err := tx.GetThread(thread.ThreadID); err != nil || th.Status != "busy" || th.Metadata["user"] != "u1" {
 			t.Errorf("thread after the upgrade: %+v %v", th, err)
+		}
+		// Found through the table's columns: the threads_by_* entries are gone.
+		if found, n, err := tx.SearchThreads(ThreadQuery{Status: "busy", Metadata: map[string]any{"user": "u1"}}); err != nil || n != 1 || found[0].ThreadID != thread.ThreadID {
+			t.Errorf("thread search after the upgrade: %d %v", n, err)
 		}
 		if r, err := tx.GetRun(run.RunID); err != nil || r.Status != RunError {
 			t.Errorf("run after the upgrade: %+v %v", r, err)
@@ -137,7 +145,8 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 
 	var left int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM kv WHERE bucket IN ('assistants', 'assistant_versions', 'threads', 'runs',
-		'checkpoints', 'nested_checkpoints', 'crons', 'store_items', 'store_vectors', 'store_blobs', 'crons_by_due')`).Scan(&left); err != nil || left != 0 {
+		'checkpoints', 'nested_checkpoints', 'crons', 'store_items', 'store_vectors', 'store_blobs', 'crons_by_due',
+		'threads_by_created', 'threads_by_status', 'threads_by_meta')`).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("kv keeps %d records (%v), want none", left, err)
 	}
 	var (
@@ -145,7 +154,7 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 		version64, dims, chunk                  int64
 		cpThread, nestedCP, runThread           uuid.UUID
 		namespace                               []string
-		user                                    string
+		user, createdNS                         string
 	)
 	for _, q := range []struct {
 		sql  string
@@ -154,7 +163,7 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 	}{
 		{`SELECT graph_id FROM assistants WHERE assistant_id = $1`, []any{assistant.AssistantID}, []any{&graph}},
 		{`SELECT version FROM assistant_versions WHERE assistant_id = $1`, []any{assistant.AssistantID}, []any{&version64}},
-		{`SELECT status, metadata->>'user' FROM threads WHERE thread_id = $1`, []any{thread.ThreadID}, []any{&status, &user}},
+		{`SELECT status, metadata->>'user', created_ns::text FROM threads WHERE thread_id = $1`, []any{thread.ThreadID}, []any{&status, &user, &createdNS}},
 		{`SELECT status, thread_id FROM runs WHERE run_id = $1`, []any{run.RunID}, []any{&runStatus, &runThread}},
 		{`SELECT thread_id FROM checkpoints WHERE checkpoint_id = $1`, []any{cp.CheckpointID}, []any{&cpThread}},
 		{`SELECT checkpoint_id FROM nested_checkpoints WHERE thread_id = $1`, []any{thread.ThreadID}, []any{&nestedCP}},
@@ -170,6 +179,9 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 	if graph != "agent" || version64 != 1 || status != "busy" || user != "u1" || runStatus != RunError || runThread != thread.ThreadID || cpThread != thread.ThreadID ||
 		nestedCP != nested.CheckpointID || schedule != "0 * * * *" || !reflect.DeepEqual(namespace, item.Namespace) || key != "prefs" || dims != 3 || chunk != 1 {
 		t.Errorf("typed columns after the upgrade: %q %d %q %q %q %v %v %q %v %q %d %d", graph, version64, status, user, runStatus, cpThread, nestedCP, schedule, namespace, key, dims, chunk)
+	}
+	if want := strconv.FormatInt(thread.CreatedAt.UnixNano(), 10); createdNS != want {
+		t.Errorf("threads.created_ns after the upgrade: %s, want %s", createdNS, want)
 	}
 }
 

@@ -181,18 +181,21 @@ func compareIndexEntries(a, b indexEntry) int {
 }
 
 // threadIndexEntries lists a thread's index entries, sorted by bucket and
-// key.
-func threadIndexEntries(th *Thread) []indexEntry {
+// key. searchIndexes adds those of the search (creation, status,
+// metadata), which only the embedded backend keeps (pgthreads.go).
+func threadIndexEntries(th *Thread, searchIndexes bool) []indexEntry {
 	out := make([]indexEntry, 0, 3+len(th.Metadata))
-	out = append(out,
-		indexEntry{bucketThreadsByCreated, timeIDKey(nil, th.CreatedAt, th.ThreadID)},
-		indexEntry{bucketThreadsByStatus, timeIDKey(statusPrefix(th.Status), th.CreatedAt, th.ThreadID)})
 	if k := expiryIndexKey(th); k != nil {
 		out = append(out, indexEntry{bucketThreadsByExpiry, k})
 	}
-	for k, v := range th.Metadata {
-		if p, ok := indexedValue(k, v); ok {
-			out = append(out, indexEntry{bucketThreadsByMeta, timeIDKey(p, th.CreatedAt, th.ThreadID)})
+	if searchIndexes {
+		out = append(out,
+			indexEntry{bucketThreadsByCreated, timeIDKey(nil, th.CreatedAt, th.ThreadID)},
+			indexEntry{bucketThreadsByStatus, timeIDKey(statusPrefix(th.Status), th.CreatedAt, th.ThreadID)})
+		for k, v := range th.Metadata {
+			if p, ok := indexedValue(k, v); ok {
+				out = append(out, indexEntry{bucketThreadsByMeta, timeIDKey(p, th.CreatedAt, th.ThreadID)})
+			}
 		}
 	}
 	slices.SortFunc(out, compareIndexEntries)
@@ -204,12 +207,13 @@ func threadIndexEntries(th *Thread) []indexEntry {
 // only the status touches only the status index: every page a commit
 // dirties is written and synced.
 func (t *Tx) reindexThread(old, cur *Thread) error {
+	_, onPG := t.kv.(*pgTxn)
 	var was, is []indexEntry
 	if old != nil {
-		was = threadIndexEntries(old)
+		was = threadIndexEntries(old, !onPG)
 	}
 	if cur != nil {
-		is = threadIndexEntries(cur)
+		is = threadIndexEntries(cur, !onPG)
 	}
 	// Both lists are sorted: one merge finds what only one of them has.
 	for len(was) > 0 || len(is) > 0 {
@@ -256,6 +260,9 @@ func (t *Tx) SearchThreads(q ThreadQuery) ([]Thread, int, error) {
 	q, ok := withRestriction(q)
 	if !ok {
 		return []Thread{}, 0, nil
+	}
+	if p, ok := t.kv.(*pgTxn); ok {
+		return t.searchThreadsSQL(p, q)
 	}
 	ids, scans, exact := t.threadSources(q)
 	if ids == nil && len(scans) == 1 && exact && (q.SortBy == "" || q.SortBy == "created_at") {
