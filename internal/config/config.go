@@ -81,6 +81,9 @@ type Config struct {
 	JSWorkers int
 	// JSWorkerConcurrency bounds the runs one graph worker runs at once.
 	JSWorkerConcurrency int
+	// JSWarmUpRuns is how many in-memory runs of an internal graph a
+	// graph worker makes at start, before it takes runs (0: none).
+	JSWarmUpRuns int
 	// JSNodeArgs are extra node options given to every graph worker
 	// before its script, separated by spaces (--cpu-prof,
 	// --max-old-space-size=4096): those NODE_OPTIONS refuses too.
@@ -110,6 +113,7 @@ func Default() Config {
 		MaxCrons:        1000,
 
 		JSWorkers:           1,
+		JSWarmUpRuns:        DefaultJSWarmUpRuns,
 		JSWorkerConcurrency: 64,
 	}
 }
@@ -130,6 +134,11 @@ const (
 	// DefaultWorkspaceQuota is the default workspace quota (100 MiB).
 	DefaultWorkspaceQuota = 100 << 20
 )
+
+// DefaultJSWarmUpRuns is the default number of a graph worker's warm-up
+// runs: a fresh worker's first runs of a one-node graph took 11–14 ms,
+// those after 50 runs 6.5–9.4 ms (docs/benchmarks.md).
+const DefaultJSWarmUpRuns = 50
 
 // env names, each the fallback of the flag of the same meaning.
 const (
@@ -155,6 +164,7 @@ const (
 	EnvJSWorkers       = "AGENTSERVER_JS_WORKERS"
 	EnvJSConcurrency   = "AGENTSERVER_JS_WORKER_CONCURRENCY"
 	EnvJSNodeArgs      = "AGENTSERVER_JS_NODE_ARGS"
+	EnvJSWarmUpRuns    = "AGENTSERVER_JS_WARM_UP_RUNS"
 	EnvWatch           = "AGENTSERVER_WATCH"
 	// EnvBGJobTimeout is LangGraph Platform's name for the run timeout, in
 	// seconds; AGENTSERVER_RUN_TIMEOUT wins over it.
@@ -208,6 +218,7 @@ var options = []option{
 	{"max-body-size", EnvMaxBody, "bytes", "largest request body in bytes; larger ones get 413", func(c *Config) flag.Value { return (*intValue)(&c.MaxBodyBytes) }},
 	{"js-workers", EnvJSWorkers, "n", "Node graph worker processes for langgraph.json's JavaScript graphs", func(c *Config) flag.Value { return (*intValue)(&c.JSWorkers) }},
 	{"js-worker-concurrency", EnvJSConcurrency, "n", "runs one Node graph worker runs at once; more wait for a free one", func(c *Config) flag.Value { return (*intValue)(&c.JSWorkerConcurrency) }},
+	{"js-warm-up-runs", EnvJSWarmUpRuns, "n", "in-memory runs of an internal graph each Node graph worker makes at start (at most 1 s), so that its first real runs are as fast as later ones; 0: none", func(c *Config) flag.Value { return (*intValue)(&c.JSWarmUpRuns) }},
 	{"js-node-args", EnvJSNodeArgs, "options", "extra node options for every graph worker, separated by spaces (--cpu-prof --cpu-prof-dir=prof; NODE_OPTIONS is passed on too)", func(c *Config) flag.Value { return (*stringValue)(&c.JSNodeArgs) }},
 	{"watch", EnvWatch, "", "reload the JavaScript graphs when a file of their project changes (new graph workers replace the old ones once their runs end)", func(c *Config) flag.Value { return (*boolValue)(&c.Watch) }},
 	{"workspace-quota", EnvQuota, "bytes", "bytes of files the file tools may keep in one thread's workspace", func(c *Config) flag.Value { return (*intValue)(&c.WorkspaceQuota) }},
@@ -428,6 +439,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown-timeout must be positive"))
+	}
+	if c.JSWarmUpRuns < 0 {
+		errs = append(errs, fmt.Errorf("js-warm-up-runs must not be negative, got %d", c.JSWarmUpRuns))
 	}
 	if c.JSWorkers < 1 {
 		errs = append(errs, fmt.Errorf("js-workers must be at least 1, got %d", c.JSWorkers))

@@ -71,7 +71,16 @@ type Options struct {
 	// CancelWait is how long a cancelled run waits for its worker to
 	// confirm that the run stopped (default 2s).
 	CancelWait time.Duration
+	// WarmUpRuns is how many runs of an internal two-node graph a worker
+	// makes in memory after loading the graphs and before taking runs
+	// (within WarmUpBudget), so that V8 has compiled LangGraph.js's loop
+	// when the first real run comes (0: none).
+	WarmUpRuns int
 }
+
+// WarmUpBudget bounds the time a worker spends on its warm-up runs, so a
+// busy machine does not hold back its start.
+const WarmUpBudget = time.Second
 
 // DefaultConcurrency is the default bound of runs per worker: a worker's
 // runs share one event loop and mostly wait on models and tools.
@@ -170,7 +179,8 @@ func Start(ctx context.Context, opts Options) (*Pool, error) {
 		}
 	}
 	p.log.Info("graph workers started", "workers", opts.Workers, "concurrency", opts.Concurrency, "node", version,
-		"langgraph", p.info.LangGraph, "typescript", p.info.TypeScript, "graphs", len(p.loaded))
+		"langgraph", p.info.LangGraph, "typescript", p.info.TypeScript, "graphs", len(p.loaded),
+		"warm_up_runs", p.info.WarmUp.Runs, "warm_up_ms", p.info.WarmUp.MS)
 	return p, nil
 }
 

@@ -56,6 +56,11 @@ type initResult struct {
 	Auth *authLoad `json:"auth"`
 	// HTTP is what the custom routes' app serves (nil: none loaded).
 	HTTP *appLoad `json:"http"`
+	// WarmUp is what the warm-up did (Options.WarmUpRuns).
+	WarmUp struct {
+		Runs int `json:"runs"`
+		MS   int `json:"ms"`
+	} `json:"warm_up"`
 }
 
 // loadResult is what the worker found behind one graph entry.
@@ -125,7 +130,8 @@ func (p *Pool) startProcess(ctx context.Context, id int) (*process, *initResult,
 	ictx, cancel := context.WithTimeout(ctx, p.opts.InitTimeout)
 	defer cancel()
 	init := map[string]any{"project_dir": p.opts.ProjectDir, "graphs": p.wireGraphs(), "api_url": p.opts.APIURL, "api_key": p.opts.APIKey,
-		"auth": wireModule(p.opts.Auth), "http_app": wireModule(p.opts.HTTPApp)}
+		"auth": wireModule(p.opts.Auth), "http_app": wireModule(p.opts.HTTPApp),
+		"warm_up_runs": p.opts.WarmUpRuns, "warm_up_ms": WarmUpBudget.Milliseconds()}
 	if err := w.c.call(ictx, "init", init, &res); err != nil {
 		w.kill()
 		<-w.exited

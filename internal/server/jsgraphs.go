@@ -45,7 +45,7 @@ func startJSGraphs(cfg config.Config, log *slog.Logger, st jsworker.Store, apiUR
 	return jsworker.Start(ctx, jsworker.Options{
 		NodeVersion: nodeVersion, ProjectDir: filepath.Dir(file), Graphs: specs,
 		Auth: workerModule(authModule), HTTPApp: workerModule(app),
-		Workers: cfg.JSWorkers, Concurrency: cfg.JSWorkerConcurrency, NodeArgs: strings.Fields(cfg.JSNodeArgs),
+		Workers: cfg.JSWorkers, Concurrency: cfg.JSWorkerConcurrency, WarmUpRuns: cfg.JSWarmUpRuns, NodeArgs: strings.Fields(cfg.JSNodeArgs),
 		CacheDir: filepath.Join(cfg.DataDir, "graph-worker"), Store: st, Log: log, APIURL: apiURL, APIKey: cfg.APIKey,
 	})
 }
