@@ -10,8 +10,15 @@
 -- fraction is cut to microseconds before the cast (which would round it)
 -- and the digits beyond are added back.
 
+-- Neither function is STRICT, and both are STABLE as what they call (the
+-- text casts, convert_from): PostgreSQL then inlines them into the
+-- statements that write the rows instead of calling them once per row
+-- (agentserver_doc was IMMUTABLE, which kept it from being inlined: 20,000
+-- calls for 10,000 runs).
+ALTER FUNCTION agentserver_doc(bytea) STABLE;
+
 CREATE FUNCTION agentserver_time_ns(t text) RETURNS numeric
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE
+	LANGUAGE sql STABLE PARALLEL SAFE
 	AS $$ SELECT round(extract(epoch FROM regexp_replace(t, '\.([0-9]{0,6})[0-9]*', '.\1')::timestamptz) * 1000000000)
 		+ coalesce(substring(rpad(substring(t FROM '\.([0-9]+)'), 9, '0') FROM 7 FOR 3)::integer, 0) $$;
 
