@@ -148,7 +148,8 @@
 //	                          value (the last chunk shorter); deleted with the item that names them
 //	store_staged              value id(16) -> time of its last chunk (8, unix nanos): a value staged
 //	                          for a put whose item is not stored yet; swept after StagedStoreValueGrace
-//	store_expiry              expires_at(8, unix nanos) | item key -> empty
+//	store_expiry              expires_at(8, unix nanos) | item key -> empty (bbolt only: PostgreSQL
+//	                          finds expired items through store_items' index on expires_at)
 //	store_vectors             item key -> count(4) | dims(4) | count×dims float32 (little endian):
 //	                          the embeddings of an item's indexed fields (semantic search); written
 //	                          and deleted with the item, scored in process (cosine)

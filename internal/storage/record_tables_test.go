@@ -68,6 +68,13 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An item past its deadline, with the expiry entry the release wrote.
+	lapsed := now.Add(-time.Minute)
+	expired := StoreItem{Namespace: []string{"users", "u1"}, Key: "old", Value: map[string]any{}, CreatedAt: now, UpdatedAt: now, ExpiresAt: &lapsed}
+	expiredK, err := storeItemKey(expired.Namespace, expired.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	vectors, err := encodeVectors([][]float32{{1, 2, 3}, {4, 5, 6}})
 	if err != nil {
@@ -88,7 +95,9 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 		kvRow{"crons_by_due", timeIDKey(nil, next, cron.CronID), rawValue{}},
 		kvRow{"threads_by_created", timeIDKey(nil, thread.CreatedAt, thread.ThreadID), rawValue{}},
 		kvRow{"threads_by_status", timeIDKey(statusPrefix("busy"), thread.CreatedAt, thread.ThreadID), rawValue{}},
-		kvRow{"store_items", itemK, item})
+		kvRow{"store_items", itemK, item},
+		kvRow{"store_items", expiredK, expired},
+		kvRow{"store_expiry", storeExpiryKey(lapsed, expiredK), rawValue{}})
 	db, err := OpenPostgres(url, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -143,10 +152,20 @@ func TestPostgresUpgradeMovesRecordsToTheirTables(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Found through the table's expires_at: store_expiry is gone.
+	if err := db.Update(ctx, func(tx *Tx) error {
+		n, err := tx.DeleteExpiredStoreItems(now, 0)
+		if err == nil && n != 1 {
+			t.Errorf("expired store items deleted after the upgrade: %d, want 1", n)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	var left int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM kv WHERE bucket IN ('assistants', 'assistant_versions', 'threads', 'runs',
 		'checkpoints', 'nested_checkpoints', 'crons', 'store_items', 'store_vectors', 'store_blobs', 'crons_by_due',
-		'threads_by_created', 'threads_by_status', 'threads_by_meta')`).Scan(&left); err != nil || left != 0 {
+		'threads_by_created', 'threads_by_status', 'threads_by_meta', 'store_expiry')`).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("kv keeps %d records (%v), want none", left, err)
 	}
 	var (

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
+
 	"agentserver/internal/errdefs"
 )
 
@@ -371,8 +373,8 @@ func (t *Tx) PutStoreItem(it StoreItem) error {
 		if err != nil {
 			return err
 		}
-		if old.ExpiresAt != nil {
-			if err := t.bucket(bucketStoreExpiry).Delete(storeExpiryKey(*old.ExpiresAt, k)); err != nil {
+		if ek := t.expiryEntry(old.ExpiresAt, k); ek != nil {
+			if err := t.bucket(bucketStoreExpiry).Delete(ek); err != nil {
 				return err
 			}
 		}
@@ -395,10 +397,21 @@ func (t *Tx) PutStoreItem(it StoreItem) error {
 	if err := b.Put(k, raw); err != nil {
 		return err
 	}
-	if it.ExpiresAt != nil {
-		return t.bucket(bucketStoreExpiry).Put(storeExpiryKey(*it.ExpiresAt, k), nil)
+	if ek := t.expiryEntry(it.ExpiresAt, k); ek != nil {
+		return t.bucket(bucketStoreExpiry).Put(ek, nil)
 	}
 	return nil
+}
+
+// expiryEntry is the store_expiry key of an item with the deadline at, or
+// nil when it has none or the backend keeps no such entries: on
+// PostgreSQL the store_items table's index on expires_at finds expired
+// items (pgExpiredStoreItemsSQL).
+func (t *Tx) expiryEntry(at *time.Time, itemKey []byte) []byte {
+	if _, pg := t.kv.(*pgTxn); pg || at == nil {
+		return nil
+	}
+	return storeExpiryKey(*at, itemKey)
 }
 
 // RefreshStoreItem moves the deadline of the item under namespace and key
@@ -446,8 +459,8 @@ func (t *Tx) DeleteStoreItem(namespace []string, key string) error {
 	if err != nil {
 		return err
 	}
-	if e.ExpiresAt != nil {
-		if err := t.bucket(bucketStoreExpiry).Delete(storeExpiryKey(*e.ExpiresAt, k)); err != nil {
+	if ek := t.expiryEntry(e.ExpiresAt, k); ek != nil {
+		if err := t.bucket(bucketStoreExpiry).Delete(ek); err != nil {
 			return err
 		}
 	}
@@ -581,6 +594,9 @@ func matchLabels(ns, cond []string, fromEnd bool) bool {
 // have expired at now, with their expiry index entries, walking the expiry
 // index from the earliest deadline. It returns how many items it deleted.
 func (t *Tx) DeleteExpiredStoreItems(now time.Time, limit int) (int, error) {
+	if p, ok := t.kv.(*pgTxn); ok {
+		return t.deleteExpiredStoreItemsSQL(p, now, limit)
+	}
 	exp := t.bucket(bucketStoreExpiry)
 	items := t.bucket(bucketStoreItems)
 	var due [][]byte
@@ -617,15 +633,7 @@ func (t *Tx) DeleteExpiredStoreItems(now time.Time, limit int) (int, error) {
 		if e.ExpiresAt == nil || !bytes.Equal(storeExpiryKey(*e.ExpiresAt, itemKey), k) {
 			continue
 		}
-		if e.Blob != nil {
-			if err := t.deleteStoreBlob(e.Blob.ID); err != nil {
-				return n, err
-			}
-		}
-		if err := items.Delete(itemKey); err != nil {
-			return n, err
-		}
-		if err := t.bucket(bucketStoreVectors).Delete(itemKey); err != nil {
+		if err := t.deleteStoreItemAt(itemKey, e); err != nil {
 			return n, err
 		}
 		n++
@@ -633,10 +641,66 @@ func (t *Tx) DeleteExpiredStoreItems(now time.Time, limit int) (int, error) {
 	return n, nil
 }
 
+// On PostgreSQL expired store items are found through the store_items
+// table's index on expires_at (migration 6). The column keeps
+// microseconds, so each candidate's own deadline is checked again.
+const pgExpiredStoreItemsSQL = `SELECT k FROM store_items WHERE expires_at <= $1 ORDER BY expires_at, k LIMIT $2`
+
+// deleteExpiredStoreItemsSQL is DeleteExpiredStoreItems on PostgreSQL.
+func (t *Tx) deleteExpiredStoreItemsSQL(p *pgTxn, now time.Time, limit int) (int, error) {
+	var bound any // NULL: no limit
+	if limit > 0 {
+		bound = limit
+	}
+	keys, err := pgCollect[[]byte](p, pgExpiredStoreItemsSQL, now, bound)
+	if err != nil {
+		return 0, err
+	}
+	items := t.bucket(bucketStoreItems)
+	n := 0
+	for _, k := range keys {
+		raw := items.Get(k)
+		if raw == nil {
+			continue
+		}
+		e, err := readStoreItemHead(raw)
+		if err != nil {
+			return n, err
+		}
+		if !e.expiredAt(now) {
+			continue
+		}
+		if err := t.deleteStoreItemAt(k, e); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// deleteStoreItemAt deletes the item stored under itemKey, whose head is
+// e, with its large value and its vectors (not its expiry entry).
+func (t *Tx) deleteStoreItemAt(itemKey []byte, e storeHead) error {
+	if e.Blob != nil {
+		if err := t.deleteStoreBlob(e.Blob.ID); err != nil {
+			return err
+		}
+	}
+	if err := t.bucket(bucketStoreItems).Delete(itemKey); err != nil {
+		return err
+	}
+	return t.bucket(bucketStoreVectors).Delete(itemKey)
+}
+
 // CheckStoreExpiryIndex verifies that the expiry index holds exactly one
 // entry for every item with a deadline, carrying that deadline, and nothing
-// else. It reads both buckets in full; tests and offline checks call it.
+// else (on PostgreSQL: that the store_items table's expires_at column holds
+// each item's deadline, to the microsecond, and store_expiry nothing). It
+// reads every item; tests and offline checks call it.
 func (t *Tx) CheckStoreExpiryIndex() error {
+	if p, ok := t.kv.(*pgTxn); ok {
+		return t.checkStoreExpiryColumn(p)
+	}
 	want := map[string]bool{}
 	err := t.bucket(bucketStoreItems).ForEach(func(k, v []byte) error {
 		e, err := readStoreItemHead(v)
@@ -670,6 +734,40 @@ func (t *Tx) checkIndexHolds(index []byte, want map[string]bool) error {
 	}
 	if n != len(want) {
 		return fmt.Errorf("%s has %d entries, the records need %d", index, n, len(want))
+	}
+	return nil
+}
+
+// checkStoreExpiryColumn is CheckStoreExpiryIndex on PostgreSQL.
+func (t *Tx) checkStoreExpiryColumn(p *pgTxn) error {
+	type row struct {
+		K         []byte
+		V         []byte
+		ExpiresAt *time.Time
+	}
+	var rows []row
+	err := p.query(`SELECT k, v, expires_at FROM store_items`, nil, func(r pgx.Rows) error {
+		var err error
+		rows, err = pgx.CollectRows(r, pgx.RowToStructByPos[row])
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		e, err := readStoreItemHead(r.V)
+		if err != nil {
+			return err
+		}
+		switch {
+		case (e.ExpiresAt == nil) != (r.ExpiresAt == nil):
+			return fmt.Errorf("store item %x: deadline %v, expires_at column %v", r.K, e.ExpiresAt, r.ExpiresAt)
+		case e.ExpiresAt != nil && e.ExpiresAt.Sub(*r.ExpiresAt).Abs() >= time.Microsecond:
+			return fmt.Errorf("store item %x: deadline %v, expires_at column %v", r.K, *e.ExpiresAt, *r.ExpiresAt)
+		}
+	}
+	if n := t.countKeys(bucketStoreExpiry); n != 0 {
+		return fmt.Errorf("store_expiry holds %d entries on PostgreSQL, want none", n)
 	}
 	return nil
 }

@@ -14,7 +14,9 @@
 //   - Expiry index consistency. An item with a deadline has exactly one
 //     entry in store_expiry (deadline | item key), written and removed in
 //     the same transaction as the item; overwriting, refreshing or deleting
-//     an item moves or removes its entry.
+//     an item moves or removes its entry. On PostgreSQL the deadline is the
+//     store_items table's expires_at column, written by the same statement
+//     as the item, and its index is the expiry index.
 //   - Expired items are invisible. Get, Search and ListNamespaces compare
 //     each item's expires_at with the service clock, so an item is gone at
 //     its deadline whether or not the sweeper (Run, SweepExpired) has
