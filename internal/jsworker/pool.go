@@ -181,6 +181,9 @@ func Start(ctx context.Context, opts Options) (*Pool, error) {
 	p.log.Info("graph workers started", "workers", opts.Workers, "concurrency", opts.Concurrency, "node", version,
 		"langgraph", p.info.LangGraph, "typescript", p.info.TypeScript, "graphs", len(p.loaded),
 		"warm_up_runs", p.info.WarmUp.Runs, "warm_up_ms", p.info.WarmUp.MS)
+	if p.info.WarmUp.Error != "" {
+		p.log.Warn("graph worker warm-up stopped early: its first runs may be slower", "err", p.info.WarmUp.Error)
+	}
 	return p, nil
 }
 

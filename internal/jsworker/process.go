@@ -60,6 +60,8 @@ type initResult struct {
 	WarmUp struct {
 		Runs int `json:"runs"`
 		MS   int `json:"ms"`
+		// Error is what stopped the warm-up early ("" when nothing did).
+		Error string `json:"error"`
 	} `json:"warm_up"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,8 @@ func TestWorkerWarmsUpBeforeTakingRuns(t *testing.T) {
 			t.Errorf("WarmUpRuns 0: the worker made %v warm-up runs", done)
 		case runs > 0 && !(done.(float64) >= 1 && done.(float64) <= float64(runs)):
 			t.Errorf("WarmUpRuns %d: the worker made %v warm-up runs", runs, done)
+		case started["level"] != "INFO" || strings.Contains(logs.String(), "warm-up stopped early"):
+			t.Errorf("the warm-up failed: %s", logs.Bytes())
 		case ms.(float64) > float64(jsworker.WarmUpBudget.Milliseconds())+500:
 			t.Errorf("the warm-up took %v ms, beyond its budget of %v", ms, jsworker.WarmUpBudget)
 		}

@@ -385,13 +385,18 @@ async function drawable(graph, xray) {
  * LangGraph.js's loop, its channels and checkpoints before the first run
  * arrives: a fresh worker's first runs otherwise take about twice as long
  * as later ones. None of the user's code runs, nothing reaches the server.
- * It returns the runs done and their time; a LangGraph.js without the
- * APIs it uses is not warmed.
+ * It returns the runs done and their time, and the error that stopped it
+ * early; a LangGraph.js without the APIs it uses is not warmed.
  */
 async function warmUp(runs, budgetMs) {
   const started = performance.now();
   let n = 0;
   if (runs <= 0 || !lg.StateGraph || !lg.Annotation?.Root || !lg.MemorySaver) return { runs: n, ms: 0 };
+  // The budget bounds a run too: a LangGraph.js that stalls here must not
+  // hold back the worker's start. Runs get an AbortController's signal, as
+  // real runs do.
+  const budget = new AbortController();
+  const timer = setTimeout(() => budget.abort(), budgetMs);
   try {
     const State = lg.Annotation.Root({ text: lg.Annotation(), steps: lg.Annotation({ reducer: (a, b) => a + b, default: () => 0 }) });
     const graph = new lg.StateGraph(State)
@@ -401,16 +406,19 @@ async function warmUp(runs, budgetMs) {
       .addEdge("first", "second")
       .addEdge("second", lg.END)
       .compile({ checkpointer: new lg.MemorySaver() });
-    const options = { subgraphs: true, streamMode: ["values", "updates", "checkpoints"] };
-    for (; n < runs && performance.now() - started < budgetMs; n++) {
-      const config = { configurable: { thread_id: `warm-up-${n}` }, signal: new AbortController().signal };
-      for await (const [, mode, chunk] of await graph.stream({ text: "warm-up" }, { ...config, ...options })) {
+    const options = { subgraphs: true, streamMode: ["values", "updates", "checkpoints"], signal: budget.signal };
+    for (; n < runs && !budget.signal.aborted; n++) {
+      for await (const [, mode, chunk] of await graph.stream({ text: "warm-up" }, { configurable: { thread_id: `warm-up-${n}` }, ...options })) {
         if (mode === "checkpoints") encode({ snapshot: snapshotOf("warm-up", chunk, {}) });
         encode({ payload: new Raw(plainJSON(streamPayload(mode, chunk))) });
       }
     }
-  } catch {
-    // a LangGraph.js that differs: its first runs are just not warmed
+  } catch (err) {
+    // The budget ran out mid-run, or a LangGraph.js that differs: its
+    // first runs are just not (fully) warmed.
+    if (!budget.signal.aborted) return { runs: n, ms: Math.round(performance.now() - started), error: oneLine(err) };
+  } finally {
+    clearTimeout(timer);
   }
   return { runs: n, ms: Math.round(performance.now() - started) };
 }
