@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -148,5 +149,68 @@ func testRunEventsDelete(t *testing.T, db *DB) {
 	left, err := db.RunsWithEvents(context.Background())
 	if err != nil || !slices.Equal(left, ids[1:2]) {
 		t.Fatalf("RunsWithEvents = %v %v", left, err)
+	}
+}
+
+func TestOwnerDeletesKeepTheirOrder(t *testing.T) { forEachBackend(t, testOwnerDeletesKeepTheirOrder) }
+
+// testOwnerDeletesKeepTheirOrder deletes two runs' events and subagent
+// records in one transaction, then writes to one of them again: the
+// deletes (gathered per table on PostgreSQL) apply before the writes that
+// follow them, and remove every owner named.
+func testOwnerDeletesKeepTheirOrder(t *testing.T, db *DB) {
+	ctx := context.Background()
+	a, b := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	now := time.Now().UTC()
+	for _, id := range []uuid.UUID{a, b} {
+		if err := db.AppendRunEvents(ctx, id, mkEvents(1, 5)); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(ctx, func(tx *Tx) error {
+			return tx.PutSubagent(SubagentExecution{ParentRunID: id, ThreadID: id, ToolCallID: "old", Status: "running", StartedAt: now})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// check runs inside transactions, on the writer's goroutine: it
+	// returns what is wrong instead of failing the test there.
+	check := func(tx *Tx, when string) error {
+		for id, want := range map[uuid.UUID]int{a: 1, b: 0} {
+			evs, err := tx.LoadRunEvents(id, 0)
+			if err != nil || len(evs) != want {
+				return fmt.Errorf("%s: run events %v %v, want %d", when, seqs(evs), err, want)
+			}
+			subs, err := tx.RunSubagents(id)
+			if err != nil || len(subs) != want || (want == 1 && subs[0].ToolCallID != "new") {
+				return fmt.Errorf("%s: subagents %+v %v, want %d (new)", when, subs, err, want)
+			}
+		}
+		return nil
+	}
+	if err := db.Update(ctx, func(tx *Tx) error {
+		for _, id := range []uuid.UUID{a, b} {
+			if err := tx.DeleteRunEvents(id); err != nil {
+				return err
+			}
+			if err := tx.deleteRunSubagents(id); err != nil {
+				return err
+			}
+		}
+		raw, err := json.Marshal(map[string]any{"event": "values", "data": map[string]int{"n": 9}})
+		if err != nil {
+			return err
+		}
+		if err := tx.seqLog(runEventLog).put(a, []seqEvent{{seq: 1, at: now, v: raw}}); err != nil {
+			return err
+		}
+		if err := tx.PutSubagent(SubagentExecution{ParentRunID: a, ThreadID: a, ToolCallID: "new", Status: "running", StartedAt: now}); err != nil {
+			return err
+		}
+		return check(tx, "inside the transaction")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.View(ctx, func(tx *Tx) error { return check(tx, "after commit") }); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -244,14 +244,26 @@ const (
 
 // writerOpenSQL are the statements that open a write transaction on try
 // attempt (0 first): BEGIN, then one statement that reads the
-// transaction's id and sets its idle timeout.
+// transaction's id, sets its idle timeout and steers its plans off
+// sequential scans.
+//
+// Every statement of a write transaction reads or writes rows by key
+// (point reads, key ranges, deletes of listed keys, the run queue's
+// claims), so an index is always the right path. The planner does not
+// always know it: the run queue, runs, threads and kv rows of a busy
+// server are inserted and deleted by the thousand between two visits of
+// autovacuum, whose statistics a new schema does not have yet, so the
+// planner sees tables of a few pages and prefers a sequential scan (and a
+// hash join over the keys) that then reads every dead row left since the
+// last vacuum, on every commit. Where no index serves a statement, it
+// still scans.
 func writerOpenSQL(attempt int) []string {
 	idle := writerIdleTimeout
 	for range attempt {
 		idle *= writerIdleGrowth
 	}
 	return []string{pgBeginWriteSQL, fmt.Sprintf(
-		"%s, set_config('idle_in_transaction_session_timeout', '%d', true) IS NULL",
+		"%s, set_config('idle_in_transaction_session_timeout', '%d', true) IS NULL, set_config('enable_seqscan', 'off', true) IS NULL",
 		pgXactIDSQL, idle.Milliseconds())}
 }
 
@@ -601,6 +613,9 @@ type pgTxn struct {
 	// queueRows holds the run queue rows written since the last batch
 	// (nil: deleted), one per run (see writeQueue).
 	queueRows map[uuid.UUID]*Run
+	// ownerDeletes are the owner deletes gathered since the last batch
+	// (pgownerdeletes.go).
+	ownerDeletes ownerDeletes
 	// gathering is set while prefetches are gathered for one round trip
 	// (gatherPrefetches); gathered holds them.
 	gathering bool
@@ -643,6 +658,7 @@ func (t *pgTxn) queue(sql string, args ...any) error {
 	if t.readOnly {
 		return errReadOnly
 	}
+	t.ownerDeletes.queue(&t.pending)
 	t.pending.Queue(sql, args...)
 	t.writes++
 	return nil
@@ -887,6 +903,7 @@ func (t *pgTxn) query(sql string, args []any, read func(pgx.Rows) error) error {
 	if t.err != nil {
 		return t.err
 	}
+	t.ownerDeletes.queue(&t.pending)
 	t.overlay.writeDirty(&t.pending)
 	t.writeQueue(&t.pending)
 	batch := t.pending
@@ -946,7 +963,7 @@ func (t *pgTxn) send(batch *pgx.Batch, sql string, args []any, read func(pgx.Row
 	var err error
 	for i := range len(open) + n {
 		if i < len(open) && strings.HasPrefix(open[i], pgXactIDSQL) {
-			err = results.QueryRow().Scan(&t.xid, nil)
+			err = results.QueryRow().Scan(&t.xid, nil, nil)
 		} else {
 			_, err = results.Exec()
 		}

@@ -23,8 +23,10 @@ type seqLogKind struct {
 	bucket []byte
 	// timed logs' tables have an "at" column (the event's publication
 	// time): their puts carry it.
-	timed                                          bool
-	putSQL, scanSQL, lastSQL, deleteSQL, ownersSQL string
+	timed                               bool
+	putSQL, scanSQL, lastSQL, ownersSQL string
+	// table deletes the events of owners (pgownerdeletes.go).
+	table *ownerTable
 }
 
 // newSeqLogKind builds the statements of the log kept in table, whose
@@ -44,7 +46,7 @@ func newSeqLogKind(bucket []byte, table, owner string, timed bool) seqLogKind {
 		putSQL:    put,
 		scanSQL:   `SELECT seq, v FROM ` + table + ` WHERE ` + owner + ` = $1 AND seq > $2 ORDER BY seq`,
 		lastSQL:   `SELECT coalesce(max(seq), 0) FROM ` + table + ` WHERE ` + owner + ` = $1`,
-		deleteSQL: `DELETE FROM ` + table + ` WHERE ` + owner + ` = $1`,
+		table:     newOwnerTable(table, owner),
 		ownersSQL: `SELECT DISTINCT ` + owner + ` FROM ` + table + ` ORDER BY 1`,
 	}
 }
@@ -196,7 +198,7 @@ func (l *pgSeqLog) last(owner uuid.UUID) (int64, error) {
 }
 
 func (l *pgSeqLog) deleteOwner(owner uuid.UUID) error {
-	return l.t.queue(l.kind.deleteSQL, pgUUID(owner))
+	return l.t.deleteOwned(l.kind.table, owner)
 }
 
 func (l *pgSeqLog) owners(fn func(uuid.UUID) error) error {

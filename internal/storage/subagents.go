@@ -47,7 +47,6 @@ const (
 	pgGetSubagentSQL          = `SELECT v FROM subagents WHERE run_id = $1 AND tool_call_id = $2`
 	pgGetSubagentForUpdateSQL = pgGetSubagentSQL + ` FOR UPDATE`
 	pgRunSubagentsSQL         = `SELECT v FROM subagents WHERE run_id = $1 ORDER BY tool_call_id`
-	pgDeleteSubagentsSQL      = `DELETE FROM subagents WHERE run_id = $1`
 	// pgLiveSubagentsSQL locks the pending and running executions but for
 	// those whose parent run a replica other than $1 is running.
 	pgLiveSubagentsSQL = `SELECT s.v FROM subagents s WHERE s.status IN ('pending', 'running')
@@ -129,7 +128,7 @@ func (t *Tx) RunSubagents(run uuid.UUID) ([]SubagentExecution, error) {
 // deleteRunSubagents removes the execution records of a parent run.
 func (t *Tx) deleteRunSubagents(run uuid.UUID) error {
 	if p, ok := t.kv.(*pgTxn); ok {
-		return p.queue(pgDeleteSubagentsSQL, pgUUID(run))
+		return p.deleteOwned(subagentsByRun, run)
 	}
 	return deletePrefix(t.bucket(bucketSubagents), run[:])
 }
@@ -172,3 +171,6 @@ func (t *Tx) InterruptLiveSubagents(now time.Time, replica string) (int, error) 
 	}
 	return len(live), nil
 }
+
+// subagentsByRun deletes a parent run's subagent records on PostgreSQL.
+var subagentsByRun = newOwnerTable("subagents", "run_id")
