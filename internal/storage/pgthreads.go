@@ -122,7 +122,7 @@ func threadSearchOrder(q ThreadQuery) (order string, inSQL bool) {
 
 // decodeThreads runs a query of thread records and decodes them.
 func decodeThreads(p *pgTxn, sql string, args []any) ([]Thread, error) {
-	raws, err := pgCollect[[]byte](p, sql, args...)
+	raws, err := p.values(sql, args...)
 	if err != nil {
 		return nil, err
 	}

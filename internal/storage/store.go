@@ -652,7 +652,7 @@ func (t *Tx) deleteExpiredStoreItemsSQL(p *pgTxn, now time.Time, limit int) (int
 	if limit > 0 {
 		bound = limit
 	}
-	keys, err := pgCollect[[]byte](p, pgExpiredStoreItemsSQL, now, bound)
+	keys, err := p.values(pgExpiredStoreItemsSQL, now, bound)
 	if err != nil {
 		return 0, err
 	}
@@ -759,11 +759,10 @@ func (t *Tx) checkStoreExpiryColumn(p *pgTxn) error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case (e.ExpiresAt == nil) != (r.ExpiresAt == nil):
+		differs := (e.ExpiresAt == nil) != (r.ExpiresAt == nil) ||
+			(e.ExpiresAt != nil && e.ExpiresAt.Sub(*r.ExpiresAt).Abs() >= time.Microsecond)
+		if differs {
 			return fmt.Errorf("store item %x: deadline %v, expires_at column %v", r.K, e.ExpiresAt, r.ExpiresAt)
-		case e.ExpiresAt != nil && e.ExpiresAt.Sub(*r.ExpiresAt).Abs() >= time.Microsecond:
-			return fmt.Errorf("store item %x: deadline %v, expires_at column %v", r.K, *e.ExpiresAt, *r.ExpiresAt)
 		}
 	}
 	if n := t.countKeys(bucketStoreExpiry); n != 0 {
